@@ -1,0 +1,44 @@
+"""nsdl_jupyter: the Nsight Deep Learning Designer workflow inside Jupyter.
+
+Public names are imported lazily so that `import nsdl_jupyter` stays cheap: onnxruntime,
+plotly and the widget stack load only when the first name that needs them is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from nsdl_jupyter._version import __version__
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.document import ModelDocument, new_model, open_model
+    from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
+    from nsdl_jupyter.widgets import GraphView
+
+# public name -> module that defines it
+_LAZY: dict[str, str] = {
+    "ModelDocument": "nsdl_jupyter.document",
+    "open_model": "nsdl_jupyter.document",
+    "new_model": "nsdl_jupyter.document",
+    "GraphView": "nsdl_jupyter.widgets",
+    "ProfileReport": "nsdl_jupyter.profiling",
+    "profile_ort": "nsdl_jupyter.profiling",
+    "load_ort_profile": "nsdl_jupyter.profiling",
+    "load_trtexec": "nsdl_jupyter.profiling",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nsdl_jupyter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
