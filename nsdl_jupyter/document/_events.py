@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 _log = logging.getLogger(__name__)
@@ -61,19 +61,7 @@ class ChangeEvent:
         )
 
     def with_source(self, source: EventSource) -> ChangeEvent:
-        return ChangeEvent(
-            description=self.description,
-            source=source,
-            added=self.added,
-            removed=self.removed,
-            changed=self.changed,
-            renamed=self.renamed,
-            edges=self.edges,
-            graph_io=self.graph_io,
-            initializers=self.initializers,
-            metadata=self.metadata,
-            dirty=self.dirty,
-        )
+        return replace(self, source=source)
 
 
 Listener = Callable[[ChangeEvent], None]

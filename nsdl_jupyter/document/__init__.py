@@ -1,0 +1,41 @@
+"""The ModelDocument: one editable ONNX model with undo/redo, events, checks and safe saving."""
+
+from __future__ import annotations
+
+from nsdl_jupyter.document._check import Diagnostic
+from nsdl_jupyter.document._document import (
+    COMPANION_SUFFIX,
+    AttributeListing,
+    ModelDocument,
+    new_model,
+    open_model,
+)
+from nsdl_jupyter.document._errors import (
+    DocumentError,
+    GraphEditError,
+    InitializerError,
+    InvalidNameError,
+    ModelLoadError,
+    ModelSaveError,
+)
+from nsdl_jupyter.document._events import ChangeEvent
+from nsdl_jupyter.document._saving import ExternalLocation
+from nsdl_jupyter.document._tensor_values import fill_methods
+
+__all__ = [
+    "COMPANION_SUFFIX",
+    "AttributeListing",
+    "ChangeEvent",
+    "Diagnostic",
+    "DocumentError",
+    "ExternalLocation",
+    "GraphEditError",
+    "InitializerError",
+    "InvalidNameError",
+    "ModelDocument",
+    "ModelLoadError",
+    "ModelSaveError",
+    "fill_methods",
+    "new_model",
+    "open_model",
+]

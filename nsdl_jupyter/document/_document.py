@@ -1,0 +1,961 @@
+"""ModelDocument: the one editable model that every widget, transform and profiler uses.
+
+Every edit method validates its arguments first (raising before anything changes), then
+builds a `Command` out of primitive edits, applies it through the `History` and emits one
+`ChangeEvent`. Undo, redo, the dirty flag and view refreshes all come from that path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+
+from nsdl_jupyter.document import _edits as e
+from nsdl_jupyter.document._atomic import atomic_write_bytes
+from nsdl_jupyter.document._check import Diagnostic, check_model
+from nsdl_jupyter.document._errors import (
+    DocumentError,
+    GraphEditError,
+    InitializerError,
+    ModelSaveError,
+)
+from nsdl_jupyter.document._events import ChangeEvent, EventBus
+from nsdl_jupyter.document._history import Command, History
+from nsdl_jupyter.document._loading import load_model, resolve_inside
+from nsdl_jupyter.document._names import check_node_name, check_tensor_name, unique_name
+from nsdl_jupyter.document._saving import ExternalLocation, save_model
+from nsdl_jupyter.document._tensor_values import array_from_source, generate_array
+
+COMPANION_SUFFIX = ".nsdl.json"
+_COMPANION_VERSION = 1
+
+
+@dataclass(frozen=True)
+class AttributeListing:
+    """A node's attributes as an editor shows them: set values, then the schema defaults."""
+
+    set_values: dict[str, Any]
+    defaults: dict[str, Any]
+    required: frozenset[str]
+
+
+class ModelDocument:
+    """An ONNX model open for editing, with undo/redo, change events and safe saving."""
+
+    def __init__(self, model: ir.Model, path: Path | None = None) -> None:
+        self._model = model
+        self._path = path
+        self._history = History()
+        self._bus = EventBus()
+        self._node_index: dict[str, ir.Node] | None = None
+        self._value_index: dict[str, ir.Value] | None = None
+        self._generated_names = _name_unnamed_nodes(model)
+        self._external_plan: dict[str, ExternalLocation] = {}
+        self._loaded_external = [
+            value.const_value
+            for value in model.graph.initializers.values()
+            if isinstance(value.const_value, ir.ExternalTensor)
+        ]
+        self.companion: dict[str, Any] = _read_companion(path) if path else {}
+
+    # ----------------------------------------------------------------- reading
+    @property
+    def model(self) -> ir.Model:
+        return self._model
+
+    @property
+    def graph(self) -> ir.Graph:
+        return self._model.graph
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def nodes(self) -> Mapping[str, ir.Node]:
+        """Nodes of the main graph by name (read-only view; edit through the methods)."""
+        if self._node_index is None:
+            self._node_index = {node.name or "": node for node in self.graph}
+        return MappingProxyType(self._node_index)
+
+    @property
+    def tensors(self) -> Mapping[str, ir.Value]:
+        """Every named tensor of the main graph: inputs, initializers and node outputs."""
+        if self._value_index is None:
+            index: dict[str, ir.Value] = {}
+            for value in self.graph.inputs:
+                index[value.name or ""] = value
+            for name, value in self.graph.initializers.items():
+                index[name] = value
+            for node in self.graph:
+                for value in node.outputs:
+                    if value.name:
+                        index[value.name] = value
+            self._value_index = index
+        return MappingProxyType(self._value_index)
+
+    @property
+    def opset_imports(self) -> Mapping[str, int]:
+        return MappingProxyType(self.graph.opset_imports)
+
+    @property
+    def dirty(self) -> bool:
+        return self._history.dirty
+
+    @property
+    def can_undo(self) -> bool:
+        return self._history.can_undo
+
+    @property
+    def can_redo(self) -> bool:
+        return self._history.can_redo
+
+    @property
+    def undo_description(self) -> str | None:
+        return self._history.undo_description
+
+    @property
+    def redo_description(self) -> str | None:
+        return self._history.redo_description
+
+    def subscribe(self, listener: Callable[[ChangeEvent], None]) -> Callable[[], None]:
+        """Call `listener(event)` after every edit, undo, redo and save; returns unsubscribe."""
+        return self._bus.subscribe(listener)
+
+    def node(self, ref: ir.Node | str) -> ir.Node:
+        """The node for a name of the main graph (or the node itself, from any graph)."""
+        if isinstance(ref, ir.Node):
+            if ref.graph is None:
+                raise GraphEditError(f"node {ref.name!r} is not part of this model any more")
+            return ref
+        found = self.nodes.get(ref)
+        if found is None:
+            raise GraphEditError(
+                f"no node named {ref!r} in the main graph{_close(ref, self.nodes)}"
+            )
+        return found
+
+    def schema(self, node: ir.Node | str) -> Any:
+        """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
+        from nsdl_jupyter.ops import UnknownOperatorError, get_schema
+
+        target = self.node(node)
+        try:
+            return get_schema(target.op_type, target.domain, self._opset_for(target))
+        except UnknownOperatorError:
+            return None
+
+    def _opset_for(self, node: ir.Node) -> int:
+        if node.version is not None:
+            return node.version
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        imports = self.graph.opset_imports
+        if domain not in imports:
+            raise GraphEditError(f"the model does not import domain {domain!r} of {node.name}")
+        return imports[domain]
+
+    def attributes_of(self, node: ir.Node | str) -> AttributeListing:
+        """Set values first, then schema defaults of attributes that are not set."""
+        from nsdl_jupyter.ops import attribute_to_python
+
+        target = self.node(node)
+        schema = self.schema(target)
+        set_values = {name: attribute_to_python(attr) for name, attr in target.attributes.items()}
+        defaults: dict[str, Any] = {}
+        required: set[str] = set()
+        if schema is not None:
+            for name, info in schema.attributes.items():
+                if info.required:
+                    required.add(name)
+                elif name not in set_values and info.default is not None:
+                    defaults[name] = attribute_to_python(info.default)
+        return AttributeListing(set_values, defaults, frozenset(required))
+
+    # ----------------------------------------------------------------- history
+    def undo(self) -> bool:
+        """Undo the last edit; False when there is nothing to undo."""
+        return self._emit(self._history.undo())
+
+    def redo(self) -> bool:
+        return self._emit(self._history.redo())
+
+    @contextmanager
+    def batch(self, description: str) -> Iterator[None]:
+        """Edits inside the block form one undo step and one event; any error undoes them all."""
+        with self._history.batch(description) as merged:
+            yield
+        for event in merged:
+            self._emit(event)
+
+    def _run(self, description: str, edits: Sequence[e.Edit], event: ChangeEvent) -> None:
+        command = Command(description, edits, event)
+        self._emit(self._history.push(command))
+
+    def _emit(self, event: ChangeEvent | None) -> bool:
+        if event is None:
+            return False
+        if event.added or event.removed or event.renamed or event.edges or event.graph_io:
+            self._node_index = None
+            self._value_index = None
+        elif event.initializers:
+            self._value_index = None
+        self._bus.emit(event)
+        return True
+
+    # -------------------------------------------------------------- attributes
+    def set_attribute(self, node: ir.Node | str, name: str, value: Any) -> None:
+        """Set attribute `name`, checked against the schema. `value` may be literal text."""
+        target = self.node(node)
+        attr = self._make_attribute(target, name, value)
+        self._run(
+            f"set {target.name}.{name}",
+            [e.SetAttr(target, name, attr)],
+            ChangeEvent(f"set {target.name}.{name}", changed=frozenset({target.name or ""})),
+        )
+
+    def set_attributes(self, nodes: Iterable[ir.Node | str], name: str, value: Any) -> None:
+        """Set the same attribute on several nodes as one undo step (multi-selection)."""
+        targets = [self.node(node) for node in nodes]
+        attrs = [self._make_attribute(target, name, value) for target in targets]
+        names = frozenset(target.name or "" for target in targets)
+        description = f"set {name} on {len(targets)} nodes"
+        self._run(
+            description,
+            [e.SetAttr(target, name, attr) for target, attr in zip(targets, attrs, strict=True)],
+            ChangeEvent(description, changed=names),
+        )
+
+    def reset_attribute(self, node: ir.Node | str, name: str) -> None:
+        """Remove the set value so the schema default applies again."""
+        target = self.node(node)
+        schema = self.schema(target)
+        info = schema.attributes.get(name) if schema is not None else None
+        if info is not None and info.required:
+            raise DocumentError(
+                f"attribute {name!r} of {target.op_type} is required and has no default: "
+                "set a value instead"
+            )
+        if name not in target.attributes:
+            if schema is not None and info is None:
+                raise DocumentError(_unknown_attribute(target, name, schema))
+            return
+        self._run(
+            f"reset {target.name}.{name}",
+            [e.SetAttr(target, name, None)],
+            ChangeEvent(f"reset {target.name}.{name}", changed=frozenset({target.name or ""})),
+        )
+
+    def _make_attribute(self, node: ir.Node, name: str, value: Any) -> ir.Attr:
+        from nsdl_jupyter.ops import to_attribute
+
+        schema = self.schema(node)
+        if schema is not None:
+            info = schema.attributes.get(name)
+            if info is None:
+                raise DocumentError(_unknown_attribute(node, name, schema))
+            attr_type = info.type
+        elif name in node.attributes:
+            attr_type = node.attributes[name].type
+        else:
+            attr_type = _guess_attribute_type(value)
+        result: ir.Attr = to_attribute(name, value, attr_type)
+        return result
+
+    # ------------------------------------------------------------------- nodes
+    def add_node(
+        self,
+        op_type: str,
+        domain: str = "",
+        *,
+        name: str | None = None,
+        inputs: Sequence[str | ir.Value | None] = (),
+        attributes: Mapping[str, Any] | None = None,
+        num_outputs: int | None = None,
+        after: ir.Node | str | None = None,
+    ) -> ir.Node:
+        """Add a node of a known operator; its outputs get names derived from the node name."""
+        from nsdl_jupyter.ops import UnknownOperatorError, get_schema
+
+        domain = "" if domain == "ai.onnx" else domain
+        if domain not in self.graph.opset_imports:
+            raise GraphEditError(
+                f"the model does not import domain {domain or 'ai.onnx'!r}: "
+                f"it imports {dict(self.graph.opset_imports)}"
+            )
+        try:
+            schema = get_schema(op_type, domain, self.graph.opset_imports[domain])
+        except UnknownOperatorError as error:
+            raise GraphEditError(str(error)) from error
+        node_name = (
+            check_node_name(name, self.nodes)
+            if name is not None
+            else unique_name(op_type, self.nodes)
+        )
+        if num_outputs is None:
+            num_outputs = max(schema.min_output, 1)
+        if not schema.min_output <= num_outputs <= schema.max_output:
+            raise GraphEditError(
+                f"{op_type} has {schema.min_output}..{schema.max_output} outputs, not {num_outputs}"
+            )
+        if len(inputs) > schema.max_input:
+            raise GraphEditError(f"{op_type} takes at most {schema.max_input} inputs")
+        sources = [None if source is None else self._tensor(source) for source in inputs]
+        taken = self.tensors
+        outputs = []
+        for index in range(num_outputs):
+            formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
+            stem = f"{node_name}_{formal.name if formal else 'output'}"
+            if formal is not None and formal.option == "variadic":
+                stem = f"{stem}_{index}"
+            outputs.append(ir.Value(name=unique_name(stem, taken)))
+        node = ir.Node(domain, op_type, [], outputs=outputs, name=node_name)
+        edits: list[e.Edit] = [e.InsertNode(self.graph, node, self._insert_point(after))]
+        edits += [e.SetInput(node, i, src) for i, src in enumerate(sources)]
+        for attr_name, value in (attributes or {}).items():
+            attr = self._make_attribute_for_schema(schema, node, attr_name, value)
+            edits.append(e.SetAttr(node, attr_name, attr))
+        self._run(
+            f"add {op_type} {node_name}",
+            edits,
+            ChangeEvent(f"add {op_type} {node_name}", added=frozenset({node_name}), edges=True),
+        )
+        return node
+
+    def _make_attribute_for_schema(
+        self, schema: Any, node: ir.Node, name: str, value: Any
+    ) -> ir.Attr:
+        from nsdl_jupyter.ops import to_attribute
+
+        info = schema.attributes.get(name)
+        if info is None:
+            raise DocumentError(_unknown_attribute(node, name, schema))
+        result: ir.Attr = to_attribute(name, value, info.type)
+        return result
+
+    def _insert_point(self, after: ir.Node | str | None) -> ir.Node | None:
+        if after is not None:
+            return self.node(after)
+        return self.graph.node(len(self.graph) - 1) if len(self.graph) else None
+
+    def remove_node(self, node: ir.Node | str) -> None:
+        """Remove a node; its consumers' inputs become empty, graph outputs it fed are dropped."""
+        self.remove_nodes([node])
+
+    def remove_nodes(self, nodes: Iterable[ir.Node | str]) -> None:
+        """Remove several nodes as one undo step."""
+        targets = list(dict.fromkeys(self.node(node) for node in nodes))
+        doomed = set(targets)
+        edits: list[e.Edit] = []
+        for target in targets:
+            graph = _graph_of(target)
+            for value in target.outputs:
+                for user, index in list(value.uses()):
+                    if user not in doomed:
+                        edits.append(e.SetInput(user, index, None))
+                if value.is_graph_output():
+                    for position in reversed(_positions(graph.outputs, value)):
+                        edits.append(e.ListInsert(graph.outputs, position, value, remove=True))
+        edits += [_DetachInputs(target) for target in targets]
+        edits += [e.RemoveNode(_graph_of(target), target) for target in targets]
+        names = frozenset(target.name or "" for target in targets)
+        description = f"remove {', '.join(sorted(names))}"
+        self._run(description, edits, ChangeEvent(description, removed=names, edges=True))
+
+    def rename_node(self, node: ir.Node | str, new_name: str) -> None:
+        """Rename a node: unique in its graph and a valid C identifier."""
+        target = self.node(node)
+        graph = _graph_of(target)
+        old = target.name or ""
+        if new_name == old:
+            return
+        siblings = {n.name or "" for n in graph} - {old}
+        check_node_name(new_name, siblings)
+        description = f"rename {old} to {new_name}"
+        self._run(
+            description,
+            [e.SetField(target, "name", new_name)],
+            ChangeEvent(description, changed=frozenset({new_name}), renamed=((old, new_name),)),
+        )
+
+    # ------------------------------------------------------------- connections
+    def connect(
+        self,
+        source: str | ir.Value,
+        node: ir.Node | str,
+        input_index: int,
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Link tensor `source` to input `input_index` of `node` (one link per input)."""
+        target = self.node(node)
+        value = self._tensor(source)
+        self._check_input_slot(target, input_index)
+        current = target.inputs[input_index] if input_index < len(target.inputs) else None
+        if current is value:
+            return
+        if current is not None and not replace:
+            raise GraphEditError(
+                f"input {input_index} of {target.name} is already linked to {current.name!r}: "
+                "disconnect it first or pass replace=True"
+            )
+        if _reaches(target, value.producer()):
+            raise GraphEditError(
+                f"linking {value.name!r} to {target.name} would create a cycle: "
+                f"{target.name} already feeds {value.producer().name}"  # type: ignore[union-attr]
+            )
+        description = f"connect {value.name} to {target.name}[{input_index}]"
+        self._run(
+            description,
+            [e.SetInput(target, input_index, value)],
+            ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
+        )
+
+    def disconnect(self, node: ir.Node | str, input_index: int) -> None:
+        """Empty input `input_index` of `node`; trailing empty inputs are dropped."""
+        target = self.node(node)
+        if not 0 <= input_index < len(target.inputs) or target.inputs[input_index] is None:
+            raise GraphEditError(f"input {input_index} of {target.name} is not connected")
+        edits: list[e.Edit] = [e.SetInput(target, input_index, None)]
+        remaining = list(target.inputs)
+        remaining[input_index] = None
+        keep = len(remaining)
+        while keep and remaining[keep - 1] is None:
+            keep -= 1
+        if keep != len(remaining):
+            edits.append(e.TrimInputs(target, keep))
+        description = f"disconnect {target.name}[{input_index}]"
+        self._run(
+            description,
+            edits,
+            ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
+        )
+
+    def _check_input_slot(self, node: ir.Node, index: int) -> None:
+        schema = self.schema(node)
+        limit = schema.max_input if schema is not None else max(len(node.inputs), index + 1)
+        if not 0 <= index < limit:
+            raise GraphEditError(
+                f"{node.op_type} {node.name} has inputs 0..{limit - 1}; there is no input {index}"
+            )
+
+    def _tensor(self, ref: str | ir.Value) -> ir.Value:
+        if isinstance(ref, ir.Value):
+            return ref
+        found = self.tensors.get(ref)
+        if found is None:
+            raise GraphEditError(
+                f"no tensor named {ref!r} in the main graph{_close(ref, self.tensors)}"
+            )
+        return found
+
+    # ------------------------------------------------------- graph inputs/outputs
+    def add_graph_input(
+        self, name: str, dtype: ir.DataType | str | int, shape: Sequence[int | str | None]
+    ) -> ir.Value:
+        check_tensor_name(name, self.tensors)
+        value = ir.Value(name=name, type=ir.TensorType(_dtype(dtype)), shape=ir.Shape(list(shape)))
+        description = f"add graph input {name}"
+        self._run(
+            description,
+            [e.ListInsert(self.graph.inputs, len(self.graph.inputs), value)],
+            ChangeEvent(description, graph_io=True),
+        )
+        return value
+
+    def remove_graph_input(self, name: str) -> None:
+        """Remove a graph input; nodes that read it get an empty input."""
+        value = self._tensor(name)
+        if not value.is_graph_input():
+            raise GraphEditError(f"{name!r} is not a graph input")
+        edits: list[e.Edit] = [e.SetInput(user, index, None) for user, index in value.uses()]
+        edits.append(
+            e.ListInsert(self.graph.inputs, self.graph.inputs.index(value), value, remove=True)
+        )
+        users = frozenset(user.name or "" for user, _ in value.uses())
+        description = f"remove graph input {name}"
+        self._run(
+            description, edits, ChangeEvent(description, changed=users, edges=True, graph_io=True)
+        )
+
+    def add_graph_output(self, tensor: str | ir.Value) -> None:
+        value = self._tensor(tensor)
+        if value.is_graph_output():
+            raise GraphEditError(f"{value.name!r} is already a graph output")
+        description = f"add graph output {value.name}"
+        self._run(
+            description,
+            [e.ListInsert(self.graph.outputs, len(self.graph.outputs), value)],
+            ChangeEvent(description, graph_io=True),
+        )
+
+    def remove_graph_output(self, name: str) -> None:
+        value = self._tensor(name)
+        if not value.is_graph_output():
+            raise GraphEditError(f"{name!r} is not a graph output")
+        edits = [
+            e.ListInsert(self.graph.outputs, position, value, remove=True)
+            for position in reversed(_positions(self.graph.outputs, value))
+        ]
+        description = f"remove graph output {name}"
+        self._run(description, edits, ChangeEvent(description, graph_io=True))
+
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Rename a tensor (graph input/output, initializer or node output)."""
+        value = self._tensor(old)
+        if new == old:
+            return
+        check_tensor_name(new, self.tensors)
+        touched = {user.name or "" for user, _ in value.uses()}
+        if value.producer() is not None:
+            touched.add(value.producer().name or "")  # type: ignore[union-attr]
+        description = f"rename tensor {old} to {new}"
+        self._run(
+            description,
+            [e.SetField(value, "name", new)],
+            ChangeEvent(
+                description,
+                changed=frozenset(touched),
+                edges=True,
+                graph_io=value.is_graph_input() or value.is_graph_output(),
+                initializers=value.is_initializer(),
+            ),
+        )
+
+    def set_tensor_type(
+        self,
+        name: str,
+        dtype: ir.DataType | str | int | None = None,
+        shape: Sequence[int | str | None] | None = None,
+    ) -> None:
+        """Change a tensor's dtype and/or shape (e.g. shape=['batch', 3, 224, 224])."""
+        value = self._tensor(name)
+        if value.is_initializer():
+            raise GraphEditError(
+                f"{name!r} is an initializer: its type comes from its data; "
+                "use convert_initializer or create a new one"
+            )
+        edits: list[e.Edit] = []
+        if dtype is not None:
+            edits.append(e.SetField(value, "type", ir.TensorType(_dtype(dtype))))
+        if shape is not None:
+            edits.append(e.SetField(value, "shape", ir.Shape(_dims(shape))))
+        if not edits:
+            return
+        users = frozenset(user.name or "" for user, _ in value.uses())
+        description = f"change type of {name}"
+        self._run(
+            description,
+            edits,
+            ChangeEvent(description, changed=users, edges=True, graph_io=True),
+        )
+
+    # ------------------------------------------------------------ initializers
+    def create_initializer(
+        self,
+        name: str,
+        value: object = None,
+        *,
+        dtype: ir.DataType | str | int | None = None,
+        shape: Sequence[int] | None = None,
+        generate: str | None = None,
+        seed: int = 0,
+    ) -> ir.Value:
+        """Create an initializer from `value` (array, nested list, literal text or a `.npy`
+        path) or, with `generate` in ("zeros", "normal", "uniform"), from dtype and shape."""
+        check_tensor_name(name, self.tensors)
+        data_type = _dtype(dtype) if dtype is not None else None
+        dims = tuple(int(d) for d in shape) if shape is not None else None
+        if generate is not None:
+            if value is not None:
+                raise InitializerError("give either a value or a generate method, not both")
+            if data_type is None or dims is None:
+                raise InitializerError(f"generate={generate!r} needs a dtype and a shape")
+            array = generate_array(data_type, dims, generate, seed)
+        elif value is None:
+            raise InitializerError("give a value (array, list, literal or .npy path) or generate=")
+        else:
+            array = array_from_source(value, data_type, dims)
+        tensor = ir.tensor(array, dtype=data_type, name=name)
+        initializer = ir.Value(
+            name=name,
+            type=ir.TensorType(tensor.dtype),
+            shape=ir.Shape(tensor.shape.numpy()),
+            const_value=tensor,
+        )
+        description = f"create initializer {name}"
+        self._run(
+            description,
+            [e.RegisterInitializer(self.graph, initializer)],
+            ChangeEvent(description, initializers=True),
+        )
+        return initializer
+
+    def delete_initializer(self, name: str) -> None:
+        """Delete an initializer; every input that used it becomes empty."""
+        value = self._initializer(name)
+        users = list(value.uses())
+        edits: list[e.Edit] = [e.SetInput(user, index, None) for user, index in users]
+        if value.is_graph_input():
+            edits.append(
+                e.ListInsert(self.graph.inputs, self.graph.inputs.index(value), value, remove=True)
+            )
+        edits.append(e.RegisterInitializer(self.graph, value, remove=True))
+        if name in self._external_plan:
+            edits.append(e.SetMapping(self._external_plan, name, None))
+        description = f"delete initializer {name}"
+        self._run(
+            description,
+            edits,
+            ChangeEvent(
+                description,
+                changed=frozenset(user.name or "" for user, _ in users),
+                edges=bool(users),
+                initializers=True,
+            ),
+        )
+
+    def connect_initializer(self, name: str, node: ir.Node | str, input_index: int) -> None:
+        """Link an initializer to a free input of `node`."""
+        self._initializer(name)
+        self.connect(name, node, input_index)
+
+    def set_external(
+        self, name: str, location: str, offset: int | None = None, length: int | None = None
+    ) -> None:
+        """Store initializer `name` in file `location` (relative to the model) on next save."""
+        value = self._initializer(name)
+        if self._path is None:
+            raise InitializerError(
+                "the model has never been saved: save it first so external data has a folder"
+            )
+        resolve_inside(self._path.parent, location, f"initializer {name!r}")
+        if offset is not None and offset < 0:
+            raise InitializerError(f"offset must be >= 0, got {offset}")
+        nbytes = value.const_value.nbytes  # type: ignore[union-attr]
+        if length is not None and length != nbytes:
+            raise InitializerError(f"{name!r} has {nbytes} bytes; length {length} does not match")
+        description = f"store {name} in {location}"
+        self._run(
+            description,
+            [e.SetMapping(self._external_plan, name, ExternalLocation(location, offset, length))],
+            ChangeEvent(description, initializers=True),
+        )
+
+    def external_location(self, name: str) -> ExternalLocation | None:
+        """Where an initializer is (or will be) stored outside the model, if anywhere."""
+        planned = self._external_plan.get(name)
+        if planned is not None:
+            return planned
+        tensor = self._initializer(name).const_value
+        if isinstance(tensor, ir.ExternalTensor):
+            return ExternalLocation(str(tensor.location), tensor.offset, tensor.length)
+        return None
+
+    def _initializer(self, name: str) -> ir.Value:
+        value = self.graph.initializers.get(name)
+        if value is None:
+            raise InitializerError(
+                f"no initializer named {name!r}{_close(name, self.graph.initializers)}"
+            )
+        return value
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> list[Diagnostic]:
+        """Diagnostics from the ONNX checker and strict shape inference, mapped to nodes."""
+        with self._serializable():
+            return check_model(self._model)
+
+    # -------------------------------------------------------------------- save
+    def save(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        external_data: str | bool | None = None,
+        size_threshold: int = 1024,
+        keep_generated_names: bool = False,
+    ) -> Path:
+        """Write the model atomically (and its companion file); returns the path written.
+
+        `external_data`: a file name (relative to the model) for every initializer of at
+        least `size_threshold` bytes; True for `<model>.data`; False to keep everything
+        inline; None (default) keeps external data external when the model has some.
+        """
+        target = Path(path) if path is not None else self._path
+        if target is None:
+            raise ModelSaveError("this model has never been saved: give a path")
+        target = target.absolute()
+        data_file = self._data_file_name(target, external_data)
+        with self._serializable(keep_generated_names):
+            save_model(
+                self._model,
+                target,
+                planned=self._external_plan,
+                external_data=data_file,
+                size_threshold=size_threshold,
+                known_external=self._loaded_external,
+            )
+        self._write_companion(target)
+        self._path = target
+        self._history.mark_saved()
+        self._bus.emit(ChangeEvent(f"saved {target.name}", source="save", dirty=False))
+        return target
+
+    def _data_file_name(self, target: Path, external_data: str | bool | None) -> str | None:
+        if external_data is True:
+            return f"{target.name}.data"
+        if external_data is False:
+            return None
+        if isinstance(external_data, str):
+            return external_data
+        has_external = any(
+            isinstance(value.const_value, ir.ExternalTensor)
+            for value in self.graph.initializers.values()
+        )
+        return f"{target.name}.data" if has_external else None
+
+    def update_companion(self, key: str, value: Any) -> None:
+        """Set view state kept beside the model (layout, collapsed groups); not an edit."""
+        self.companion[key] = value
+
+    def _write_companion(self, target: Path) -> None:
+        if not self.companion:
+            return
+        payload = {"version": _COMPANION_VERSION, **self.companion}
+        atomic_write_bytes(
+            target.with_name(target.name + COMPANION_SUFFIX),
+            json.dumps(payload, indent=1, sort_keys=True).encode(),
+        )
+
+    @contextmanager
+    def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
+        """Topological order (ONNX requires it) and original names of unnamed nodes."""
+        if not _is_topological(self.graph):
+            self.graph.sort()
+        restored: list[tuple[ir.Node, str]] = []
+        if not keep_generated_names:
+            for node, (generated, original) in self._generated_names.items():
+                if node.name == generated:
+                    restored.append((node, generated))
+                    node.name = original
+        try:
+            yield
+        finally:
+            for node, generated in restored:
+                node.name = generated
+
+    def __repr__(self) -> str:
+        where = str(self._path) if self._path else "unsaved"
+        star = "*" if self.dirty else ""
+        return f"<ModelDocument {where}{star}: {len(self.graph)} nodes>"
+
+
+class _DetachInputs(e.Edit):
+    """Clear every input of a node being removed (so its producers lose the use)."""
+
+    def __init__(self, node: ir.Node) -> None:
+        self._edits = [e.SetInput(node, i, None) for i in range(len(node.inputs))]
+
+    def apply(self) -> None:
+        for edit in self._edits:
+            edit.apply()
+
+    def revert(self) -> None:
+        for edit in reversed(self._edits):
+            edit.revert()
+
+
+def open_model(path: str | os.PathLike[str]) -> ModelDocument:
+    """Open an ONNX file for editing. External weights stay on disk until used."""
+    source = Path(path).absolute()
+    return ModelDocument(load_model(source), source)
+
+
+def new_model(opset: int = 21, contrib_ops: bool = False, name: str = "main") -> ModelDocument:
+    """An empty model importing ONNX `opset` (and `com.microsoft` contrib ops if asked)."""
+    latest = onnx.defs.onnx_opset_version()
+    if not isinstance(opset, int) or not 1 <= opset <= latest:
+        raise DocumentError(f"opset must be an integer in 1..{latest} (this onnx), got {opset!r}")
+    imports = {"": opset}
+    if contrib_ops:
+        imports["com.microsoft"] = 1
+    ir_version = onnx.helper.find_min_ir_version_for(
+        [onnx.helper.make_opsetid("", opset)], ignore_unknown=True
+    )
+    graph = ir.Graph([], [], nodes=[], opset_imports=imports, name=name)
+    model = ir.Model(graph, ir_version=max(ir_version, 7), producer_name="nsdl_jupyter")
+    return ModelDocument(model)
+
+
+# --------------------------------------------------------------------- helpers
+def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
+    """Give unnamed and duplicate-named nodes unique names; remember (generated, original)."""
+    generated: dict[ir.Node, tuple[str, str]] = {}
+    graphs = [model.graph]
+    graphs += [
+        attr_graph
+        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+        for attr in node.attributes.values()
+        for attr_graph in _graphs_of(attr)
+    ]
+    for graph in graphs:
+        taken: set[str] = set()
+        needs_name = []
+        for node in graph:
+            if node.name and node.name not in taken:
+                taken.add(node.name)
+            else:
+                needs_name.append(node)
+        for node in needs_name:
+            original = node.name or ""
+            new = unique_name(f"{node.op_type}_{len(taken)}", taken)
+            taken.add(new)
+            node.name = new
+            generated[node] = (new, original)
+    return generated
+
+
+def _graphs_of(attr: ir.Attr) -> list[ir.Graph]:
+    if attr.type == ir.AttributeType.GRAPH:
+        return [attr.as_graph()]
+    if attr.type == ir.AttributeType.GRAPHS:
+        return list(attr.as_graphs())
+    return []
+
+
+def _graph_of(node: ir.Node) -> ir.Graph:
+    graph = node.graph
+    if not isinstance(graph, ir.Graph):
+        raise GraphEditError(f"node {node.name!r} is not in a graph")
+    return graph
+
+
+def _positions(items: Sequence[ir.Value], value: ir.Value) -> list[int]:
+    return [i for i, item in enumerate(items) if item is value]
+
+
+def _reaches(start: ir.Node, goal: ir.Node | None) -> bool:
+    """True if `goal` is `start` or downstream of it (linking would close a cycle)."""
+    if goal is None:
+        return False
+    seen = {start}
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        if current is goal:
+            return True
+        for output in current.outputs:
+            for user, _ in output.uses():
+                if user not in seen:
+                    seen.add(user)
+                    stack.append(user)
+    return False
+
+
+def _is_topological(graph: ir.Graph) -> bool:
+    produced = {id(v) for v in graph.inputs} | {id(v) for v in graph.initializers.values()}
+    nodes = set()
+    for node in graph:
+        nodes.add(id(node))
+    seen: set[int] = set()
+    for node in graph:
+        for value in node.inputs:
+            if value is None or id(value) in produced:
+                continue
+            producer = value.producer()
+            if producer is not None and id(producer) in nodes and id(producer) not in seen:
+                return False
+        seen.add(id(node))
+    return True
+
+
+def _dtype(dtype: ir.DataType | str | int) -> ir.DataType:
+    if isinstance(dtype, ir.DataType):
+        return dtype
+    if isinstance(dtype, int):
+        return ir.DataType(dtype)
+    aliases = {"float32": "FLOAT", "float64": "DOUBLE", "half": "FLOAT16", "bool": "BOOL"}
+    key = aliases.get(dtype.lower(), dtype.upper())
+    try:
+        return ir.DataType[key]
+    except KeyError:
+        try:
+            return ir.DataType.from_numpy(np.dtype(dtype))
+        except TypeError:
+            names = ", ".join(t.name.lower() for t in ir.DataType if t.name != "UNDEFINED")
+            raise DocumentError(f"unknown dtype {dtype!r}: use one of {names}") from None
+
+
+def _dims(shape: Sequence[int | str | None]) -> list[int | str | None]:
+    dims: list[int | str | None] = []
+    for dim in shape:
+        if isinstance(dim, str) and dim.isdigit():
+            dims.append(int(dim))
+        elif dim is None or isinstance(dim, (int, str)):
+            if isinstance(dim, int) and dim < 0:
+                raise DocumentError(f"dimension {dim} is negative: use a name for a free dimension")
+            dims.append(dim)
+        else:
+            raise DocumentError(f"dimension {dim!r} must be an int, a name or None")
+    return dims
+
+
+def _guess_attribute_type(value: Any) -> ir.AttributeType:
+    """For operators without a schema: the type the value looks like."""
+    from nsdl_jupyter.ops import LiteralSyntaxError, parse_literal
+
+    if isinstance(value, str):
+        try:
+            value = parse_literal(value)
+        except LiteralSyntaxError:
+            return ir.AttributeType.STRING
+    if isinstance(value, bool | int | np.integer):
+        return ir.AttributeType.INT
+    if isinstance(value, float | np.floating):
+        return ir.AttributeType.FLOAT
+    if isinstance(value, str):
+        return ir.AttributeType.STRING
+    if isinstance(value, np.ndarray):
+        return ir.AttributeType.TENSOR
+    if isinstance(value, list | tuple):
+        if all(isinstance(item, bool | int) for item in value):
+            return ir.AttributeType.INTS
+        if all(isinstance(item, int | float) for item in value):
+            return ir.AttributeType.FLOATS
+        if all(isinstance(item, str) for item in value):
+            return ir.AttributeType.STRINGS
+        return ir.AttributeType.TENSOR
+    raise DocumentError(f"cannot tell which attribute type {value!r} should have")
+
+
+def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:
+    known = ", ".join(sorted(schema.attributes)) or "none"
+    return f"{node.op_type} has no attribute {name!r}; its attributes are: {known}"
+
+
+def _close(name: str, names: Iterable[str]) -> str:
+    matches = difflib.get_close_matches(name, list(names), n=3)
+    return f" (did you mean {', '.join(map(repr, matches))}?)" if matches else ""
+
+
+def _read_companion(path: Path) -> dict[str, Any]:
+    """The companion file is optional: a missing or unreadable one gives an empty state."""
+    companion = path.with_name(path.name + COMPANION_SUFFIX)
+    try:
+        data = json.loads(companion.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    data.pop("version", None)
+    return data

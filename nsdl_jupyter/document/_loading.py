@@ -1,0 +1,125 @@
+"""Opening ONNX files safely: clear errors for corrupt input, external data kept on disk."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import onnx
+import onnx_ir as ir
+from google.protobuf.message import DecodeError
+
+from nsdl_jupyter.document._errors import ModelLoadError
+
+
+def load_model(path: str | os.PathLike[str]) -> ir.Model:
+    """Read `path` into onnx_ir without reading external weights (they stay memory-mapped)."""
+    source = Path(path)
+    if not source.exists():
+        raise FileNotFoundError(f"no such model file: {source}")
+    if not source.is_file():
+        raise ModelLoadError(f"{source} is not a file: give the path of an .onnx model")
+    try:
+        proto = onnx.load(str(source), load_external_data=False)
+    except (DecodeError, RuntimeError, ValueError) as error:
+        raise ModelLoadError(
+            f"{source} is not a readable ONNX model (corrupt or truncated protobuf: {error})"
+        ) from error
+    check_model_header(proto, source)
+    base_dir = source.resolve().parent
+    check_external_data(proto, base_dir, source)
+    try:
+        model = ir.serde.deserialize_model(proto)
+    except Exception as error:
+        raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
+    ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
+    return model
+
+
+def check_model_header(proto: onnx.ModelProto, source: Path) -> None:
+    """Protobuf parses many byte strings; a real model has a graph and an opset import."""
+    if not proto.HasField("graph") or proto.ir_version <= 0 or not proto.opset_import:
+        raise ModelLoadError(
+            f"{source} is not an ONNX model: no graph, IR version or opset import found "
+            "(is it truncated, or a different file type?)"
+        )
+    if proto.ir_version > onnx.IR_VERSION:
+        raise ModelLoadError(
+            f"{source} has IR version {proto.ir_version}, newer than this onnx "
+            f"({onnx.__version__}, IR {onnx.IR_VERSION}): upgrade the onnx package"
+        )
+
+
+def check_external_data(proto: onnx.ModelProto, base_dir: Path, source: Path) -> None:
+    """Every external data reference must stay inside the model's folder and fit its file."""
+    sizes: dict[Path, int] = {}
+    for tensor in _all_tensors(proto):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        info = {entry.key: entry.value for entry in tensor.external_data}
+        location = info.get("location", "")
+        where = f"{source}: initializer {tensor.name!r}"
+        data_path = resolve_inside(base_dir, location, where)
+        if data_path not in sizes:
+            if not data_path.is_file():
+                raise ModelLoadError(f"{where}: external data file {location!r} is missing")
+            sizes[data_path] = data_path.stat().st_size
+        try:
+            offset = int(info.get("offset", "0"))
+            length = int(info["length"]) if "length" in info else None
+        except ValueError as error:
+            raise ModelLoadError(f"{where}: bad external data offset/length ({error})") from error
+        end = offset + (length or 0)
+        if offset < 0 or end > sizes[data_path]:
+            raise ModelLoadError(
+                f"{where}: external data [{offset}, {end}) lies outside {location!r} "
+                f"({sizes[data_path]} bytes): the data file does not belong to this model"
+            )
+
+
+def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
+    """The absolute path of `location`, refusing anything that escapes `base_dir`."""
+    if not location:
+        raise ModelLoadError(f"{where}: external data has no location")
+    relative = Path(location)
+    if relative.is_absolute() or relative.drive:
+        raise ModelLoadError(
+            f"{where}: external data location {location!r} is absolute; ONNX requires a path "
+            "relative to the model's folder"
+        )
+    resolved = (base_dir / relative).resolve()
+    root = base_dir.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ModelLoadError(
+            f"{where}: external data location {location!r} escapes the model's folder "
+            f"{root}; refusing to read or write outside it"
+        )
+    return resolved
+
+
+def _all_tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    yield from _graph_tensors(proto.graph)
+    for function in proto.functions:
+        for node in function.node:
+            yield from _node_tensors(node)
+
+
+def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        yield from _node_tensors(node)
+
+
+def _node_tensors(node: onnx.NodeProto) -> Iterator[onnx.TensorProto]:
+    for attribute in node.attribute:
+        if attribute.HasField("t"):
+            yield attribute.t
+        yield from attribute.tensors
+        if attribute.HasField("g"):
+            yield from _graph_tensors(attribute.g)
+        for graph in attribute.graphs:
+            yield from _graph_tensors(graph)
