@@ -10,14 +10,25 @@ from nsdl_jupyter.ops._errors import (
     UnknownOperatorError,
 )
 from nsdl_jupyter.ops._literal import LiteralValue, format_literal, parse_literal
+from nsdl_jupyter.ops._registry import get_schema, known_domains, latest_opset, list_operators
+from nsdl_jupyter.ops._schema_info import AttributeInfo, FormalParameter, OpSchemaInfo
+from nsdl_jupyter.ops._schema_sources import normalize_domain
 
 __all__ = [
+    "AttributeInfo",
     "AttributeLiteralError",
     "AttributeValueError",
+    "FormalParameter",
     "LiteralSyntaxError",
     "LiteralValue",
+    "OpSchemaInfo",
     "UnknownDomainError",
     "UnknownOperatorError",
     "format_literal",
+    "get_schema",
+    "known_domains",
+    "latest_opset",
+    "list_operators",
+    "normalize_domain",
     "parse_literal",
 ]
