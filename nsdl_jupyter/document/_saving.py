@@ -55,7 +55,8 @@ def save_model(
     """Write `model` to `target` atomically.
 
     `planned` maps initializer names to explicit external locations; `external_data` names a
-    file for every other initializer of at least `size_threshold` bytes (None keeps them inline).
+    file for every other initializer of at least `size_threshold` bytes or already stored
+    externally (None keeps them inline).
     """
     folder = target.parent
     if not folder.is_dir():
@@ -78,7 +79,7 @@ def save_model(
         }
         for location, placements in to_write.items():
             _write_data_file(staging / location, placements)
-        with _external_references(files, folder):
+        with _external_references(model.graph, files, folder):
             proto = ir.to_proto(model)
         data = proto.SerializeToString()
         if len(data) > _PROTOBUF_LIMIT:
@@ -120,7 +121,8 @@ def _plan_files(
         if tensor is None:
             continue
         spec = planned.get(name)
-        if spec is None and external_data is not None and tensor.nbytes >= size_threshold:
+        big = tensor.nbytes >= size_threshold or isinstance(tensor, ir.ExternalTensor)
+        if spec is None and external_data is not None and big:
             spec = ExternalLocation(external_data)
         if spec is not None:
             resolve_inside(folder, spec.location, f"initializer {name!r}")
@@ -196,10 +198,19 @@ def _write_data_file(path: Path, placements: list[_Placement]) -> None:
 
 
 @contextmanager
-def _external_references(files: Mapping[str, list[_Placement]], folder: Path) -> Iterator[None]:
-    """Point initializers at their final external location while the proto is built."""
+def _external_references(
+    graph: ir.Graph, files: Mapping[str, list[_Placement]], folder: Path
+) -> Iterator[None]:
+    """Point initializers at their final external location while the proto is built;
+    external tensors that are to be stored inline are read into memory for that time."""
     originals: list[tuple[ir.Value, ir.TensorProtocol | None]] = []
+    placed = {id(p.value) for placements in files.values() for p in placements}
     try:
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if isinstance(tensor, ir.ExternalTensor) and id(value) not in placed:
+                originals.append((value, tensor))
+                value.const_value = ir.Tensor(tensor.numpy(), name=value.name)
         for location, placements in files.items():
             for placement in placements:
                 value = placement.value
