@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it (.ci/run calls exactly this): set-up, ruff lint, ruff
+# format check, mypy (strict, the package) and every pytest test, UI tests included.
+# Each step runs even when an earlier one failed; the summary lists what failed.
+# Extra arguments go to pytest (e.g. `bash scripts/test.sh -m "not ui and not slow"`).
+# Under CI=1/true or NSDL_STRICT=1 a test skipped for a missing prerequisite FAILS.
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+bash scripts/setup.sh || { echo "test.sh: set-up failed" >&2; exit 1; }
+# shellcheck source=/dev/null
+. .venv/bin/activate
+
+failed=()
+step() {
+  local name="$1"
+  shift
+  echo "=== $name: $*"
+  if ! "$@"; then
+    failed+=("$name")
+  fi
+}
+
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "test.sh: NVIDIA GPU found: gpu-marked tests run"
+else
+  echo "test.sh: no NVIDIA GPU on this machine: gpu-marked tests are deselected"
+fi
+is_on() { case "${1,,}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
+if is_on "${CI:-}" || is_on "${NSDL_STRICT:-}"; then
+  echo "test.sh: strict mode (CI / NSDL_STRICT): a test skipped for a missing prerequisite fails"
+fi
+
+step "ruff check" ruff check .
+step "ruff format" ruff format --check .
+step "mypy" mypy
+mkdir -p test-output
+step "pytest" python -m pytest --junitxml=test-output/junit.xml "$@"
+
+if ((${#failed[@]})); then
+  echo "test.sh: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "test.sh: all checks passed"

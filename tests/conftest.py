@@ -1,0 +1,131 @@
+"""Shared pytest fixtures and the suite-wide rules.
+
+- Strict mode (`CI` or `NSDL_STRICT` set to anything but ""/0/false/no): a skipped test
+  FAILS, so a missing prerequisite (chromium, sshd, a build tool) can never turn CI green by
+  skipping. A test whose skip is legitimate on some machines says so with
+  `@pytest.mark.may_skip` (e.g. it needs the optional `tensorrt` module).
+- `gpu`-marked tests are deselected where no NVIDIA GPU answers `nvidia-smi -L`, and the
+  summary says how many.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _is_on(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no")
+
+
+STRICT = _is_on(os.environ.get("CI")) or _is_on(os.environ.get("NSDL_STRICT"))
+_collect_skips: list[str] = []  # test files skipped whole at collection, in strict mode
+
+
+@functools.cache
+def has_nvidia_gpu() -> bool:
+    """True when `nvidia-smi -L` lists a GPU."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        listing = subprocess.run(
+            [smi, "-L"], check=False, capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return listing.returncode == 0 and "GPU" in listing.stdout
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "may_skip: a skip of this test is legitimate on some machines; strict mode keeps it a skip",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if has_nvidia_gpu():
+        return
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if gpu:
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if item.get_closest_marker("gpu") is None]
+        config.stash[_GPU_DESELECTED] = len(gpu)
+
+
+_GPU_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = [f"nsdl: strict skips={'on' if STRICT else 'off'} (CI / NSDL_STRICT)"]
+    lines.append(f"nsdl: NVIDIA GPU={'yes' if has_nvidia_gpu() else 'no: gpu tests deselected'}")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _collect_skips:
+        terminalreporter.write_line(
+            f"FAILED (skipped in strict mode at collection) {line}", red=True
+        )
+    count = terminalreporter.config.stash.get(_GPU_DESELECTED, 0)
+    if count:
+        terminalreporter.write_line(
+            f"nsdl: {count} gpu-marked test(s) deselected: no NVIDIA GPU on this machine"
+        )
+
+
+def _strict_failure(report: pytest.TestReport | pytest.CollectReport) -> None:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    report.outcome = "failed"
+    report.longrepr = (
+        f"skipped in strict mode (CI / NSDL_STRICT): {reason}\n"
+        "Install the prerequisite (bash scripts/setup.sh does it), or mark the test "
+        "@pytest.mark.may_skip if skipping is legitimate on some machines."
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if (
+        STRICT
+        and report.skipped
+        and not hasattr(report, "wasxfail")
+        and item.get_closest_marker("may_skip") is None
+    ):
+        _strict_failure(report)
+    return report
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    # A module-level importorskip skips a whole file at collection; failing the report there
+    # would interrupt the session, so it is recorded here and fails the run at the end.
+    if STRICT and report.skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        _collect_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _collect_skips and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session")
+def test_output_dir() -> Path:
+    """`test-output/` in the repo (gitignored): lists and artifacts a run leaves for people."""
+    folder = REPO / "test-output"
+    folder.mkdir(exist_ok=True)
+    return folder
