@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter.ops._attributes import attribute_to_python, to_attribute
 from nsdl_jupyter.ops._errors import (
     AttributeLiteralError,
     AttributeValueError,
@@ -10,6 +11,7 @@ from nsdl_jupyter.ops._errors import (
     UnknownOperatorError,
 )
 from nsdl_jupyter.ops._literal import LiteralValue, format_literal, parse_literal
+from nsdl_jupyter.ops._reference import AttributeReference
 from nsdl_jupyter.ops._registry import get_schema, known_domains, latest_opset, list_operators
 from nsdl_jupyter.ops._schema_info import AttributeInfo, FormalParameter, OpSchemaInfo
 from nsdl_jupyter.ops._schema_sources import normalize_domain
@@ -17,6 +19,7 @@ from nsdl_jupyter.ops._schema_sources import normalize_domain
 __all__ = [
     "AttributeInfo",
     "AttributeLiteralError",
+    "AttributeReference",
     "AttributeValueError",
     "FormalParameter",
     "LiteralSyntaxError",
@@ -24,6 +27,7 @@ __all__ = [
     "OpSchemaInfo",
     "UnknownDomainError",
     "UnknownOperatorError",
+    "attribute_to_python",
     "format_literal",
     "get_schema",
     "known_domains",
@@ -31,4 +35,5 @@ __all__ = [
     "list_operators",
     "normalize_domain",
     "parse_literal",
+    "to_attribute",
 ]

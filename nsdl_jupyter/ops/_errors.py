@@ -34,17 +34,17 @@ class AttributeValueError(ValueError):
 
 
 class AttributeLiteralError(AttributeValueError, LiteralSyntaxError):
-    """Literal text given for an attribute does not parse, or has the wrong shape.
+    """Literal text given for an attribute does not parse, or holds the wrong kind of value.
 
     It is both an `AttributeValueError` (what `to_attribute` promises) and a
-    `LiteralSyntaxError` (so an editor can place the caret at `column`).
+    `LiteralSyntaxError` (so an editor can place the caret at `column`). The message reads
+    ``attribute 'pads' expects INTS (a list of ints, e.g. [1, 2]): column 5: ...``.
     """
 
-    def __init__(self, attribute: str, error: LiteralSyntaxError) -> None:
-        LiteralSyntaxError.__init__(self, error.reason, error.column, error.text)
-        where = str(error)
+    def __init__(self, attribute: str, expectation: str, reason: str, column: int, text: str):
+        LiteralSyntaxError.__init__(self, reason, column, text)
         self.attribute = attribute
-        self.args = (f"attribute {attribute!r}: {where}",)
+        self.args = (f"{expectation}: {self.args[0]}",)
 
     def __str__(self) -> str:
         return str(self.args[0])

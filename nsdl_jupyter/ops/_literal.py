@@ -28,6 +28,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter.ops._errors import LiteralSyntaxError
+from nsdl_jupyter.ops._reference import AttributeReference
 
 LiteralValue: TypeAlias = Union[int, float, str, bool, list["LiteralValue"]]  # noqa: UP007
 
@@ -60,16 +61,44 @@ def parse_literal(text: str) -> LiteralValue:
     return parse_literal_with_positions(text)[0]
 
 
-def parse_literal_with_positions(text: str) -> tuple[LiteralValue, dict[int, int]]:
-    """Parse `text` and also return ``{id(list): column of its '['}`` for every list.
+def parse_literal_with_positions(text: str) -> tuple[LiteralValue, LiteralPositions]:
+    """Parse `text` and also return where each list and each list item starts.
 
-    Converters that check the shape of nested lists (tensors must not be ragged) use the
-    positions to point at the offending list. The ids are valid while the value is alive.
+    Converters that check nested lists (tensors must not be ragged, INTS must hold ints) use
+    the positions to point at the offending item. Valid while the parsed value is alive.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_literal expects str, got {type(text).__name__}")
     parser = _Parser(text)
-    return parser.parse(), parser.list_columns
+    return parser.parse(), parser.positions
+
+
+class LiteralPositions:
+    """1-based columns of the lists of one parsed literal and of their items."""
+
+    __slots__ = ("_items", "_lists", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lists: dict[int, int] = {}
+        self._items: dict[int, list[int]] = {}
+
+    def add_list(self, items: list[LiteralValue], column: int) -> list[int]:
+        self._lists[id(items)] = column
+        columns: list[int] = []
+        self._items[id(items)] = columns
+        return columns
+
+    def list_column(self, items: object) -> int | None:
+        """Column of the '[' that opened `items`, None if `items` did not come from the text."""
+        return self._lists.get(id(items))
+
+    def item_column(self, items: object, index: int) -> int | None:
+        """Column where item `index` of `items` starts, None if unknown."""
+        columns = self._items.get(id(items))
+        if columns is None or not 0 <= index < len(columns):
+            return None
+        return columns[index]
 
 
 def describe_token(text: str, pos: int) -> str:
@@ -84,12 +113,12 @@ def describe_token(text: str, pos: int) -> str:
 
 
 class _Parser:
-    __slots__ = ("list_columns", "pos", "text")
+    __slots__ = ("pos", "positions", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
-        self.list_columns: dict[int, int] = {}
+        self.positions = LiteralPositions(text)
 
     def error(self, message: str, pos: int | None = None) -> LiteralSyntaxError:
         where = self.pos if pos is None else pos
@@ -139,12 +168,13 @@ class _Parser:
         start = self.pos
         self.pos += 1
         items: list[LiteralValue] = []
-        self.list_columns[id(items)] = start + 1
+        columns = self.positions.add_list(items, start + 1)
         self.skip_whitespace()
         if self.pos < len(self.text) and self.text[self.pos] == "]":
             self.pos += 1
             return items
         while True:
+            columns.append(self.pos + 1)
             items.append(self.value(depth + 1))
             self.skip_whitespace()
             if self.pos >= len(self.text):
@@ -325,6 +355,8 @@ def _format_other(value: object, out: list[str]) -> None:
         out.append(f"<type {value.type}, shape {value.shape}>")
     elif isinstance(value, ir.TypeProtocol):
         out.append(f"<type {value}>")
+    elif isinstance(value, AttributeReference):
+        out.append(f"<reference to the caller's attribute {value.name!r}>")
     else:
         raise TypeError(
             f"format_literal cannot write a {type(value).__name__}: give a number, a str, "
