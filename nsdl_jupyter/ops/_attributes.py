@@ -26,7 +26,6 @@ from nsdl_jupyter.ops._tensor_literals import (
 
 AT = ir.AttributeType
 _INT64 = np.iinfo(np.int64)
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 EXPECTATIONS: dict[ir.AttributeType, str] = {
     AT.INT: "an int, e.g. 1",
@@ -175,14 +174,16 @@ def _float(value: object, context: _Context, container: object = None, index: in
     ):
         raise context.error(f"{where}{describe_value(value)}", container, index)
     number = float(value)
-    if math.isfinite(number) and abs(number) > _FLOAT32_MAX:
+    with np.errstate(over="ignore"):
+        single = np.float32(number)
+    if math.isfinite(number) and not np.isfinite(single):
         raise context.error(
             f"{where}{number!r}, outside the float32 range of FLOAT attributes (about 3.4e38)",
             container,
             index,
         )
     # store what a reload of the saved model gives: FLOAT attributes are float32
-    return float(np.float32(number))
+    return float(single)
 
 
 def _string(value: object, context: _Context, container: object = None, index: int = 0) -> str:
@@ -350,7 +351,7 @@ def _check_serializable(context: _Context, value: object) -> None:
     """onnx_ir 1.x cannot save sparse attributes; refuse now rather than fail at save time."""
     try:
         ir.serde.serialize_attribute(ir.Attr(context.name, context.attr_type, value))
-    except NotImplementedError:
+    except (NotImplementedError, ir.serde.SerdeError):
         raise context.error(
             "onnx_ir (the in-memory model) cannot store sparse tensor attributes: "
             "use a dense TENSOR attribute instead (e.g. Constant's 'value')"

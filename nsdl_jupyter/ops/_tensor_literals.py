@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 _INT64 = np.iinfo(np.int64)
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class TensorLiteralError(ValueError):
@@ -145,7 +144,9 @@ def array_from_nested(value: Any) -> np.ndarray[Any, Any]:
         return np.array(leaves, dtype=np.int64).reshape(shape)
     # floats (or an empty list): float32 as ONNX models use it
     as_float = np.array(leaves, dtype=np.float64)
-    too_big = np.isfinite(as_float) & (np.abs(as_float) > _FLOAT32_MAX)
+    with np.errstate(over="ignore"):
+        as_single = as_float.astype(np.float32)
+    too_big = np.isfinite(as_float) & ~np.isfinite(as_single)
     if too_big.any():
         at = int(np.argmax(too_big))
         container, index = _locate(value, at, shape)
@@ -155,4 +156,4 @@ def array_from_nested(value: Any) -> np.ndarray[Any, Any]:
             container,
             index,
         )
-    return as_float.astype(np.float32).reshape(shape)
+    return as_single.reshape(shape)
