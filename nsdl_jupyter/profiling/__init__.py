@@ -1,0 +1,62 @@
+"""Profiling: ONNX Runtime profile runs in a child process, trtexec imports, ProfileReport.
+
+- `profile_ort(model, ...)` / `start_profile_ort(...)`: the "Profile Model" activity;
+- `load_ort_profile(trace)`: a trace from onnxruntime's own profiler, from any machine;
+- `load_trtexec(profile=..., layer_info=..., times=...)`: trtexec's JSON exports;
+- `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
+"""
+
+from __future__ import annotations
+
+from nsdl_jupyter.profiling._activity import (
+    NODE_TIME_NOTE,
+    ProfileJob,
+    Progress,
+    load_ort_profile,
+    profile_ort,
+    start_profile_ort,
+)
+from nsdl_jupyter.profiling._errors import (
+    InputFolderError,
+    ProfileCancelledError,
+    ProfileError,
+    ProfileSettingsError,
+    RunnerCrashError,
+)
+from nsdl_jupyter.profiling._inputs import input_file_name
+from nsdl_jupyter.profiling._ort_trace import TraceFormatError, parse_ort_trace
+from nsdl_jupyter.profiling._providers import (
+    ProviderStatus,
+    RuntimeInfo,
+    available_providers,
+    probe_runtime,
+)
+from nsdl_jupyter.profiling._report import ProfileReport
+from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
+from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
+
+__all__ = [
+    "NODE_TIME_NOTE",
+    "InputFolderError",
+    "OrtProfileSettings",
+    "ProfileCancelledError",
+    "ProfileError",
+    "ProfileJob",
+    "ProfileReport",
+    "ProfileSettingsError",
+    "Progress",
+    "ProviderStatus",
+    "RunnerCrashError",
+    "RuntimeInfo",
+    "TraceFormatError",
+    "available_providers",
+    "input_file_name",
+    "load_ort_profile",
+    "load_trtexec",
+    "parse_ort_trace",
+    "probe_runtime",
+    "profile_ort",
+    "provider_name",
+    "start_profile_ort",
+    "trt_layer_nodes",
+]

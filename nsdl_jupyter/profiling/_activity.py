@@ -1,0 +1,347 @@
+"""The ONNX Runtime profile activity: settings in, ProfileReport out, runtime in a child process.
+
+`start_profile_ort` checks everything it can in the kernel (model, settings, input folder),
+stages the job on a target and starts the runner (`_ort_runner.py`); the returned `ProfileJob`
+reports progress, can be cancelled, and turns the runner's answer and trace into a report.
+`profile_ort` does the same and waits. Nothing here imports onnxruntime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError, RunnerCrashError
+from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
+from nsdl_jupyter.profiling._model_source import ModelSource, model_source
+from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
+from nsdl_jupyter.profiling._report import ProfileReport, now_iso
+from nsdl_jupyter.profiling._settings import OrtProfileSettings
+from nsdl_jupyter.targets import JobResult, LocalTarget, RunnerJob, Target
+
+RUNNER = Path(__file__).with_name("_ort_runner.py")
+_STDERR_IN_MESSAGE = 30  # lines of the runner's stderr quoted in an error message
+
+ProgressListener = Callable[["Progress"], None]
+
+NODE_TIME_NOTE = (
+    "Per-node times come from onnxruntime's profiler: host-side time around each kernel, with "
+    "a device synchronisation per node on GPU providers, so they add up to more than the "
+    "end-to-end latency. End-to-end figures come from a separate pass with profiling off."
+)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a job is: phase ('starting', 'warm-up', 'latency', 'profile', 'parsing', 'done'),
+    steps done of the phase, and the fraction of the whole job."""
+
+    phase: str
+    done: int
+    total: int
+    fraction: float
+
+
+def _tail(stderr: str, lines: int = _STDERR_IN_MESSAGE) -> str:
+    kept = stderr.strip().splitlines()[-lines:]
+    return "\n".join(kept)
+
+
+class ProfileJob:
+    """A running profile: `progress`, `cancel()`, `wait()` -> ProfileReport."""
+
+    def __init__(
+        self,
+        source: ModelSource,
+        settings: OrtProfileSettings,
+        target: Target,
+        *,
+        debug_crash_at: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.target = target
+        self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
+        self._listeners: list[ProgressListener] = []
+        self._lock = threading.Lock()
+        self._report: ProfileReport | None = None
+        self._error: BaseException | None = None
+        self._finished = threading.Event()
+        self._result: JobResult | None = None
+        self.progress = Progress("starting", 0, 1, 0.0)
+
+        # Everything that can be wrong with the inputs is found before a process starts.
+        arrays = None
+        if settings.input_folder is not None:
+            arrays = load_input_folder(settings.input_folder, source.inputs)
+        else:
+            check_dim_sizes(settings.dim_sizes, source.free_dims)
+
+        # Files made here (a serialized document, the inputs) are staged locally, then `put`
+        # on the target (a no-op for LocalTarget, an upload for a remote one).
+        self._stage = Path(tempfile.mkdtemp(prefix="nsdl-stage-"))
+        self._workdir = ""
+        try:
+            self._workdir = target.make_workdir()
+            model_path = source.write(self._stage)
+            request: dict[str, Any] = {
+                "kind": "ort_profile",
+                "protocol": 1,
+                "model": target.put(model_path, self._workdir),
+                "provider": settings.provider,
+                "provider_options": settings.provider_options,
+                "graph_optimization": settings.graph_optimization,
+                "iterations": settings.iterations,
+                "warmup": settings.warmup,
+                "intra_op_threads": settings.intra_op_threads,
+                "workdir": self._workdir,
+                "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
+            }
+            if arrays is not None:
+                npz = write_npz(arrays, self._stage / "inputs.npz")
+                request["inputs"] = {"mode": "npz", "path": target.put(npz, self._workdir)}
+            if debug_crash_at is not None:
+                request["debug_crash_at"] = debug_crash_at
+            self._job: RunnerJob = target.start(RUNNER, request, self._workdir, self._on_event)
+        except BaseException:
+            self._cleanup()
+            raise
+
+    def _cleanup(self) -> None:
+        if self._workdir:
+            self.target.remove_workdir(self._workdir)
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+    # ---- progress -------------------------------------------------------------------------
+
+    def add_listener(self, listener: ProgressListener) -> None:
+        """Call `listener(Progress)` on every progress step (from a reader thread)."""
+        self._listeners.append(listener)
+
+    def _set_progress(self, progress: Progress) -> None:
+        self.progress = progress
+        for listener in list(self._listeners):
+            # A broken progress display must not break the run.
+            with contextlib.suppress(Exception):
+                listener(progress)
+
+    def _on_event(self, message: dict[str, Any]) -> None:
+        if message.get("event") != "progress":
+            return
+        warmup, n = self.settings.warmup, self.settings.iterations
+        offsets = {"warm-up": 0, "latency": warmup, "profile": warmup + n}
+        total_steps = 2 * (warmup + n)
+        phase = str(message.get("phase", ""))
+        done = int(message.get("done", 0))
+        overall = (offsets.get(phase, 0) + done) / total_steps if total_steps else 0.0
+        self._set_progress(Progress(phase, done, int(message.get("total", 0)), 0.95 * overall))
+
+    # ---- control --------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def cancel(self) -> None:
+        """End the child process; `wait()` then raises ProfileCancelledError."""
+        self._job.cancel()
+
+    @property
+    def stderr(self) -> str:
+        return self._result.stderr if self._result is not None else ""
+
+    def wait(self, timeout: float | None = None) -> ProfileReport:
+        """The report, once the run has ended.
+
+        Raises ProfileError (the runner reported an error), RunnerCrashError (the child died)
+        or ProfileCancelledError; TimeoutError when `timeout` passes first (still running).
+        """
+        with self._lock:
+            if self._report is not None:
+                return self._report
+            if self._error is not None:
+                raise self._error
+            try:
+                self._report = self._finish(self._job.wait(timeout))
+                return self._report
+            except TimeoutError:
+                raise
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                if self._report is not None or self._error is not None:
+                    self._cleanup()
+                    self._finished.set()
+
+    def _finish(self, result: JobResult) -> ProfileReport:
+        self._result = result
+        stderr = _tail(result.stderr)
+        if result.cancelled:
+            self._set_progress(Progress("cancelled", 0, 0, self.progress.fraction))
+            raise ProfileCancelledError(
+                "the profile was cancelled; the child process was ended", stderr
+            )
+        if result.error is not None:
+            message = f"{result.error.get('type')}: {result.error.get('message')}"
+            if stderr:
+                message += f"\n--- runner stderr (last lines) ---\n{stderr}"
+            raise ProfileError(message, stderr)
+        if result.result is None:
+            phase = (result.last_progress or {}).get("phase", "session creation")
+            raise RunnerCrashError(
+                f"the onnxruntime child process died ({result.crash_description}) during "
+                f"{phase}; the notebook kernel is unaffected. "
+                + (
+                    f"\n--- runner stderr (last lines) ---\n{stderr}"
+                    if stderr
+                    else "It wrote nothing on stderr."
+                ),
+                stderr,
+            )
+        self._set_progress(Progress("parsing", 0, 1, 0.96))
+        answer = result.result
+        self.target.get(answer["trace"], self.trace_path)
+        report = _report_from_run(answer, self.trace_path, self.source, self.settings)
+        self._set_progress(Progress("done", 1, 1, 1.0))
+        return report
+
+
+def _report_from_run(
+    answer: dict[str, Any], trace_path: Path, source: ModelSource, settings: OrtProfileSettings
+) -> ProfileReport:
+    parsed = parse_ort_trace(
+        trace_path, skip_runs=int(answer.get("skip_runs", 0)), graph_nodes=source.node_names
+    )
+    latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
+    metadata = {
+        "source": "onnxruntime",
+        "runtime": "onnxruntime",
+        "runtime_version": answer.get("ort_version"),
+        "provider": answer.get("provider"),
+        "providers": answer.get("providers"),
+        "device": answer.get("device"),
+        "host": answer.get("host"),
+        "python": answer.get("python"),
+        "iterations": answer.get("iterations"),
+        "warmup": answer.get("warmup"),
+        "graph_optimization": answer.get("graph_optimization"),
+        "model_name": source.name,
+        "model_path": str(source.path) if source.path is not None else None,
+        "trace_path": str(trace_path),
+        "inputs": answer.get("inputs"),
+        "session_create_ms": answer.get("session_create_ms"),
+        "created": now_iso(),
+        "latency_source": "separate pass with profiling off",
+        "profiled_run_ms": parsed.run_ms.tolist(),
+        "node_sum_ms": parsed.node_sum_ms.tolist(),
+        "trace_events": parsed.n_events,
+        "timing_note": NODE_TIME_NOTE,
+        "settings": settings.to_json(),
+    }
+    return ProfileReport(
+        parsed.layers,
+        latencies_ms=latencies,
+        timeline_events=parsed.timeline,
+        metadata=metadata,
+    )
+
+
+def start_profile_ort(
+    model: Any,
+    settings: OrtProfileSettings | None = None,
+    *,
+    target: Target | None = None,
+    progress: ProgressListener | None = None,
+    _debug_crash_at: str | None = None,
+    **kwargs: Any,
+) -> ProfileJob:
+    """Start profiling `model` with onnxruntime in a child process; returns the running job.
+
+    Settings come from `settings` and/or keyword arguments (see OrtProfileSettings).
+    """
+    settings = OrtProfileSettings.from_kwargs(settings, **kwargs)
+    job = ProfileJob(
+        model_source(model), settings, target or LocalTarget(), debug_crash_at=_debug_crash_at
+    )
+    if progress is not None:
+        job.add_listener(progress)
+    return job
+
+
+def profile_ort(
+    model: Any,
+    settings: OrtProfileSettings | None = None,
+    *,
+    target: Target | None = None,
+    progress: ProgressListener | None = None,
+    timeout: float | None = None,
+    **kwargs: Any,
+) -> ProfileReport:
+    """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime.
+
+    Runs in a child process (a runtime crash becomes RunnerCrashError; interrupting the kernel
+    cancels the run). Keyword arguments are OrtProfileSettings fields: iterations, warmup,
+    provider, provider_options, graph_optimization, dim_sizes, input_folder, trace_path, seed,
+    intra_op_threads.
+    """
+    job = start_profile_ort(model, settings, target=target, progress=progress, **kwargs)
+    try:
+        return job.wait(timeout)
+    except KeyboardInterrupt:
+        job.cancel()
+        raise ProfileCancelledError("interrupted: the profile's child process was ended") from None
+    except TimeoutError:
+        job.cancel()
+        raise ProfileError(
+            f"the profile did not finish within {timeout} s and was cancelled"
+        ) from None
+
+
+def load_ort_profile(
+    trace_path: str | Path, model: Any = None, *, skip_runs: int = 0
+) -> ProfileReport:
+    """A ProfileReport from a trace written by onnxruntime's own profiler, from any machine.
+
+    `model` (optional) marks which rows are nodes of that graph; `skip_runs` drops the first
+    runs as warm-up. Without a separate bare pass, end-to-end latencies are the profiled run
+    times, which the profiler inflates (the metadata says so).
+    """
+    trace_path = Path(trace_path)
+    source = model_source(model) if model is not None else None
+    parsed = parse_ort_trace(
+        trace_path, skip_runs=skip_runs, graph_nodes=source.node_names if source else None
+    )
+    provider = parsed.providers[0] if len(parsed.providers) == 1 else ", ".join(parsed.providers)
+    metadata = {
+        "source": "onnxruntime",
+        "runtime": "onnxruntime",
+        "provider": provider,
+        "iterations": len(parsed.run_ms),
+        "warmup": skip_runs,
+        "model_name": source.name if source else trace_path.name.removesuffix(".json"),
+        "trace_path": str(trace_path.resolve()),
+        "created": now_iso(),
+        "latency_source": "profiled runs (profiler on: inflated)",
+        "profiled_run_ms": parsed.run_ms.tolist(),
+        "node_sum_ms": parsed.node_sum_ms.tolist(),
+        "trace_events": parsed.n_events,
+        "timing_note": NODE_TIME_NOTE.replace(
+            "End-to-end figures come from a separate pass with profiling off.",
+            "This trace has no bare pass: its end-to-end figures are the profiled run times.",
+        ),
+    }
+    return ProfileReport(
+        parsed.layers,
+        latencies_ms=parsed.run_ms,
+        timeline_events=parsed.timeline,
+        metadata=metadata,
+    )

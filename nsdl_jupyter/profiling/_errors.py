@@ -1,0 +1,27 @@
+"""Errors of the profiling activities; each message says what to do about it."""
+
+from __future__ import annotations
+
+
+class ProfileError(RuntimeError):
+    """A profile run failed; `stderr` holds the tail of the runner's stderr."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
+
+
+class RunnerCrashError(ProfileError):
+    """The runtime took its child process down (segfault, abort, out-of-memory kill)."""
+
+
+class ProfileCancelledError(ProfileError):
+    """The run was cancelled (cancel button, `job.cancel()`, or a kernel interrupt)."""
+
+
+class ProfileSettingsError(ValueError):
+    """A setting is out of range or names something the model does not have."""
+
+
+class InputFolderError(ValueError):
+    """The input folder lacks a file for an input, or a file does not match its input."""

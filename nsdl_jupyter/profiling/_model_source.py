@@ -1,0 +1,93 @@
+"""Turn what the user passes as `model` into a file the runner can load, plus its inputs.
+
+Accepted: a path, an `onnx.ModelProto`, an `onnx_ir.Model`, or a ModelDocument. Documents are
+always written to the job's work directory with the names the document shows (generated names
+included), so the trace's node names match the graph the user sees, unsaved edits included.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import onnx
+import onnx_ir as ir
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """A graph input that needs a feed: its name, element type and dims (int, name or None)."""
+
+    name: str
+    dtype: ir.DataType | None
+    dims: tuple[int | str | None, ...] | None
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    name: str
+    path: Path | None  # the file, when the model already is one
+    model: ir.Model
+
+    @property
+    def node_names(self) -> set[str]:
+        return {node.name for node in self.model.graph if node.name}
+
+    @property
+    def inputs(self) -> list[GraphInput]:
+        initializers = set(self.model.graph.initializers)
+        found = []
+        for value in self.model.graph.inputs:
+            if value.name in initializers:
+                continue
+            dims = None
+            if value.shape is not None:
+                dims = tuple(
+                    d
+                    if isinstance(d, int)
+                    else (d.value if isinstance(d, ir.SymbolicDim) else None)
+                    for d in value.shape
+                )
+            found.append(GraphInput(str(value.name), value.dtype, dims))
+        return found
+
+    @property
+    def free_dims(self) -> set[str]:
+        return {d for i in self.inputs for d in (i.dims or ()) if isinstance(d, str)}
+
+    def write(self, workdir: Path) -> Path:
+        """The model as a file the runner can open (the original file when there is one)."""
+        if self.path is not None:
+            return self.path
+        target = workdir / "model.onnx"
+        ir.save(self.model, target, external_data="model.onnx.data", size_threshold_bytes=1 << 20)
+        return target
+
+
+def _is_document(obj: Any) -> bool:
+    return hasattr(obj, "model") and hasattr(obj, "subscribe") and hasattr(obj, "dirty")
+
+
+def model_source(model: Any) -> ModelSource:
+    """Resolve `model`; raises TypeError for anything that is not a model."""
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model).expanduser().resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"no model file at {path}")
+        return ModelSource(path.name.removesuffix(".onnx"), path, ir.load(path))
+    if isinstance(model, onnx.ModelProto):
+        name = model.graph.name or "model"
+        return ModelSource(name, None, ir.serde.deserialize_model(model))
+    if isinstance(model, ir.Model):
+        return ModelSource(model.graph.name or "model", None, model)
+    if _is_document(model):
+        doc_path = getattr(model, "path", None)
+        ir_model = model.model
+        doc_name = Path(doc_path).name.removesuffix(".onnx") if doc_path else ""
+        return ModelSource(doc_name or ir_model.graph.name or "model", None, ir_model)
+    raise TypeError(
+        f"cannot profile a {type(model).__name__}: pass a path to an .onnx file, an "
+        "onnx.ModelProto, an onnx_ir.Model or a ModelDocument (nsdl_jupyter.open_model)"
+    )

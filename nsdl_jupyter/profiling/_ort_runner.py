@@ -1,0 +1,400 @@
+"""The onnxruntime profiling runner: one JSON request in, JSON lines out, in a child process.
+
+This file is deliberately self-contained: it needs only onnxruntime, numpy and the standard
+library, so a target copies this one file to any machine (a bare GPU box over SSH included)
+and runs `python3 _ort_runner.py REQUEST.json`. It never imports nsdl_jupyter.
+
+Protocol: every message is one stdout line `@@nsdl {json}` (onnxruntime may print on stdout
+too, so the prefix tells our lines apart). Messages: `{"event": "progress", "phase", "done",
+"total"}`, `{"event": "result", ...}` or `{"event": "error", "type", "message"}` (exit code 2).
+A crash (segfault, OOM kill) ends the process without a result: the parent reports it.
+
+Requests (`kind`):
+- "probe": onnxruntime version, available providers, for each a load check, the device names.
+- "ort_profile": two sessions on the same inputs. First a bare pass (profiling off) for the
+  end-to-end latencies, because onnxruntime's profiler synchronises after every node and
+  inflates the run time (ResNet-50 on an H200: 2.40 ms bare, 3.57 ms profiled). Then a
+  profiled pass whose trace file is left in the work directory for the parent to parse.
+
+Keep it runnable on Python 3.8+: it may run on a GPU box with an older system Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import gc
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+PREFIX = "@@nsdl "
+PROTOCOL_VERSION = 1
+# A 76-byte ONNX model (Identity on float[1], opset 13), used to check that a provider loads.
+_PROBE_MODEL = base64.b64decode(
+    "CAg6QgoXCgF4EgF5GgVwcm9iZSIISWRlbnRpdHkSBXByb2JlWg8KAXgSCgoICAESBAoCCAFiDwoBeRIKCggIARIECgII"
+    "AUIECgAQDQ=="
+)
+_PROGRESS_INTERVAL_S = 0.1
+
+
+class RunnerError(Exception):
+    """A user-level failure with a message that says what to change."""
+
+
+def emit(event: str, **fields: Any) -> None:
+    line = json.dumps({"event": event, **fields}, separators=(",", ":"))
+    sys.stdout.write(PREFIX + line + "\n")
+    sys.stdout.flush()
+
+
+class Progress:
+    """Throttled progress messages: at most one per 0.1 s, plus the last one of a phase."""
+
+    def __init__(self, phase: str, total: int) -> None:
+        self.phase = phase
+        self.total = total
+        self._last = 0.0
+        emit("progress", phase=phase, done=0, total=total)
+
+    def step(self, done: int) -> None:
+        now = time.monotonic()
+        if done >= self.total or now - self._last >= _PROGRESS_INTERVAL_S:
+            self._last = now
+            emit("progress", phase=self.phase, done=done, total=self.total)
+
+
+def _debug_crash(request: dict[str, Any], where: str) -> None:
+    """Test hook: really crash the process at `where` (to prove the parent survives it)."""
+    if request.get("debug_crash_at") != where:
+        return
+    if request.get("debug_crash_kind") == "abort":
+        os.abort()
+    ctypes.string_at(0)  # reads address 0: SIGSEGV, like a crashing runtime
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_names() -> list[str]:
+    """GPU names from NVML (the driver's library), without any Python package."""
+    names: list[str] = []
+    for lib in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
+        try:
+            nvml = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        try:
+            if nvml.nvmlInit_v2() != 0:
+                return names
+            count = ctypes.c_uint(0)
+            nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
+            for i in range(count.value):
+                handle = ctypes.c_void_p()
+                if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) != 0:
+                    continue
+                buf = ctypes.create_string_buffer(96)
+                if nvml.nvmlDeviceGetName(handle, buf, 96) == 0:
+                    names.append(buf.value.decode("utf-8", "replace"))
+            nvml.nvmlShutdown()
+        except (AttributeError, OSError):
+            pass
+        return names
+    return names
+
+
+def _device_for(provider: str, provider_options: dict[str, Any]) -> str:
+    if provider in ("CUDAExecutionProvider", "TensorrtExecutionProvider"):
+        gpus = _gpu_names()
+        index = int(provider_options.get("device_id", 0))
+        if index < len(gpus):
+            return f"GPU {index}: {gpus[index]}"
+        return f"GPU {index}"
+    if provider == "DmlExecutionProvider":
+        return f"DirectML device {provider_options.get('device_id', 0)}"
+    return _cpu_name()
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[list[str]]:
+    """Capture what native code writes on fd 2 (onnxruntime's provider load errors)."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            lines.extend(text.splitlines())
+            # Keep what was said visible in the child's stderr too (the parent shows it on failure).
+            sys.stderr.write(text)
+
+
+def _import_ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise RunnerError(
+            f"onnxruntime is not importable by {sys.executable} ({exc}); install onnxruntime "
+            "(or onnxruntime-gpu for CUDA/TensorRT) into the Python that runs the profile"
+        ) from exc
+    return onnxruntime
+
+
+def _load_reason(lines: list[str]) -> str:
+    useful = [ln for ln in lines if "rror" in ln or "ailed" in ln or "cannot" in ln]
+    return (useful or lines or ["the session silently fell back to CPUExecutionProvider"])[-1]
+
+
+def probe(_request: dict[str, Any]) -> dict[str, Any]:
+    ort = _import_ort()
+    available = list(ort.get_available_providers())
+    load_errors: dict[str, str] = {}
+    for provider in available:
+        if provider in ("CPUExecutionProvider", "AzureExecutionProvider"):
+            continue
+        with _captured_stderr() as lines:
+            try:
+                sess = ort.InferenceSession(_PROBE_MODEL, providers=[provider])
+                used = sess.get_providers()
+            except Exception as exc:
+                used = []
+                lines.append(str(exc))
+        if provider not in used:
+            load_errors[provider] = _load_reason(lines)
+    return {
+        "ort_version": ort.__version__,
+        "python": sys.version.split()[0],
+        "available": available,
+        "all": list(ort.get_all_providers()),
+        "load_errors": load_errors,
+        "cpu": _cpu_name(),
+        "gpus": _gpu_names(),
+        "host": platform.node(),
+    }
+
+
+_NUMPY_DTYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int8)": "int8",
+    "tensor(int16)": "int16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(uint16)": "uint16",
+    "tensor(uint32)": "uint32",
+    "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+    "tensor(string)": "object",
+}
+
+
+def _random_inputs(
+    sess: Any, dims: dict[str, int], seed: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Random feeds for every input: free dimensions take the user's size by name, else 1."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds: dict[str, Any] = {}
+    described: dict[str, Any] = {}
+    for arg in sess.get_inputs():
+        shape = [
+            d if isinstance(d, int) and d >= 0 else int(dims.get(str(d), 1)) for d in arg.shape
+        ]
+        dtype = _NUMPY_DTYPES.get(arg.type)
+        if dtype is None:
+            raise RunnerError(
+                f"input {arg.name!r} has type {arg.type}, which random inputs do not cover; "
+                "give an input folder with a TensorProto file for it instead"
+            )
+        if dtype.startswith("float"):
+            value = rng.standard_normal(shape).astype(dtype)
+        elif dtype == "bool":
+            value = rng.integers(0, 2, shape).astype(bool)
+        elif dtype == "object":
+            value = np.full(shape, "a", dtype=object)
+        else:
+            # Small non-negative integers: safe as token ids, indices and sizes.
+            value = rng.integers(0, 4, shape).astype(dtype)
+        feeds[arg.name] = value
+        described[arg.name] = {"shape": shape, "dtype": dtype}
+    return feeds, described
+
+
+def _file_inputs(sess: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as data:
+        feeds = {name: data[name] for name in data.files}
+    missing = [arg.name for arg in sess.get_inputs() if arg.name not in feeds]
+    if missing:
+        raise RunnerError(f"the input file {path} has no array for input(s) {missing}")
+    described = {n: {"shape": list(v.shape), "dtype": str(v.dtype)} for n, v in feeds.items()}
+    return feeds, described
+
+
+def _session(
+    ort: Any, request: dict[str, Any], *, profile_prefix: str | None
+) -> tuple[Any, list[str]]:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if request.get("graph_optimization", True)
+        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
+    threads = request.get("intra_op_threads")
+    if threads:
+        so.intra_op_num_threads = int(threads)
+    if profile_prefix is not None:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
+    provider = request["provider"]
+    options = request.get("provider_options") or {}
+    providers: list[Any] = [(provider, options)] if options else [provider]
+    if provider != "CPUExecutionProvider":
+        providers.append("CPUExecutionProvider")
+    # Not under _captured_stderr: if the runtime crashes here, what it said must stay in the
+    # stderr that the parent shows.
+    sess = ort.InferenceSession(request["model"], so, providers=providers)
+    used = list(sess.get_providers())
+    if provider not in used:
+        raise RunnerError(
+            f"{provider} did not load and onnxruntime fell back to {used} (its reason is in "
+            "the runner's stderr). Install the CUDA/cuDNN libraries that this onnxruntime "
+            "build needs, or pick another execution provider"
+        )
+    return sess, used
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
+    ort = _import_ort()
+    iterations = int(request["iterations"])
+    warmup = int(request.get("warmup", 0))
+    workdir = request["workdir"]
+    inputs = request.get("inputs") or {"mode": "random"}
+
+    _debug_crash(request, "session")
+    t0 = time.perf_counter()
+    sess, used = _session(ort, request, profile_prefix=None)
+    session_ms = (time.perf_counter() - t0) * 1e3
+    if inputs.get("mode") == "npz":
+        feeds, described = _file_inputs(sess, inputs["path"])
+    else:
+        feeds, described = _random_inputs(
+            sess, dict(inputs.get("dims") or {}), int(inputs.get("seed", 0))
+        )
+    output_names = [o.name for o in sess.get_outputs()]
+
+    progress = Progress("warm-up", warmup)
+    for i in range(warmup):
+        sess.run(output_names, feeds)
+        progress.step(i + 1)
+    _debug_crash(request, "run")
+    # The bare pass: what a plain onnxruntime loop measures, with the profiler off.
+    latencies: list[float] = []
+    progress = Progress("latency", iterations)
+    clock = time.perf_counter_ns
+    for i in range(iterations):
+        start = clock()
+        sess.run(output_names, feeds)
+        latencies.append((clock() - start) / 1e6)
+        progress.step(i + 1)
+    del sess
+    gc.collect()
+
+    # The profiled pass: a second session with the profiler on; its warm-up runs are in the
+    # trace too, and the parent skips them when it parses (`skip_runs`).
+    prefix = os.path.join(workdir, "ort_profile")
+    profiled, _ = _session(ort, request, profile_prefix=prefix)
+    progress = Progress("profile", warmup + iterations)
+    for i in range(warmup + iterations):
+        profiled.run(output_names, feeds)
+        progress.step(i + 1)
+    written = profiled.end_profiling()
+    trace = os.path.join(workdir, "trace.json")
+    shutil.move(written if os.path.isabs(written) else os.path.abspath(written), trace)
+
+    ordered = sorted(latencies)
+    return {
+        "trace": trace,
+        "skip_runs": warmup,
+        "latencies_ms": latencies,
+        "latency_p50_ms": _percentile(ordered, 0.5),
+        "session_create_ms": session_ms,
+        "ort_version": ort.__version__,
+        "provider": request["provider"],
+        "providers": used,
+        "device": _device_for(request["provider"], request.get("provider_options") or {}),
+        "graph_optimization": bool(request.get("graph_optimization", True)),
+        "iterations": iterations,
+        "warmup": warmup,
+        "inputs": described,
+        "host": platform.node(),
+        "python": sys.version.split()[0],
+    }
+
+
+HANDLERS = {"probe": probe, "ort_profile": ort_profile}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        sys.stderr.write("usage: _ort_runner.py REQUEST.json\n")
+        return 2
+    try:
+        with open(argv[1], encoding="utf-8") as f:
+            request = json.load(f)
+        handler = HANDLERS.get(request.get("kind", ""))
+        if handler is None:
+            raise RunnerError(
+                f"unknown request kind {request.get('kind')!r}; use {sorted(HANDLERS)}"
+            )
+        if int(request.get("protocol", PROTOCOL_VERSION)) != PROTOCOL_VERSION:
+            raise RunnerError(f"protocol {request.get('protocol')} != runner's {PROTOCOL_VERSION}")
+        emit("result", **handler(request))
+    except RunnerError as exc:
+        emit("error", type="RunnerError", message=str(exc))
+        return 2
+    except Exception as exc:
+        traceback.print_exc()
+        emit("error", type=type(exc).__name__, message=str(exc))
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,94 @@
+"""Which execution providers a target's onnxruntime offers, and why the others are missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nsdl_jupyter.profiling._errors import ProfileError
+from nsdl_jupyter.targets import LocalTarget, Target
+
+RUNNER = Path(__file__).with_name("_ort_runner.py")
+
+# The providers the activity offers, in the order of the seed's dialog, and where to get them.
+KNOWN_PROVIDERS = {
+    "CPUExecutionProvider": "every onnxruntime build",
+    "CUDAExecutionProvider": "pip install onnxruntime-gpu (NVIDIA GPU, CUDA and cuDNN)",
+    "TensorrtExecutionProvider": "pip install onnxruntime-gpu, plus TensorRT libraries",
+    "DmlExecutionProvider": "pip install onnxruntime-directml (Windows)",
+}
+_SKIPPED = {"AzureExecutionProvider"}  # a remote-inference provider: nothing to profile
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    name: str
+    available: bool
+    reason: str  # why it is unavailable ('' when available)
+
+    @property
+    def short_name(self) -> str:
+        return self.name.removesuffix("ExecutionProvider")
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    ort_version: str
+    providers: list[ProviderStatus]
+    cpu: str
+    gpus: list[str]
+    host: str
+
+
+_cache: dict[str, RuntimeInfo] = {}
+
+
+def probe_runtime(
+    target: Target | None = None, *, refresh: bool = False, timeout: float = 120.0
+) -> RuntimeInfo:
+    """Ask the target's onnxruntime (in a child process) what it offers; cached per target."""
+    target = target or LocalTarget()
+    key = repr(target)
+    if not refresh and key in _cache:
+        return _cache[key]
+    workdir = target.make_workdir()
+    try:
+        job = target.start(RUNNER, {"kind": "probe", "protocol": 1}, workdir)
+        result = job.wait(timeout)
+    finally:
+        target.remove_workdir(workdir)
+    if result.result is None:
+        detail = result.error.get("message") if result.error else result.crash_description
+        raise ProfileError(f"cannot query onnxruntime on {target.name}: {detail}", result.stderr)
+    answer = result.result
+    available = [p for p in answer["available"] if p not in _SKIPPED]
+    load_errors: dict[str, str] = answer.get("load_errors", {})
+    statuses: list[ProviderStatus] = []
+    for name in [*KNOWN_PROVIDERS, *[p for p in available if p not in KNOWN_PROVIDERS]]:
+        if name in load_errors:
+            statuses.append(ProviderStatus(name, False, f"fails to load: {load_errors[name]}"))
+        elif name in available:
+            statuses.append(ProviderStatus(name, True, ""))
+        else:
+            how = KNOWN_PROVIDERS.get(name, "a build of onnxruntime that has it")
+            statuses.append(
+                ProviderStatus(
+                    name,
+                    False,
+                    f"not in this onnxruntime build ({answer['ort_version']}); get it with: {how}",
+                )
+            )
+    info = RuntimeInfo(
+        answer["ort_version"],
+        statuses,
+        answer.get("cpu", ""),
+        list(answer.get("gpus", [])),
+        answer.get("host", ""),
+    )
+    _cache[key] = info
+    return info
+
+
+def available_providers(target: Target | None = None) -> list[ProviderStatus]:
+    """Every execution provider the activity knows, available or with the reason it is not."""
+    return probe_runtime(target).providers

@@ -1,0 +1,354 @@
+"""ProfileReport: the data of one profile run (ONNX Runtime or TensorRT), views aside.
+
+A report is data first: `layers` (one row per layer), `timeline_events` (one inference),
+`latencies_ms` (end-to-end, one value per iteration) and `metadata`. Figures come from
+`nsdl_jupyter.views`; the methods here are shortcuts to them. Reports save to one JSON file and
+load back without the runtime or the GPU that produced them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+FORMAT = "nsdl-profile-report"
+FORMAT_VERSION = 1
+
+# The columns every report's `layers` has, in this order (others may follow).
+LAYER_COLUMNS = [
+    "name",
+    "op_type",
+    "provider",
+    "precision",
+    "parent",
+    "calls",
+    "mean_ms",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "std_ms",
+    "share",
+    "input_shapes",
+    "output_shapes",
+    "start_ms",
+    "onnx_nodes",
+]
+_FLOAT_COLUMNS = [
+    "calls",
+    "mean_ms",
+    "median_ms",
+    "min_ms",
+    "max_ms",
+    "std_ms",
+    "share",
+    "start_ms",
+]
+_TEXT_COLUMNS = [
+    "name",
+    "op_type",
+    "provider",
+    "precision",
+    "parent",
+    "input_shapes",
+    "output_shapes",
+]
+TIMELINE_COLUMNS = [
+    "name",
+    "op_type",
+    "provider",
+    "precision",
+    "parent",
+    "start_ms",
+    "duration_ms",
+    "self_ms",
+    "depth",
+    "input_shapes",
+    "output_shapes",
+]
+
+
+def _normalise_layers(layers: pd.DataFrame) -> pd.DataFrame:
+    layers = layers.copy()
+    for column in LAYER_COLUMNS:
+        if column not in layers:
+            if column == "onnx_nodes":
+                layers[column] = [[] for _ in range(len(layers))]
+            elif column in _FLOAT_COLUMNS:
+                layers[column] = np.nan
+            else:
+                layers[column] = ""
+    for column in _FLOAT_COLUMNS:
+        layers[column] = pd.to_numeric(layers[column], errors="coerce").astype("float64")
+    for column in _TEXT_COLUMNS:
+        layers[column] = layers[column].fillna("").astype(str)
+    layers["onnx_nodes"] = [
+        list(v) if isinstance(v, (list, tuple)) else [] for v in layers["onnx_nodes"]
+    ]
+    extra = [c for c in layers.columns if c not in LAYER_COLUMNS]
+    return layers[LAYER_COLUMNS + extra].reset_index(drop=True)
+
+
+def _normalise_timeline(timeline: pd.DataFrame | None) -> pd.DataFrame:
+    if timeline is None:
+        timeline = pd.DataFrame(columns=TIMELINE_COLUMNS)
+    timeline = timeline.copy()
+    for column in TIMELINE_COLUMNS:
+        if column not in timeline:
+            timeline[column] = (
+                0 if column == "depth" else ("" if column in _TEXT_COLUMNS else np.nan)
+            )
+    for column in ("start_ms", "duration_ms", "self_ms"):
+        timeline[column] = pd.to_numeric(timeline[column], errors="coerce").astype("float64")
+    timeline["depth"] = pd.to_numeric(timeline["depth"], errors="coerce").fillna(0).astype("int64")
+    for column in set(TIMELINE_COLUMNS) & set(_TEXT_COLUMNS):
+        timeline[column] = timeline[column].fillna("").astype(str)
+    return timeline[TIMELINE_COLUMNS].reset_index(drop=True)
+
+
+def latency_stats(latencies_ms: np.ndarray) -> pd.Series:
+    """count, mean, std, min, p50, p90, p99, max of end-to-end latencies (ms)."""
+    values = np.asarray(latencies_ms, dtype=np.float64)
+    index = ["count", "mean", "std", "min", "p50", "p90", "p99", "max"]
+    if values.size == 0:
+        return pd.Series([0.0] + [math.nan] * 7, index=index, name="latency_ms")
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    std = float(values.std(ddof=1)) if values.size > 1 else 0.0
+    return pd.Series(
+        [
+            float(values.size),
+            float(values.mean()),
+            std,
+            float(values.min()),
+            p50,
+            p90,
+            p99,
+            float(values.max()),
+        ],
+        index=index,
+        name="latency_ms",
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN -> None, numpy scalars/arrays -> Python, so the file is strict JSON."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _frame_to_json(frame: pd.DataFrame) -> dict[str, list[Any]]:
+    return {str(c): _jsonable(frame[c].tolist()) for c in frame.columns}
+
+
+class ProfileReport:
+    """Per-layer times, one inference's timeline, end-to-end latencies and run metadata."""
+
+    def __init__(
+        self,
+        layers: pd.DataFrame,
+        *,
+        latencies_ms: Any = (),
+        timeline_events: pd.DataFrame | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.layers = _normalise_layers(layers)
+        self.timeline_events = _normalise_timeline(timeline_events)
+        self.latencies_ms = np.asarray(latencies_ms, dtype=np.float64)
+        self.metadata: dict[str, Any] = dict(metadata or {})
+
+    # ---- data -----------------------------------------------------------------------------
+
+    @property
+    def latency(self) -> pd.Series:
+        """End-to-end latency statistics in ms (count, mean, std, min, p50, p90, p99, max)."""
+        return latency_stats(self.latencies_ms)
+
+    @property
+    def source(self) -> str:
+        return str(self.metadata.get("source", ""))
+
+    @property
+    def name(self) -> str:
+        """A short label: model and runtime/provider ('resnet50 CUDA')."""
+        model = self.metadata.get("model_name") or "model"
+        provider = str(self.metadata.get("provider", self.source))
+        return f"{model} {provider.removesuffix('ExecutionProvider')}".strip()
+
+    def top(self, n: int = 10, by: str = "mean_ms") -> pd.DataFrame:
+        """The n layers with the largest `by`."""
+        return self.layers.nlargest(n, by)
+
+    def by_op_type(self) -> pd.DataFrame:
+        """Time per op type: layers, mean ms per inference, share."""
+        grouped = self.layers.groupby("op_type", sort=False).agg(
+            layers=("name", "size"), mean_ms=("mean_ms", "sum")
+        )
+        total = grouped["mean_ms"].sum()
+        grouped["share"] = grouped["mean_ms"] / total if total > 0 else 0.0
+        return grouped.sort_values("mean_ms", ascending=False)
+
+    def node_times(self) -> dict[str, float]:
+        """Mean ms per ONNX node name (for a graph overlay); a fused layer's time goes to each
+        of its nodes."""
+        times: dict[str, float] = {}
+        for nodes, ms in zip(self.layers["onnx_nodes"], self.layers["mean_ms"], strict=True):
+            if math.isnan(ms):
+                continue
+            for node in nodes:
+                times[node] = times.get(node, 0.0) + float(ms)
+        return times
+
+    def compare(self, other: ProfileReport) -> pd.DataFrame:
+        """Per-layer comparison with `other` (matched by layer name): delta and speed-up.
+
+        `delta_ms` = other - self; `speedup` = self / other (> 1: `other` is faster). The
+        frame's `attrs` hold the end-to-end figures of both.
+        """
+        a = self.layers[["name", "op_type", "mean_ms"]]
+        b = other.layers[["name", "op_type", "mean_ms"]]
+        merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"), sort=False)
+        merged["op_type"] = merged["op_type_a"].fillna(merged["op_type_b"])
+        merged = merged.drop(columns=["op_type_a", "op_type_b"])
+        merged["delta_ms"] = merged["mean_ms_b"] - merged["mean_ms_a"]
+        merged["speedup"] = merged["mean_ms_a"] / merged["mean_ms_b"]
+        merged = merged[["name", "op_type", "mean_ms_a", "mean_ms_b", "delta_ms", "speedup"]]
+        merged = merged.reindex(merged["delta_ms"].abs().sort_values(ascending=False).index)
+        merged = merged.reset_index(drop=True)
+        la, lb = self.latency, other.latency
+        merged.attrs = {
+            "a": self.name,
+            "b": other.name,
+            "p50_ms_a": float(la["p50"]),
+            "p50_ms_b": float(lb["p50"]),
+            "speedup_p50": float(la["p50"] / lb["p50"]) if lb["p50"] else math.nan,
+            "matched_layers": int(merged[["mean_ms_a", "mean_ms_b"]].notna().all(axis=1).sum()),
+        }
+        return merged
+
+    # ---- views ----------------------------------------------------------------------------
+
+    def timeline(self, color_by: str | None = None, **kwargs: Any) -> go.Figure:
+        """Timeline of one inference (plotly Figure): a bar per layer at its start."""
+        from nsdl_jupyter.views import timeline_figure
+
+        return timeline_figure(self, color_by=color_by, **kwargs)
+
+    def summary(self) -> str:
+        lat = self.latency
+        md = self.metadata
+        lines = [
+            f"{self.name}: {len(self.layers)} layers, {md.get('iterations', '?')} iterations",
+            f"  runtime: {md.get('runtime', self.source)} {md.get('runtime_version', '')}".rstrip(),
+            f"  device: {md.get('device', '?')}",
+            f"  end-to-end p50 {lat['p50']:.3f} ms, p90 {lat['p90']:.3f}, p99 {lat['p99']:.3f}, "
+            f"mean {lat['mean']:.3f} ms",
+        ]
+        if md.get("timing_note"):
+            lines.append(f"  note: {md['timing_note']}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<ProfileReport {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        lat = self.latency
+        md = self.metadata
+        rows = [
+            ("model", md.get("model_name", "")),
+            ("runtime", f"{md.get('runtime', self.source)} {md.get('runtime_version', '')}"),
+            ("provider", md.get("provider", "")),
+            ("device", md.get("device", "")),
+            ("iterations", md.get("iterations", "")),
+            (
+                "end-to-end p50 / p90 / p99",
+                f"{lat['p50']:.3f} / {lat['p90']:.3f} / {lat['p99']:.3f} ms",
+            ),
+            ("end-to-end mean", f"{lat['mean']:.3f} ms"),
+            ("layers", len(self.layers)),
+            ("trace", md.get("trace_path", "")),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        top = self.top(10)[["name", "op_type", "mean_ms", "share", "output_shapes"]]
+        note = md.get("timing_note", "")
+        return (
+            f"<div class='nsdl-profile-report'><table>{body}</table>"
+            f"<p><i>{html.escape(str(note))}</i></p>"
+            f"<p>Top layers</p>{top.to_html(index=False, float_format=lambda x: f'{x:.4f}')}</div>"
+        )
+
+    # ---- persistence ----------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "metadata": _jsonable(self.metadata),
+            "latencies_ms": _jsonable(self.latencies_ms),
+            "layers": _frame_to_json(self.layers),
+            "timeline": _frame_to_json(self.timeline_events),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the report as one JSON file, atomically; returns the path."""
+        path = Path(path)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder: give a file name such as report.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(json.dumps(self.to_json(), allow_nan=False), encoding="utf-8")
+        os.replace(partial, path)
+        return path
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProfileReport:
+        if data.get("format") != FORMAT:
+            raise ValueError(
+                f"not a profile report (format {data.get('format')!r}, want {FORMAT!r})"
+            )
+        if int(data.get("version", 0)) > FORMAT_VERSION:
+            raise ValueError(
+                f"report format version {data.get('version')} is newer than this nsdl_jupyter "
+                f"reads ({FORMAT_VERSION}): upgrade nsdl_jupyter"
+            )
+        return cls(
+            pd.DataFrame(data["layers"]),
+            latencies_ms=[math.nan if v is None else v for v in data.get("latencies_ms", [])],
+            timeline_events=pd.DataFrame(data.get("timeline") or {}),
+            metadata=data.get("metadata") or {},
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ProfileReport:
+        """Read a report written by `save`."""
+        with Path(path).open(encoding="utf-8") as f:
+            return cls.from_json(json.load(f))
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,109 @@
+"""OrtProfileSettings: what the seed's "Profile Model" dialog asks, as one checked object."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nsdl_jupyter.profiling._errors import ProfileSettingsError
+
+# Short names users type -> onnxruntime provider names.
+PROVIDER_ALIASES = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "tensorrt": "TensorrtExecutionProvider",
+    "trt": "TensorrtExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "directml": "DmlExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "xnnpack": "XnnpackExecutionProvider",
+}
+
+
+def provider_name(name: str) -> str:
+    """'cuda' -> 'CUDAExecutionProvider'; full names pass through."""
+    return PROVIDER_ALIASES.get(name.strip().lower(), name.strip())
+
+
+@dataclass(frozen=True)
+class OrtProfileSettings:
+    """Settings of one onnxruntime profile run.
+
+    - `iterations` profiled (and timed) inferences, after `warmup` untimed ones;
+    - `provider`: an execution provider name or alias ('cpu', 'cuda', 'tensorrt', 'dml'),
+      `provider_options` passed to it;
+    - `graph_optimization`: True = ORT_ENABLE_ALL, False = ORT_DISABLE_ALL (node names
+      then match the ONNX graph one to one);
+    - `dim_sizes`: sizes of named free dimensions for random inputs (others = 1), or
+      `input_folder`: one TensorProto `<input name>.pb` per input;
+    - `trace_path`: where the raw onnxruntime trace is kept (default from the model name).
+    """
+
+    iterations: int = 20
+    warmup: int = 3
+    provider: str = "CPUExecutionProvider"
+    provider_options: dict[str, Any] = field(default_factory=dict)
+    graph_optimization: bool = True
+    dim_sizes: dict[str, int] = field(default_factory=dict)
+    input_folder: Path | None = None
+    trace_path: Path | None = None
+    seed: int = 0
+    intra_op_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "provider", provider_name(self.provider))
+        if self.input_folder is not None:
+            object.__setattr__(self, "input_folder", Path(self.input_folder))
+        if self.trace_path is not None:
+            object.__setattr__(self, "trace_path", Path(self.trace_path))
+        self.validate()
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_kwargs(
+        cls, base: OrtProfileSettings | None = None, **kwargs: Any
+    ) -> OrtProfileSettings:
+        """Settings from keyword arguments; unknown names raise TypeError naming valid ones."""
+        valid = cls.field_names()
+        unknown = sorted(set(kwargs) - set(valid))
+        if unknown:
+            raise TypeError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
+        return dataclasses.replace(base or cls(), **kwargs)
+
+    def validate(self) -> None:
+        if not isinstance(self.iterations, int) or self.iterations < 1:
+            raise ProfileSettingsError(f"iterations={self.iterations!r}: use an integer >= 1")
+        if not isinstance(self.warmup, int) or self.warmup < 0:
+            raise ProfileSettingsError(f"warmup={self.warmup!r}: use an integer >= 0")
+        for dim, size in self.dim_sizes.items():
+            if not isinstance(size, int) or size < 1:
+                raise ProfileSettingsError(
+                    f"dim_sizes[{dim!r}]={size!r}: a dimension size is an integer >= 1"
+                )
+        if self.input_folder is not None and self.dim_sizes:
+            raise ProfileSettingsError(
+                "give either input_folder (inputs from files) or dim_sizes (random inputs), "
+                "not both"
+            )
+        if self.intra_op_threads is not None and self.intra_op_threads < 0:
+            raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")
+
+    def default_trace_path(self, model_name: str) -> Path:
+        """`<cwd>/<model>_<provider>_profile.json`: beside the notebook, named after the model."""
+        short = self.provider.removesuffix("ExecutionProvider").lower()
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name) or "model"
+        return Path(os.getcwd()) / f"{safe}_{short}_profile.json"
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("input_folder", "trace_path"):
+            if data[key] is not None:
+                data[key] = str(data[key])
+        return data

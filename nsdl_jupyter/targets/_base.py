@@ -1,0 +1,145 @@
+"""The transport seam: how an activity runs a runner module somewhere and gets JSON back.
+
+A runner is one self-contained Python file that reads a JSON request and writes `@@nsdl {json}`
+lines on stdout (progress, then one result or error). A target stages files, starts the runner,
+streams its messages, cancels it and brings result files back. `LocalTarget` does that with a
+child process; an SSH target does the same over a connection, with the same runner file.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+RUNNER_PREFIX = "@@nsdl "
+_STDERR_TAIL_LINES = 200
+
+EventListener = Callable[[dict[str, Any]], None]
+
+_SIGNAL_MEANING = {
+    "SIGSEGV": "segmentation fault",
+    "SIGABRT": "abort",
+    "SIGBUS": "bus error",
+    "SIGFPE": "floating point exception",
+    "SIGILL": "illegal instruction",
+    "SIGKILL": "killed: out of memory, or ended from outside",
+}
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """How a runner process ended, and what it said."""
+
+    returncode: int | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    stderr: str
+    cancelled: bool = False
+    last_progress: dict[str, Any] | None = None
+
+    @property
+    def signal_name(self) -> str | None:
+        """The signal that ended the process (POSIX negative return codes), if any."""
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+    @property
+    def crash_description(self) -> str:
+        """'SIGSEGV (segmentation fault)' or 'exit code 3'."""
+        name = self.signal_name
+        if name is not None:
+            meaning = _SIGNAL_MEANING.get(name)
+            return f"{name} ({meaning})" if meaning else name
+        return f"exit code {self.returncode}"
+
+
+@dataclass
+class MessageCollector:
+    """Parses runner stdout lines into events; keeps the stderr tail. Shared by all targets."""
+
+    listeners: list[EventListener] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    last_progress: dict[str, Any] | None = None
+    _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_TAIL_LINES))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stdout_line(self, line: str) -> None:
+        if not line.startswith(RUNNER_PREFIX):
+            # Something the runtime printed on stdout: keep it with stderr for diagnosis.
+            self.stderr_line(line)
+            return
+        try:
+            message = json.loads(line[len(RUNNER_PREFIX) :])
+        except json.JSONDecodeError:
+            self.stderr_line(line)
+            return
+        kind = message.get("event")
+        if kind == "result":
+            self.result = message
+        elif kind == "error":
+            self.error = message
+        elif kind == "progress":
+            self.last_progress = message
+        for listener in list(self.listeners):
+            listener(message)
+
+    def stderr_line(self, line: str) -> None:
+        with self._lock:
+            self._stderr.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        with self._lock:
+            return "\n".join(self._stderr)
+
+
+class RunnerJob(Protocol):
+    """A started runner: progress events arrive through listeners until it ends."""
+
+    def add_listener(self, listener: EventListener) -> None: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> JobResult: ...
+
+
+class Target(Protocol):
+    """Where a runner runs. Paths in requests are paths *on the target* (from `put`)."""
+
+    name: str
+
+    def make_workdir(self) -> str:
+        """A fresh, private directory on the target for one job."""
+        ...
+
+    def put(self, local_path: Path, workdir: str) -> str:
+        """Make a local file available in `workdir` on the target; returns its target path."""
+        ...
+
+    def get(self, target_path: str, local_path: Path) -> None:
+        """Bring a file the runner wrote back to `local_path` (atomically)."""
+        ...
+
+    def remove_workdir(self, workdir: str) -> None: ...
+
+    def start(
+        self,
+        runner: Path,
+        request: Mapping[str, Any],
+        workdir: str,
+        listener: EventListener | None = None,
+    ) -> RunnerJob: ...

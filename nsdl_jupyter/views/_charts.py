@@ -1,0 +1,95 @@
+"""Summary figures of one report: top-N layers, time share by op type, latency distribution."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nsdl_jupyter.views._plotly import colour_map, go
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.profiling import ProfileReport
+
+
+def top_layers_figure(report: ProfileReport, n: int = 15, by: str = "mean_ms") -> Any:
+    """Horizontal bars of the n slowest layers (mean time per inference, error bar = std)."""
+    graph_objects = go()
+    top = report.top(n, by).iloc[::-1]
+    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    fig = graph_objects.Figure(
+        graph_objects.Bar(
+            orientation="h",
+            y=top["name"],
+            x=top[by],
+            error_x={"type": "data", "array": top["std_ms"].fillna(0.0), "visible": True},
+            marker_color=[colours.get(t, "#7f7f7f") for t in top["op_type"]],
+            customdata=np.stack([top["op_type"], top["share"] * 100, top["output_shapes"]], axis=1),
+            hovertemplate="<b>%{y}</b><br>%{customdata[0]}<br>%{x:.4f} ms "
+            "(%{customdata[1]:.1f}%)<br>out: %{customdata[2]}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Top {len(top)} layers: {report.name}",
+        xaxis_title=f"{by.removesuffix('_ms')} time per inference (ms)",
+        yaxis={"automargin": True},
+        height=max(300, 24 * len(top) + 120),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+    )
+    return fig
+
+
+def op_type_share_figure(report: ProfileReport) -> Any:
+    """Donut of the time share per op type (layer type for TensorRT)."""
+    graph_objects = go()
+    table = report.by_op_type()
+    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    fig = graph_objects.Figure(
+        graph_objects.Pie(
+            labels=table.index,
+            values=table["mean_ms"],
+            hole=0.45,
+            marker={"colors": [colours.get(t, "#7f7f7f") for t in table.index]},
+            customdata=table["layers"],
+            hovertemplate="<b>%{label}</b><br>%{value:.4f} ms per inference (%{percent})<br>"
+            "%{customdata} layers<extra></extra>",
+            sort=False,
+        )
+    )
+    fig.update_layout(title=f"Time by op type: {report.name}", height=420)
+    return fig
+
+
+def latency_figure(report: ProfileReport) -> Any:
+    """Histogram of end-to-end latencies with p50/p90/p99 marks; the profiled run times (if
+    any) beside them, to show what the profiler adds."""
+    graph_objects = go()
+    fig = graph_objects.Figure()
+    fig.add_trace(
+        graph_objects.Histogram(
+            x=report.latencies_ms,
+            name=f"end-to-end ({report.metadata.get('latency_source', '')})",
+            opacity=0.75,
+        )
+    )
+    profiled = report.metadata.get("profiled_run_ms")
+    if (
+        profiled
+        and report.metadata.get("latency_source") != "profiled runs (profiler on: inflated)"
+    ):
+        fig.add_trace(
+            graph_objects.Histogram(x=profiled, name="profiled runs (profiler on)", opacity=0.5)
+        )
+    stats = report.latency
+    for label, dash in (("p50", "solid"), ("p90", "dash"), ("p99", "dot")):
+        value = float(stats[label])
+        if np.isfinite(value):
+            fig.add_vline(x=value, line_dash=dash, annotation_text=f"{label} {value:.3f} ms")
+    fig.update_layout(
+        title=f"Latency over {int(stats['count'])} iterations: {report.name}",
+        xaxis_title="latency (ms)",
+        yaxis_title="iterations",
+        barmode="overlay",
+        height=380,
+    )
+    return fig
