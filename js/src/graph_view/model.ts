@@ -1,0 +1,57 @@
+// The widget model as the browser sees it: mirrors the traitlets of
+// nsdl_jupyter/widgets/_graph_view.py (GraphView). Keep both in step.
+import type { Patch } from "./graph";
+
+export type MarkLevel = "error" | "warning";
+
+export interface OverlayMeta {
+  label?: string;
+  colormap?: string;
+  min?: number;
+  max?: number;
+}
+
+export interface GraphViewModel {
+  _topology: DataView; // binary columns, sent once (nsdl_jupyter/graph/_scene.py topology_bytes)
+  _layout: DataView; // rectangles of the visible boxes (layout_bytes)
+  _edits: Patch[]; // patches since the topology was sent
+  selected: string[]; // node names, both ways
+  direction: "LR" | "TB";
+  show_constants: boolean;
+  show_grid: boolean;
+  _marks: Record<string, MarkLevel>;
+  _overlay: OverlayMeta;
+  _overlay_values: DataView; // float32 per item, NaN where no value
+  height: number; // CSS pixels
+}
+
+// custom messages, browser -> kernel (answered with {type: "answer", id, ok, error?})
+export type Request =
+  | { type: "expand"; groups: number[] }
+  | { type: "collapse"; groups: number[] }
+  | { type: "expand_all" }
+  | { type: "collapse_all" }
+  | { type: "reveal"; items: number[] }
+  | { type: "arrange" };
+
+// kernel -> browser
+export interface Answer {
+  type: "answer";
+  id: number;
+  ok: boolean;
+  error?: string;
+}
+
+export interface ExportRequest {
+  type: "export";
+  id: number;
+  format: "png" | "jpeg";
+  background: string | null;
+  grid: boolean;
+  scale: number;
+  max_size: number;
+}
+
+export interface FitRequest {
+  type: "fit";
+}

@@ -1,0 +1,30 @@
+// Styles of the GraphView, scoped under .nsdl-graph-view (injected with the view).
+export const STYLE = `
+.nsdl-graph-view { display: flex; flex-direction: column; height: var(--nsdl-gv-height, 560px);
+  border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff;
+  font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; }
+.nsdl-gv-toolbar { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; padding: 4px 6px;
+  border-bottom: 1px solid #d0d7de; background: #f6f8fa; }
+.nsdl-gv-btn { font: inherit; padding: 2px 8px; border: 1px solid #d0d7de; border-radius: 4px;
+  background: #ffffff; cursor: pointer; color: #1f2328; }
+.nsdl-gv-btn:hover { background: #eef2ff; }
+.nsdl-gv-btn.nsdl-gv-on { background: #dbeafe; border-color: #60a5fa; }
+.nsdl-gv-search { font: inherit; margin-left: auto; width: 240px; padding: 2px 6px;
+  border: 1px solid #d0d7de; border-radius: 4px; }
+.nsdl-gv-search-info { color: #57606a; min-width: 60px; }
+.nsdl-gv-stage { position: relative; flex: 1; min-height: 0; }
+.nsdl-gv-canvas { position: absolute; inset: 0; width: 100%; height: 100%; cursor: grab;
+  touch-action: none; }
+.nsdl-gv-tooltip { position: absolute; display: none; pointer-events: none; white-space: pre;
+  background: rgba(31,35,40,0.92); color: #fff; padding: 4px 8px; border-radius: 4px;
+  font: 11px ui-monospace, SFMono-Regular, Menlo, monospace; max-width: 420px; overflow: hidden;
+  z-index: 2; }
+.nsdl-gv-legend { position: absolute; left: 8px; bottom: 8px; display: none; padding: 6px 8px;
+  background: rgba(255,255,255,0.92); border: 1px solid #d0d7de; border-radius: 4px; width: 180px; }
+.nsdl-gv-legend-bar { height: 10px; border-radius: 2px; margin: 4px 0 2px; }
+.nsdl-gv-legend-ticks { display: flex; justify-content: space-between; color: #57606a; }
+.nsdl-gv-status { position: absolute; right: 8px; bottom: 6px; color: #57606a; pointer-events: none;
+  background: rgba(255,255,255,0.8); padding: 0 4px; border-radius: 3px; }
+.nsdl-gv-band { position: absolute; display: none; border: 1px dashed #2563eb;
+  background: rgba(37,99,235,0.08); pointer-events: none; }
+`;

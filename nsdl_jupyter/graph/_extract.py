@@ -1,0 +1,282 @@
+"""Extraction of an onnx_ir graph into flat tables: items (nodes + graph I/O), edges, tensors.
+
+Items are numbered once and keep their number for the life of a view: a removed node leaves a
+tombstone (``alive`` false) so that patches sent to the browser can address items by index.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import onnx
+import onnx_ir as ir
+
+# item flags (mirrored in js/src/graph_view/graph.ts)
+CONSTANT = 1
+GRAPH_INPUT = 2
+GRAPH_OUTPUT = 4
+HAS_SUBGRAPH = 8
+FUNCTION_CALL = 16
+OUTER_SCOPE = 32
+PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE
+
+# edge flags
+OPTIONAL_INPUT = 1
+FROM_CONSTANT = 2
+
+
+@dataclass
+class Item:
+    """One box of the drawing: an ONNX node, or a pseudo node for a graph input/output."""
+
+    name: str
+    op: str
+    flags: int
+    scope: tuple[str, ...]
+    key: str  # unique among items: the node name, or "input:x" / "output:y" for pseudo nodes
+    alive: bool = True
+
+    @property
+    def is_node(self) -> bool:
+        return not self.flags & PSEUDO
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: int
+    dst: int
+    tensor: int
+    flags: int = 0
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dtype: str
+    shape: str
+
+
+@dataclass
+class GraphTable:
+    """Items, edges and tensors of one graph; initializer inputs as per-item stubs."""
+
+    items: list[Item] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    tensors: list[Tensor] = field(default_factory=list)
+    tensor_index: dict[str, int] = field(default_factory=dict)
+    by_key: dict[str, int] = field(default_factory=dict)
+    # (item, tensor, input slot) for every input fed by an initializer
+    initializer_inputs: list[tuple[int, int, int]] = field(default_factory=list)
+
+    def index_of(self, node_name: str) -> int:
+        return self.by_key[node_name]
+
+    def node_names(self) -> Iterable[str]:
+        return (it.name for it in self.items if it.alive and it.is_node)
+
+
+def op_label(node: ir.Node) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+
+
+def scope_of(node: ir.Node) -> tuple[str, ...]:
+    """The name scope of a node, outermost first.
+
+    torch's dynamo exporter records it in metadata_props (``pkg.torch.onnx.name_scopes``, a
+    list literal of module names, or ``namespace``); TorchScript exports put it in the node
+    name (``/encoder/layer.3/attention/MatMul``); other exporters write ``blk17/Add``.
+    """
+    props = node.metadata_props
+    scopes = props.get("pkg.torch.onnx.name_scopes")
+    if scopes:
+        try:
+            parsed = ast.literal_eval(scopes)
+        except (ValueError, SyntaxError):
+            parsed = None
+        if isinstance(parsed, list) and all(isinstance(s, str) for s in parsed):
+            parts: list[str] = []
+            previous = ""
+            for entry in parsed:
+                if not entry:
+                    continue
+                # entries may be fully qualified ("encoder.layer.0"): keep the new suffix only
+                part = entry[len(previous) + 1 :] if previous and entry.startswith(previous + ".") else entry
+                parts.append(part)
+                previous = entry
+            return tuple(parts)
+    namespace = props.get("namespace")
+    if namespace:
+        return tuple(p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip())
+    name = node.name or ""
+    if "/" in name:
+        return tuple(p for p in name.split("/")[:-1] if p)
+    return ()
+
+
+def short_name(name: str) -> str:
+    """The last path component: the scope is drawn by the group frame around the node."""
+    tail = name.rsplit("/", 1)[-1]
+    return tail or name
+
+
+@lru_cache(maxsize=4096)
+def _optional_slots(op_type: str, domain: str, opset: int) -> frozenset[int]:
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except Exception:  # unknown or custom op: no schema, nothing is known to be optional
+        return frozenset()
+    optional = onnx.defs.OpSchema.FormalParameterOption.Optional
+    return frozenset(i for i, p in enumerate(schema.inputs) if p.option == optional)
+
+
+def _tensor_info(value: ir.Value) -> tuple[str, str]:
+    dtype = value.dtype.name.lower() if value.dtype is not None else ""
+    shape = str(value.shape) if value.shape is not None else ""
+    return dtype, shape
+
+
+def _has_subgraph(node: ir.Node) -> bool:
+    return any(
+        attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+        for attr in node.attributes.values()
+        if isinstance(attr, ir.Attr)
+    )
+
+
+class TableBuilder:
+    """Builds and incrementally updates a GraphTable from an onnx_ir graph."""
+
+    def __init__(self, graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()):
+        self.graph = graph
+        self.functions = set(functions)
+        opsets = graph.opset_imports if hasattr(graph, "opset_imports") else {}
+        self.opsets: dict[str, int] = dict(opsets)
+        self.table = GraphTable()
+
+    # ---------------------------------------------------------------------------- building
+    def build(self) -> GraphTable:
+        table = self.table
+        for value in self.graph.inputs:
+            if not value.is_initializer():
+                self._add_item(value.name or "", "Input", GRAPH_INPUT, f"input:{value.name}")
+        for node in self.graph:
+            self.add_node_item(node)
+        for node in self.graph:
+            self._add_input_edges(node)
+        for value in self.graph.outputs:
+            self._add_output(value)
+        return table
+
+    def _add_item(self, name: str, op: str, flags: int, key: str, scope: tuple[str, ...] = ()) -> int:
+        table = self.table
+        index = len(table.items)
+        table.items.append(Item(name=name, op=op, flags=flags, scope=scope, key=key))
+        table.by_key[key] = index
+        return index
+
+    def add_node_item(self, node: ir.Node) -> int:
+        flags = 0
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            flags |= CONSTANT
+        if _has_subgraph(node):
+            flags |= HAS_SUBGRAPH
+        if (node.domain, node.op_type, node.overload) in self.functions:
+            flags |= FUNCTION_CALL
+        name = node.name or ""
+        return self._add_item(name, op_label(node), flags, name, scope_of(node))
+
+    def tensor(self, value: ir.Value) -> int:
+        table = self.table
+        name = value.name or ""
+        index = table.tensor_index.get(name)
+        dtype, shape = _tensor_info(value)
+        if index is None or table.tensors[index] != Tensor(name, dtype, shape):
+            index = len(table.tensors)
+            table.tensors.append(Tensor(name, dtype, shape))
+            table.tensor_index[name] = index
+        return index
+
+    def _source_of(self, value: ir.Value) -> int | None:
+        """Item index producing `value`; None when it is an initializer (drawn as a stub)."""
+        table = self.table
+        producer = value.producer()
+        if producer is not None:
+            return table.by_key.get(producer.name or "")
+        if value.is_initializer() or value.const_value is not None:
+            return None
+        key = f"input:{value.name}"
+        if key not in table.by_key:  # a value of an enclosing graph, used inside a subgraph
+            self._add_item(value.name or "", "Outer", OUTER_SCOPE, key)
+        return table.by_key[key]
+
+    def _add_input_edges(self, node: ir.Node) -> None:
+        table = self.table
+        dst = table.by_key[node.name or ""]
+        optional = _optional_slots(node.op_type, node.domain, self.opsets.get(node.domain, 21))
+        for slot, value in enumerate(node.inputs):
+            if value is None:
+                continue
+            tensor = self.tensor(value)
+            src = self._source_of(value)
+            if src is None:
+                table.initializer_inputs.append((dst, tensor, slot))
+                continue
+            flags = OPTIONAL_INPUT if slot in optional else 0
+            if table.items[src].flags & CONSTANT:
+                flags |= FROM_CONSTANT
+            table.edges.append(Edge(src, dst, tensor, flags))
+
+    def _add_output(self, value: ir.Value) -> None:
+        dst = self._add_item(value.name or "", "Output", GRAPH_OUTPUT, f"output:{value.name}")
+        src = self._source_of(value)
+        if src is not None:
+            self.table.edges.append(Edge(src, dst, self.tensor(value)))
+
+    # ---------------------------------------------------------------------------- patching
+    def refresh_edges(self, items: set[int]) -> None:
+        """Recompute the incoming edges and initializer stubs of `items` and of the
+        consumers of their outputs (edges touching `items` are dropped first)."""
+        table = self.table
+        table.edges = [e for e in table.edges if e.src not in items and e.dst not in items]
+        table.initializer_inputs = [s for s in table.initializer_inputs if s[0] not in items]
+        nodes = {n.name: n for n in self.graph}
+        for index in sorted(items):
+            item = table.items[index]
+            if not item.alive:
+                continue
+            if item.flags & GRAPH_OUTPUT:
+                value = next((v for v in self.graph.outputs if v.name == item.name), None)
+                src = self._source_of(value) if value is not None else None
+                if value is not None and src is not None:
+                    table.edges.append(Edge(src, index, self.tensor(value)))
+                continue
+            node = nodes.get(item.name)
+            if node is None:
+                continue
+            self._add_input_edges(node)
+            for output in node.outputs:
+                for consumer, slot in output.uses():
+                    dst = table.by_key.get(consumer.name or "")
+                    if dst is None or dst in items or consumer.graph is not node.graph:
+                        continue
+                    optional = _optional_slots(
+                        consumer.op_type, consumer.domain, self.opsets.get(consumer.domain, 21)
+                    )
+                    flags = OPTIONAL_INPUT if slot in optional else 0
+                    if item.flags & CONSTANT:
+                        flags |= FROM_CONSTANT
+                    table.edges.append(Edge(index, dst, self.tensor(output), flags))
+            for value in self.graph.outputs:
+                if value.producer() is node:
+                    dst = table.by_key.get(f"output:{value.name}")
+                    if dst is not None and dst not in items:
+                        table.edges.append(Edge(index, dst, self.tensor(value)))
+
+
+def build_table(graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()) -> TableBuilder:
+    builder = TableBuilder(graph, functions)
+    builder.build()
+    return builder

@@ -1,0 +1,180 @@
+"""Name-scope hierarchy of a graph's items, with oversized levels grouped further.
+
+Group 0 is the root (never drawn). Children of a group are stored as *item refs*: a node item
+``i`` is ``i`` and a group ``g`` is ``~g`` (negative), in order of first appearance, which is
+topological because ONNX graphs list nodes topologically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nsdl_jupyter.graph._extract import GraphTable, short_name
+
+# no level of the drawing shows more boxes than this side by side
+MAX_CHILDREN = 48
+
+
+def group_ref(group: int) -> int:
+    return ~group
+
+
+def is_group_ref(ref: int) -> bool:
+    return ref < 0
+
+
+@dataclass
+class Group:
+    key: str  # stable id: "/encoder/layer.3", range groups "/encoder#2"; root ""
+    label: str
+    parent: int
+    children: list[int] = field(default_factory=list)  # item refs
+    size: int = 0  # descendant items (nodes and graph I/O)
+    synthetic: bool = False  # a range of siblings rather than a name scope
+
+
+@dataclass
+class Hierarchy:
+    groups: list[Group]
+    item_group: list[int]  # item index -> its group
+
+    def chain(self, item: int) -> list[int]:
+        """Groups from the root down to the group holding `item`."""
+        chain: list[int] = []
+        group = self.item_group[item]
+        while group >= 0:
+            chain.append(group)
+            group = self.groups[group].parent
+        chain.reverse()
+        return chain
+
+    def group_chain(self, group: int) -> list[int]:
+        chain: list[int] = []
+        while group >= 0:
+            chain.append(group)
+            group = self.groups[group].parent
+        chain.reverse()
+        return chain
+
+    def by_key(self) -> dict[str, int]:
+        return {g.key: i for i, g in enumerate(self.groups)}
+
+    def first_item(self, ref: int) -> int:
+        """Smallest item index under `ref` (its position in topological order)."""
+        while is_group_ref(ref):
+            children = self.groups[~ref].children
+            if not children:
+                return 1 << 30
+            ref = min(children, key=lambda r: r if r >= 0 else self.first_item(r))
+        return ref
+
+
+def build_hierarchy(table: GraphTable, max_children: int = MAX_CHILDREN) -> Hierarchy:
+    groups = [Group(key="", label="", parent=-1)]
+    index: dict[tuple[str, ...], int] = {(): 0}
+    item_group = [0] * len(table.items)
+    for i, item in enumerate(table.items):
+        if not item.alive:
+            item_group[i] = -1
+            continue
+        parent = 0
+        for depth in range(1, len(item.scope) + 1):
+            path = item.scope[:depth]
+            g = index.get(path)
+            if g is None:
+                g = len(groups)
+                groups.append(Group(key="/" + "/".join(path), label=path[-1], parent=parent))
+                groups[parent].children.append(~g)
+                index[path] = g
+            parent = g
+        groups[parent].children.append(i)
+        item_group[i] = parent
+    hierarchy = Hierarchy(groups, item_group)
+    _inline_trivial(hierarchy)
+    _split_oversized(hierarchy, table, max_children)
+    _count_sizes(hierarchy)
+    return _compact(hierarchy)
+
+
+def _inline_trivial(h: Hierarchy) -> None:
+    """A scope holding a single box is noise: put that box in the parent instead. A scope
+    holding one scope only is merged with it ("model/encoder")."""
+    for g in range(len(h.groups) - 1, 0, -1):
+        group = h.groups[g]
+        if len(group.children) != 1:
+            continue
+        (child,) = group.children
+        parent = h.groups[group.parent]
+        position = parent.children.index(~g)
+        if is_group_ref(child):
+            inner = h.groups[~child]
+            inner.label = f"{group.label}/{inner.label}"
+            inner.parent = group.parent
+        else:
+            h.item_group[child] = group.parent
+        parent.children[position] = child
+        group.children = []
+        group.parent = -2  # dead, dropped by _compact
+
+
+def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None:
+    pending = [g for g, group in enumerate(h.groups) if group.parent != -2]
+    while pending:
+        g = pending.pop()
+        group = h.groups[g]
+        if len(group.children) <= max_children:
+            continue
+        children = group.children
+        n_chunks = -(-len(children) // max_children)
+        chunk = -(-len(children) // n_chunks)
+        new_children: list[int] = []
+        for k in range(0, len(children), chunk):
+            part = children[k : k + chunk]
+            r = len(h.groups)
+            label = f"{_ref_label(h, table, part[0])} … {_ref_label(h, table, part[-1])}"
+            h.groups.append(Group(key=f"{group.key}#{k // chunk}", label=label, parent=g, children=part,
+                                  synthetic=True))
+            for ref in part:
+                if is_group_ref(ref):
+                    h.groups[~ref].parent = r
+                else:
+                    h.item_group[ref] = r
+            new_children.append(~r)
+        group.children = new_children
+        pending.append(g)  # more chunks than max_children: split again one level up
+
+
+def _ref_label(h: Hierarchy, table: GraphTable, ref: int) -> str:
+    if is_group_ref(ref):
+        return h.groups[~ref].label.split(" … ")[0]
+    return short_name(table.items[ref].name)
+
+
+def _count_sizes(h: Hierarchy) -> None:
+    for group in h.groups:
+        group.size = 0
+    for g in h.item_group:
+        while g >= 0:
+            h.groups[g].size += 1
+            g = h.groups[g].parent
+
+
+def _compact(h: Hierarchy) -> Hierarchy:
+    """Drop merged groups and renumber the rest (children refs and item_group follow)."""
+    alive = [g for g, group in enumerate(h.groups) if group.parent != -2]
+    new_index = {old: new for new, old in enumerate(alive)}
+    groups: list[Group] = []
+    for old in alive:
+        group = h.groups[old]
+        groups.append(
+            Group(
+                key=group.key,
+                label=group.label,
+                parent=new_index[group.parent] if group.parent >= 0 else -1,
+                children=[ref if ref >= 0 else ~new_index[~ref] for ref in group.children],
+                size=group.size,
+                synthetic=group.synthetic,
+            )
+        )
+    item_group = [new_index[g] if g >= 0 else -1 for g in h.item_group]
+    return Hierarchy(groups, item_group)

@@ -1,0 +1,290 @@
+"""Layered layout of the visible part of the hierarchy.
+
+Each expanded group is laid out on its own: python-igraph's Sugiyama layering orders the
+group's children (edges between descendants lifted to the children that hold them), which
+gives every child a *unit position* (layer, order). Unit positions do not depend on box
+sizes, so they are computed once per group, kept in the companion file, and survive expanding
+and collapsing; a cheap packing pass then turns them into pixel rectangles using the current
+size of every child (an expanded child group is as large as its own packed content).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, PSEUDO, GraphTable
+from nsdl_jupyter.graph._hierarchy import Hierarchy, is_group_ref
+
+Direction = Literal["LR", "TB"]
+
+NODE_W, NODE_H = 150.0, 36.0
+IO_W, IO_H = 110.0, 26.0
+GROUP_W, GROUP_H = 170.0, 44.0
+PAD, HEADER = 14.0, 22.0
+GAP_LAYER, GAP_ORDER = 56.0, 18.0
+
+# kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
+KIND_NODE, KIND_GROUP, KIND_FRAME = 0, 1, 2
+
+
+@dataclass
+class LayoutResult:
+    refs: npt.NDArray[np.int32]  # item index, or ~group
+    kinds: npt.NDArray[np.uint8]
+    rects: npt.NDArray[np.float32]  # (n, 4): x, y, w, h (top-left corner)
+    width: float
+    height: float
+
+    def rect_of(self) -> dict[int, tuple[float, float, float, float]]:
+        return {
+            int(r): (float(a), float(b), float(c), float(d))
+            for r, (a, b, c, d) in zip(self.refs, self.rects, strict=True)
+        }
+
+
+def position_key(table: GraphTable, hierarchy: Hierarchy, ref: int) -> str:
+    return f"group:{hierarchy.groups[~ref].key}" if is_group_ref(ref) else table.items[ref].key
+
+
+class LayoutEngine:
+    """Unit layouts per group (cached, persisted in `positions`) and the packing pass."""
+
+    def __init__(
+        self,
+        table: GraphTable,
+        hierarchy: Hierarchy,
+        positions: MutableMapping[str, list[float]] | None = None,
+    ) -> None:
+        self.table = table
+        self.hierarchy = hierarchy
+        self.positions: MutableMapping[str, list[float]] = positions if positions is not None else {}
+        self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
+        self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
+
+    # ------------------------------------------------------------------ lifted edges
+    def lifted(self) -> dict[int, Counter[tuple[int, int]]]:
+        """For each group, the edges between its children induced by the items' edges."""
+        if self._lifted is None:
+            lifted: dict[int, Counter[tuple[int, int]]] = {}
+            chains = [self.hierarchy.chain(i) if it.alive else [] for i, it in enumerate(self.table.items)]
+            for edge in self.table.edges:
+                if edge.flags & FROM_CONSTANT:
+                    continue
+                self._lift(lifted, chains, edge.src, edge.dst, 1)
+            self._lifted = lifted
+        return self._lifted
+
+    @staticmethod
+    def _lift(
+        lifted: dict[int, Counter[tuple[int, int]]],
+        chains: Sequence[list[int]] | Mapping[int, list[int]],
+        src: int,
+        dst: int,
+        count: int,
+    ) -> None:
+        a, b = chains[src], chains[dst]
+        k = 0
+        while k < len(a) and k < len(b) and a[k] == b[k]:
+            k += 1
+        if k == 0:
+            return
+        ca = ~a[k] if k < len(a) else src
+        cb = ~b[k] if k < len(b) else dst
+        if ca != cb:
+            lifted.setdefault(a[k - 1], Counter())[(ca, cb)] += count
+
+    def invalidate(self, groups: Iterable[int] | None = None) -> None:
+        """Forget lifted edges (all) and the unit layouts of `groups` (all when None)."""
+        self._lifted = None
+        if groups is None:
+            self._units.clear()
+            return
+        for g in groups:
+            self._units.pop((g, True), None)
+            self._units.pop((g, False), None)
+
+    def invalidate_units(self, groups: Iterable[int]) -> None:
+        """Forget the unit layouts of `groups` (their children changed); lifted edges stay."""
+        for g in groups:
+            self._units.pop((g, True), None)
+            self._units.pop((g, False), None)
+
+    def forget_positions(self) -> None:
+        """`arrange`: drop stored unit positions and recompute every group on demand."""
+        self.positions.clear()
+        self._units.clear()
+
+    # ------------------------------------------------------------------ unit layout
+    def _visible_children(self, g: int, show_constants: bool) -> list[int]:
+        children = self.hierarchy.groups[g].children
+        if show_constants:
+            return list(children)
+        items = self.table.items
+        return [r for r in children if is_group_ref(r) or not items[r].flags & CONSTANT]
+
+    def unit_layout(self, g: int, show_constants: bool) -> dict[int, tuple[float, float]]:
+        cached = self._units.get((g, show_constants))
+        if cached is not None:
+            return cached
+        children = self._visible_children(g, show_constants)
+        keys = [position_key(self.table, self.hierarchy, r) for r in children]
+        stored = [self.positions.get(k) for k in keys]
+        if children and all(p is not None for p in stored):
+            units = {r: (float(p[0]), float(p[1])) for r, p in zip(children, stored, strict=True) if p}
+        else:
+            units = self._sugiyama(g, children, stored)
+            for r, k in zip(children, keys, strict=True):
+                self.positions[k] = [units[r][0], units[r][1]]
+        self._units[(g, show_constants)] = units
+        return units
+
+    def _sugiyama(
+        self, g: int, children: list[int], stored: list[list[float] | None]
+    ) -> dict[int, tuple[float, float]]:
+        index = {r: i for i, r in enumerate(children)}
+        edges = [
+            (index[a], index[b])
+            for (a, b), n in self.lifted().get(g, Counter()).items()
+            if n > 0 and a in index and b in index
+        ]
+        known = {r: (p[0], p[1]) for r, p in zip(children, stored, strict=True) if p is not None}
+        if known and len(known) >= len(children) // 2:
+            return self._place_missing(children, edges, known)
+        import igraph
+
+        graph = igraph.Graph(n=len(children), edges=edges, directed=True)
+        coords = graph.layout_sugiyama(maxiter=50).coords if children else []
+        return {r: (float(c[1]), float(c[0])) for r, c in zip(children, coords, strict=True)}
+
+    @staticmethod
+    def _place_missing(
+        children: list[int], edges: list[tuple[int, int]], known: dict[int, tuple[float, float]]
+    ) -> dict[int, tuple[float, float]]:
+        """Place new children next to their neighbours without moving anyone (small edits)."""
+        units = dict(known)
+        preds: dict[int, list[int]] = {}
+        succs: dict[int, list[int]] = {}
+        for a, b in edges:
+            preds.setdefault(children[b], []).append(children[a])
+            succs.setdefault(children[a], []).append(children[b])
+        for r in children:
+            if r in units:
+                continue
+            before = [units[p] for p in preds.get(r, []) if p in units]
+            after = [units[s] for s in succs.get(r, []) if s in units]
+            if before:
+                layer = max(p[0] for p in before) + 1
+                order = sum(p[1] for p in before) / len(before)
+            elif after:
+                layer = min(s[0] for s in after) - 1
+                order = sum(s[1] for s in after) / len(after)
+            else:
+                layer, order = 0.0, 0.0
+            taken = [u[1] for u in units.values() if u[0] == layer]
+            while any(abs(t - order) < 0.5 for t in taken):
+                order = max(taken) + 1
+            units[r] = (layer, order)
+        return units
+
+    # ------------------------------------------------------------------ packing
+    def layout(self, expanded: set[int], direction: Direction = "LR", show_constants: bool = False) -> LayoutResult:
+        """Rectangles of every visible box: nodes, collapsed groups, expanded group frames."""
+        sizes: dict[int, tuple[float, float]] = {}
+        rel: dict[int, dict[int, tuple[float, float]]] = {}
+        expanded = set(expanded) | {0}
+        self._pack(0, expanded, direction, show_constants, sizes, rel)
+        refs: list[int] = []
+        kinds: list[int] = []
+        rects: list[tuple[float, float, float, float]] = []
+        leaves: list[tuple[int, int, tuple[float, float, float, float]]] = []
+
+        stack: list[tuple[int, float, float]] = [(0, 0.0, 0.0)]
+        while stack:
+            g, ox, oy = stack.pop()
+            for ref, (x, y) in rel[g].items():
+                w, h = sizes[ref]
+                ax, ay = ox + x, oy + y
+                if is_group_ref(ref) and ~ref in expanded:
+                    refs.append(ref)
+                    kinds.append(KIND_FRAME)
+                    rects.append((ax, ay, w, h))
+                    stack.append((~ref, ax + PAD, ay + HEADER + PAD))
+                else:
+                    kind = KIND_GROUP if is_group_ref(ref) else KIND_NODE
+                    leaves.append((ref, kind, (ax, ay, w, h)))
+        for ref, kind, rect in leaves:
+            refs.append(ref)
+            kinds.append(kind)
+            rects.append(rect)
+        w0, h0 = sizes.get(~0, (0.0, 0.0))
+        return LayoutResult(
+            refs=np.asarray(refs, dtype=np.int32),
+            kinds=np.asarray(kinds, dtype=np.uint8),
+            rects=np.asarray(rects, dtype=np.float32).reshape(-1, 4),
+            width=w0,
+            height=h0,
+        )
+
+    def _leaf_size(self, ref: int) -> tuple[float, float]:
+        if is_group_ref(ref):
+            return GROUP_W, GROUP_H
+        if self.table.items[ref].flags & PSEUDO:
+            return IO_W, IO_H
+        return NODE_W, NODE_H
+
+    def _pack(
+        self,
+        g: int,
+        expanded: set[int],
+        direction: Direction,
+        show_constants: bool,
+        sizes: dict[int, tuple[float, float]],
+        rel: dict[int, dict[int, tuple[float, float]]],
+    ) -> tuple[float, float]:
+        units = self.unit_layout(g, show_constants)
+        for ref in units:
+            if is_group_ref(ref) and ~ref in expanded:
+                sizes[ref] = self._pack(~ref, expanded, direction, show_constants, sizes, rel)
+            else:
+                sizes[ref] = self._leaf_size(ref)
+        lr = direction == "LR"
+        # along = the layer axis (x for LR), across = the order axis
+        layers: dict[float, list[int]] = {}
+        for ref, (layer, _) in units.items():
+            layers.setdefault(layer, []).append(ref)
+        unit_across = (NODE_H if lr else NODE_W) + GAP_ORDER
+        positions: dict[int, tuple[float, float]] = {}
+        along = 0.0
+        extent_across = 0.0
+        for layer in sorted(layers):
+            members = sorted(layers[layer], key=lambda r: units[r][1])
+            thickness = max((sizes[r][0] if lr else sizes[r][1]) for r in members)
+            cursor = -1e18
+            for ref in members:
+                w, h = sizes[ref]
+                length = h if lr else w
+                start = max(units[ref][1] * unit_across, cursor)
+                offset = (thickness - (w if lr else h)) / 2
+                positions[ref] = (along + offset, start) if lr else (start, along + offset)
+                cursor = start + length + GAP_ORDER
+            along += thickness + GAP_LAYER
+        if positions:
+            min_across = min((p[1] if lr else p[0]) for p in positions.values())
+            positions = {
+                r: ((x, y - min_across) if lr else (x - min_across, y)) for r, (x, y) in positions.items()
+            }
+            extent_across = max(
+                ((p[1] + sizes[r][1]) if lr else (p[0] + sizes[r][0])) for r, p in positions.items()
+            )
+        along = max(along - GAP_LAYER, 0.0)
+        rel[g] = positions
+        content_w, content_h = (along, extent_across) if lr else (extent_across, along)
+        size = (content_w + 2 * PAD, content_h + 2 * PAD + HEADER) if g != 0 else (content_w, content_h)
+        sizes[~g] = size
+        return size

@@ -1,0 +1,320 @@
+"""GraphScene: everything a graph view shows, as data (no widget code).
+
+It owns the item tables, the hierarchy, the layout engine and the view state (expanded
+groups, direction, constants shown) and turns them into the buffers a widget sends: the
+topology once, the layout of the visible boxes, and small patches for document edits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import onnx_ir as ir
+
+from nsdl_jupyter.graph._columns import encode_columns
+from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, Edge, TableBuilder, build_table, scope_of
+from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarchy, is_group_ref
+from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult
+
+# above this many items a graph opens collapsed; groups are expanded (largest first) while the
+# number of visible boxes stays under VISIBLE_BUDGET
+EXPAND_ALL_BELOW = 400
+VISIBLE_BUDGET = 160
+
+
+class NeedsRebuild(Exception):
+    """An edit the scene cannot patch in place (new name scope, graph I/O): rebuild it."""
+
+
+@dataclass
+class EditSummary:
+    """What a document ChangeEvent means for the scene (mirrors its name sets)."""
+
+    added: frozenset[str] = frozenset()
+    removed: frozenset[str] = frozenset()
+    changed: frozenset[str] = frozenset()
+    renamed: tuple[tuple[str, str], ...] = ()
+    edges: bool = False
+    graph_io: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class GraphScene:
+    def __init__(
+        self,
+        graph: ir.Graph | ir.Function,
+        *,
+        functions: Iterable[tuple[str, str, str]] = (),
+        positions: MutableMapping[str, list[float]] | None = None,
+        collapsed: Iterable[str] | None = None,
+        max_children: int = MAX_CHILDREN,
+    ) -> None:
+        self.graph = graph
+        self._functions = tuple(functions)
+        self.max_children = max_children
+        self.positions: MutableMapping[str, list[float]] = positions if positions is not None else {}
+        self.direction: Direction = "LR"
+        self.show_constants = False
+        self.topology_version = 0
+        self.layout_seq = 0
+        self.patch_seq = 0
+        self._build()
+        self.expanded = self.default_expanded() if collapsed is None else self._expanded_except(collapsed)
+
+    # ------------------------------------------------------------------ building
+    def _build(self) -> None:
+        self.builder: TableBuilder = build_table(self.graph, self._functions)
+        self.table = self.builder.table
+        self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
+        self.engine = LayoutEngine(self.table, self.hierarchy, self.positions)
+        self.topology_version += 1
+
+    def rebuild(self) -> None:
+        """Re-extract everything (keeps unit positions, expanded groups by key)."""
+        keys = {self.hierarchy.groups[g].key for g in self.expanded}
+        self._build()
+        by_key = self.hierarchy.by_key()
+        self.expanded = {by_key[k] for k in keys if k in by_key}
+
+    def _expanded_except(self, collapsed: Iterable[str]) -> set[int]:
+        closed = set(collapsed)
+        return {g for g, group in enumerate(self.hierarchy.groups) if group.key not in closed}
+
+    def default_expanded(self) -> set[int]:
+        groups = self.hierarchy.groups
+        if len(self.table.items) <= EXPAND_ALL_BELOW:
+            return set(range(len(groups)))
+        expanded = {0}
+        visible = len(groups[0].children)
+        frontier = [~r for r in groups[0].children if is_group_ref(r)]
+        while frontier:
+            frontier.sort(key=lambda g: groups[g].size)
+            g = frontier.pop(0)  # smallest first: open as many as fit
+            extra = len(groups[g].children) - 1
+            if visible + extra > VISIBLE_BUDGET:
+                continue
+            expanded.add(g)
+            visible += extra
+            frontier.extend(~r for r in groups[g].children if is_group_ref(r))
+        return expanded
+
+    @property
+    def collapsed_keys(self) -> list[str]:
+        return [g.key for i, g in enumerate(self.hierarchy.groups) if i and i not in self.expanded]
+
+    # ------------------------------------------------------------------ view state
+    def expand(self, groups: Iterable[int]) -> None:
+        for g in groups:
+            self.expanded.update(self.hierarchy.group_chain(g))
+
+    def collapse(self, groups: Iterable[int]) -> None:
+        self.expanded.difference_update(set(groups) - {0})
+
+    def expand_all(self) -> None:
+        self.expanded = set(range(len(self.hierarchy.groups)))
+
+    def collapse_all(self) -> None:
+        self.expanded = {0}
+
+    def reveal(self, items: Iterable[int]) -> bool:
+        """Expand the groups around `items`; true when something had to open."""
+        before = len(self.expanded)
+        for i in items:
+            if 0 <= i < len(self.table.items) and self.table.items[i].alive:
+                self.expanded.update(self.hierarchy.chain(i))
+                if self.table.items[i].flags & CONSTANT:
+                    self.show_constants = True
+        return len(self.expanded) != before
+
+    def arrange(self) -> None:
+        self.engine.forget_positions()
+
+    def layout(self) -> LayoutResult:
+        return self.engine.layout(self.expanded, self.direction, self.show_constants)
+
+    # ------------------------------------------------------------------ buffers
+    def topology_bytes(self) -> bytes:
+        table, h = self.table, self.hierarchy
+        ops: dict[str, int] = {}
+        dtypes: dict[str, int] = {}
+        shapes: dict[str, int] = {}
+        items = table.items
+        meta = {"version": self.topology_version, "n_items": len(items), "n_groups": len(h.groups)}
+        columns = {
+            "item.name": ("strs", [it.name for it in items]),
+            "item.op": ("i4", [ops.setdefault(it.op, len(ops)) for it in items]),
+            "item.flags": ("u1", [it.flags for it in items]),
+            "item.group": ("i4", h.item_group),
+            "group.key": ("strs", [g.key for g in h.groups]),
+            "group.label": ("strs", [g.label for g in h.groups]),
+            "group.parent": ("i4", [g.parent for g in h.groups]),
+            "group.size": ("i4", [g.size for g in h.groups]),
+            "group.synthetic": ("u1", [g.synthetic for g in h.groups]),
+            "edge.src": ("i4", [e.src for e in table.edges]),
+            "edge.dst": ("i4", [e.dst for e in table.edges]),
+            "edge.tensor": ("i4", [e.tensor for e in table.edges]),
+            "edge.flags": ("u1", [e.flags for e in table.edges]),
+            "tensor.name": ("strs", [t.name for t in table.tensors]),
+            "tensor.dtype": ("i4", [dtypes.setdefault(t.dtype, len(dtypes)) for t in table.tensors]),
+            "tensor.shape": ("i4", [shapes.setdefault(t.shape, len(shapes)) for t in table.tensors]),
+            "init.item": ("i4", [s[0] for s in table.initializer_inputs]),
+            "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
+            "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
+        }
+        meta.update(ops=list(ops), dtypes=list(dtypes), shapes=list(shapes))
+        return encode_columns(meta, columns)
+
+    def layout_bytes(self, result: LayoutResult | None = None) -> bytes:
+        result = result if result is not None else self.layout()
+        self.layout_seq += 1
+        meta = {
+            "seq": self.layout_seq,
+            "topology": self.topology_version,
+            "direction": self.direction,
+            "show_constants": self.show_constants,
+            "width": result.width,
+            "height": result.height,
+            "expanded": sorted(self.expanded),
+        }
+        rects = result.rects
+        columns = {
+            "ref": ("i4", result.refs),
+            "kind": ("u1", result.kinds),
+            "x": ("f4", rects[:, 0]),
+            "y": ("f4", rects[:, 1]),
+            "w": ("f4", rects[:, 2]),
+            "h": ("f4", rects[:, 3]),
+        }
+        return encode_columns(meta, columns)
+
+    # ------------------------------------------------------------------ edits
+    def apply_edit(self, edit: EditSummary, nodes: Mapping[str, ir.Node]) -> dict[str, Any]:
+        """Update the tables for one document edit and return the patch for the browser.
+
+        Raises NeedsRebuild when the edit cannot be patched in place.
+        """
+        table, h, builder = self.table, self.hierarchy, self.builder
+        if edit.graph_io:
+            raise NeedsRebuild("graph inputs/outputs changed")
+        tensors_before = len(table.tensors)
+        touched: set[int] = set()
+        groups_changed: set[int] = set()
+        for old, new in edit.renamed:
+            index = table.by_key.pop(old, None)
+            if index is None:
+                raise NeedsRebuild(f"unknown node {old!r}")
+            item = table.items[index]
+            item.name = item.key = new
+            table.by_key[new] = index
+            if old in self.positions:
+                self.positions[new] = self.positions.pop(old)
+            touched.add(index)
+        edge_refresh: set[int] = set()
+        for name in edit.removed:
+            index = table.by_key.pop(name, None)
+            if index is None:
+                continue
+            table.items[index].alive = False
+            g = h.item_group[index]
+            h.groups[g].children.remove(index)
+            h.item_group[index] = -1
+            self._resize(g, -1, groups_changed)
+            touched.add(index)
+            edge_refresh.add(index)
+            edge_refresh.update(e.dst for e in table.edges if e.src == index)
+            self.positions.pop(name, None)
+        by_key = None
+        for name in sorted(edit.added, key=lambda n: _node_order(nodes, n)):
+            node = nodes.get(name)
+            if node is None or name in table.by_key:
+                raise NeedsRebuild(f"added node {name!r} not found")
+            scope = scope_of(node)
+            by_key = by_key or h.by_key()
+            g = by_key.get("/" + "/".join(scope)) if scope else 0
+            if g is None:
+                raise NeedsRebuild(f"new name scope {scope!r}")
+            index = builder.add_node_item(node)
+            h.item_group.append(g)
+            h.groups[g].children.append(index)
+            self._resize(g, 1, groups_changed)
+            touched.add(index)
+            edge_refresh.add(index)
+        for name in edit.changed:
+            index = table.by_key.get(name)
+            if index is None:
+                continue
+            touched.add(index)
+            node = nodes.get(name)
+            if node is not None:
+                fresh = TableBuilder(self.graph, self._functions)
+                probe = fresh.add_node_item(node)
+                table.items[index].op = fresh.table.items[probe].op
+                table.items[index].flags = fresh.table.items[probe].flags
+            if edit.edges:
+                edge_refresh.add(index)
+        if edge_refresh:
+            old_edges = [e for e in table.edges if e.src in edge_refresh or e.dst in edge_refresh]
+            builder.refresh_edges(edge_refresh)
+            new_edges = [e for e in table.edges if e.src in edge_refresh or e.dst in edge_refresh]
+            self._relift(old_edges, -1)
+            self._relift(new_edges, 1)
+            for e in new_edges:
+                touched.update((e.src, e.dst))
+            groups_changed.update(h.item_group[i] for i in edge_refresh if h.item_group[i] >= 0)
+        self.engine.invalidate_units(groups_changed)
+        self.patch_seq += 1
+        return {
+            "seq": self.patch_seq,
+            "topology": self.topology_version,
+            "items": {
+                str(i): [table.items[i].name, table.items[i].op, table.items[i].flags, h.item_group[i]]
+                for i in sorted(touched)
+            },
+            "edges_of": sorted(edge_refresh),
+            "edges": [
+                [e.src, e.dst, e.tensor, e.flags]
+                for e in table.edges
+                if e.src in edge_refresh or e.dst in edge_refresh
+            ],
+            "tensors": {
+                str(i): [t.name, t.dtype, t.shape]
+                for i, t in enumerate(table.tensors[tensors_before:], start=tensors_before)
+            },
+            "inits": [list(s) for s in table.initializer_inputs if s[0] in edge_refresh],
+            "groups": {str(g): h.groups[g].size for g in sorted(groups_changed)},
+            "layout": bool(edit.added or edit.removed),
+        }
+
+    def _resize(self, g: int, delta: int, changed: set[int]) -> None:
+        while g >= 0:
+            self.hierarchy.groups[g].size += delta
+            changed.add(g)
+            g = self.hierarchy.groups[g].parent
+
+    def _relift(self, edges: list[Edge], count: int) -> None:
+        lifted = self.engine.lifted()
+        chains: dict[int, list[int]] = {}
+        for e in edges:
+            if e.flags & FROM_CONSTANT:
+                continue
+            for i in (e.src, e.dst):
+                if i not in chains:
+                    chains[i] = self.hierarchy.chain(i) if self.hierarchy.item_group[i] >= 0 else []
+            if chains[e.src] and chains[e.dst]:
+                _lift_into(lifted, chains, e.src, e.dst, count)
+
+
+def _lift_into(
+    lifted: dict[int, Counter[tuple[int, int]]], chains: Mapping[int, list[int]], src: int, dst: int, count: int
+) -> None:
+    LayoutEngine._lift(lifted, chains, src, dst, count)
+
+
+def _node_order(nodes: Mapping[str, ir.Node], name: str) -> int:
+    for i, key in enumerate(nodes):
+        if key == name:
+            return i
+    return 0

@@ -1,0 +1,429 @@
+"""GraphView: the interactive model canvas (one anywidget for the whole graph).
+
+The topology crosses the wire once as binary columns; positions are computed in Python
+(`nsdl_jupyter.graph`); expanding a group is a request answered by a new layout of the visible
+boxes; a document edit becomes a small patch. The browser side is js/src/graph_view/.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import anywidget
+import numpy as np
+import onnx
+import onnx_ir as ir
+import traitlets
+
+from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
+from nsdl_jupyter.graph._svg import scene_svg
+
+_STATIC = Path(__file__).resolve().parent.parent / "static"
+_COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
+_VALID_OPTIONS = ("height", "direction", "show_constants", "show_grid", "selected")
+
+
+@runtime_checkable
+class _DocumentLike(Protocol):
+    """What GraphView needs of nsdl_jupyter.document.ModelDocument."""
+
+    @property
+    def graph(self) -> ir.Graph: ...
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
+
+
+class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
+    """Draws a model's graph in a notebook and stays bound to its document.
+
+    ``GraphView(doc)`` takes a ModelDocument (edits made through ``doc`` appear in place), or a
+    read-only onnx_ir Model/Graph/Function, an onnx ModelProto, or a path to an .onnx file.
+    """
+
+    _esm = _STATIC / "graph_view.js"
+
+    _topology = traitlets.Bytes(b"").tag(sync=True)
+    _layout = traitlets.Bytes(b"").tag(sync=True)
+    _edits = traitlets.List(traitlets.Dict()).tag(sync=True)
+    selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    direction = traitlets.Enum(("LR", "TB"), default_value="LR").tag(sync=True)
+    show_constants = traitlets.Bool(False).tag(sync=True)
+    show_grid = traitlets.Bool(False).tag(sync=True)
+    _marks = traitlets.Dict().tag(sync=True)
+    _overlay = traitlets.Dict().tag(sync=True)
+    _overlay_values = traitlets.Bytes(b"").tag(sync=True)
+    height = traitlets.Int(560).tag(sync=True)
+
+    def __init__(self, source: Any, **options: Any) -> None:
+        unknown = sorted(set(options) - set(_VALID_OPTIONS))
+        if unknown:
+            raise TypeError(
+                f"GraphView() got unexpected keyword argument(s) {', '.join(unknown)}; "
+                f"valid ones are: {', '.join(_VALID_OPTIONS)}"
+            )
+        self._doc: _DocumentLike | None = None
+        graph, functions = self._resolve(source)
+        companion = self._companion()
+        positions = dict(companion.get("positions") or {})
+        collapsed = companion.get("collapsed")
+        self._scene = GraphScene(
+            graph,
+            functions=functions,
+            positions=positions,
+            collapsed=collapsed if isinstance(collapsed, list) else None,
+        )
+        self._scene.direction = options.pop("direction", "LR")
+        self._scene.show_constants = bool(options.pop("show_constants", False))
+        self._requests = itertools.count(1)
+        self._exports: dict[int, tuple[concurrent.futures.Future[Path], Path]] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+        self._syncing = False
+        super().__init__(
+            _topology=self._scene.topology_bytes(),
+            _layout=self._scene.layout_bytes(),
+            direction=self._scene.direction,
+            show_constants=self._scene.show_constants,
+            **options,
+        )
+        self._save_companion()
+        self.on_msg(self._on_custom_msg)
+        self.observe(self._on_view_option, names=["direction", "show_constants"])
+        if self._doc is not None:
+            self._unsubscribe = self._doc.subscribe(self._on_change)
+
+    # ------------------------------------------------------------------ sources
+    def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:
+        if isinstance(source, (str, os.PathLike)):
+            import nsdl_jupyter
+
+            try:
+                source = nsdl_jupyter.open_model(source)
+            except (ImportError, AttributeError):  # document layer not available: read only
+                source = ir.load(os.fspath(source))
+        if isinstance(source, onnx.ModelProto):
+            source = ir.from_proto(source)
+        if isinstance(source, ir.Model):
+            return source.graph, list(source.functions)
+        if isinstance(source, (ir.Graph, ir.Function)):
+            return source, []
+        if isinstance(source, _DocumentLike):
+            self._doc = source
+            model = getattr(source, "model", None)
+            functions = list(model.functions) if model is not None else []
+            return source.graph, functions
+        raise TypeError(
+            f"GraphView() cannot show a {type(source).__name__}: pass a ModelDocument "
+            "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto or a path"
+        )
+
+    def _companion(self) -> Mapping[str, Any]:
+        companion = getattr(self._doc, "companion", None)
+        return companion if isinstance(companion, Mapping) else {}
+
+    def _save_companion(self) -> None:
+        update = getattr(self._doc, "update_companion", None)
+        if update is None:
+            return
+        update("positions", dict(self._scene.positions))
+        update("collapsed", self._scene.collapsed_keys)
+
+    # ------------------------------------------------------------------ layout
+    def _relayout(self) -> None:
+        self._layout = self._scene.layout_bytes()
+        self._save_companion()
+
+    def _on_view_option(self, change: dict[str, Any]) -> None:
+        if change["name"] == "direction":
+            self._scene.direction = change["new"]
+        else:
+            self._scene.show_constants = bool(change["new"])
+        self._relayout()
+
+    def expand(self, *groups: str) -> None:
+        """Expand groups by key (``"/encoder/layer.0"``); no argument: expand all."""
+        if groups:
+            self._scene.expand(self._group_indexes(groups))
+        else:
+            self._scene.expand_all()
+        self._relayout()
+
+    def collapse(self, *groups: str) -> None:
+        """Collapse groups by key; no argument: collapse all."""
+        if groups:
+            self._scene.collapse(self._group_indexes(groups))
+        else:
+            self._scene.collapse_all()
+        self._relayout()
+
+    def _group_indexes(self, keys: tuple[str, ...]) -> list[int]:
+        by_key = self._scene.hierarchy.by_key()
+        missing = [k for k in keys if k not in by_key]
+        if missing:
+            sample = ", ".join(repr(k) for k in list(by_key)[1:6])
+            raise KeyError(f"no group {missing[0]!r}; groups are keyed by name scope, e.g. {sample}")
+        return [by_key[k] for k in keys]
+
+    @property
+    def groups(self) -> dict[str, bool]:
+        """Every group key and whether it is expanded."""
+        return {g.key: i in self._scene.expanded for i, g in enumerate(self._scene.hierarchy.groups) if i}
+
+    def arrange(self) -> None:
+        """Recompute the layout from scratch (forgets stored positions)."""
+        self._scene.arrange()
+        self._relayout()
+
+    def fit(self) -> None:
+        """Fit the drawing to the view in every open view of this widget."""
+        self.send({"type": "fit"})
+
+    # ------------------------------------------------------------------ selection
+    @traitlets.validate("selected")
+    def _validate_selected(self, proposal: dict[str, Any]) -> list[str]:
+        names = list(proposal["value"])
+        by_key = self._scene.table.by_key
+        unknown = [n for n in names if n not in by_key or not self._scene.table.items[by_key[n]].is_node]
+        if unknown:
+            raise traitlets.TraitError(
+                f"no node named {unknown[0]!r} in this graph; select names from doc.nodes"
+            )
+        return names
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        if self._syncing:
+            return
+        by_key = self._scene.table.by_key
+        if self._scene.reveal(by_key[n] for n in change["new"]):
+            self._relayout()
+
+    # ------------------------------------------------------------------ overlays
+    def set_marks(self, marks: Mapping[str, str]) -> None:
+        """Problem icons on nodes: ``{node_name: "error" | "warning"}`` (replaces previous)."""
+        bad = {k: v for k, v in marks.items() if v not in ("error", "warning")}
+        if bad:
+            name, level = next(iter(bad.items()))
+            raise ValueError(f"mark {level!r} for {name!r}: use 'error' or 'warning'")
+        self._marks = dict(marks)
+
+    def set_overlay(
+        self,
+        values: Mapping[str, float],
+        *,
+        label: str = "",
+        colormap: str = "viridis",
+        vmin: float | None = None,
+        vmax: float | None = None,
+    ) -> None:
+        """Colour nodes by a per-node value (e.g. profiled time) with a legend."""
+        if colormap not in _COLORMAPS:
+            raise ValueError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
+        table = self._scene.table
+        array = np.full(len(table.items), np.nan, dtype=np.float32)
+        for name, value in values.items():
+            index = table.by_key.get(name)
+            if index is not None:
+                array[index] = float(value)
+        finite = array[np.isfinite(array)]
+        low = float(vmin) if vmin is not None else (float(finite.min()) if finite.size else 0.0)
+        high = float(vmax) if vmax is not None else (float(finite.max()) if finite.size else 1.0)
+        with self.hold_sync():
+            self._overlay_values = array.astype("<f4").tobytes()
+            self._overlay = {"label": label, "colormap": colormap, "min": low, "max": high}
+
+    def clear_overlay(self) -> None:
+        with self.hold_sync():
+            self._overlay_values = b""
+            self._overlay = {}
+
+    # ------------------------------------------------------------------ subgraphs
+    def open_subgraph(self, node: str | ir.Node, attr: str | None = None) -> GraphView:
+        """A new (read-only) GraphView of an If/Loop/Scan body or of a local function's graph."""
+        name = node if isinstance(node, str) else node.name
+        found = next((n for n in self._scene.graph if n.name == name), None)
+        if found is None:
+            raise KeyError(f"no node named {name!r} in this graph")
+        graphs = {
+            key: a.value
+            for key, a in found.attributes.items()
+            if isinstance(a, ir.Attr) and a.type == ir.AttributeType.GRAPH
+        }
+        if attr is not None:
+            if attr not in graphs:
+                raise KeyError(f"node {name!r} has no graph attribute {attr!r}; it has {sorted(graphs)}")
+            return GraphView(graphs[attr])
+        if len(graphs) == 1:
+            return GraphView(next(iter(graphs.values())))
+        if graphs:
+            raise ValueError(f"node {name!r} has several subgraphs; pass attr= one of {sorted(graphs)}")
+        model = getattr(self._doc, "model", None)
+        functions = model.functions if model is not None else {}
+        function = functions.get((found.domain, found.op_type, found.overload))
+        if function is None:
+            raise ValueError(f"node {name!r} ({found.op_type}) has no subgraph and calls no local function")
+        return GraphView(function)
+
+    # ------------------------------------------------------------------ export
+    def export_image(
+        self,
+        path: str | os.PathLike[str],
+        format: Literal["png", "jpeg", "svg"] | None = None,
+        *,
+        background: str | None = "#ffffff",
+        grid: bool = False,
+        scale: float = 2.0,
+        max_size: int = 8192,
+    ) -> concurrent.futures.Future[Path]:
+        """Write the whole graph as PNG, JPEG or SVG; returns a Future of the path.
+
+        SVG is written at once, from the layout in Python. PNG and JPEG are rendered by the
+        browser and written when its answer arrives: in a notebook that is right after the
+        running cell finishes (a kernel handles widget messages between cells).
+        """
+        target = Path(path)
+        fmt = (format or target.suffix.lstrip(".") or "png").lower()
+        fmt = "jpeg" if fmt == "jpg" else fmt
+        if fmt not in ("png", "jpeg", "svg"):
+            raise ValueError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
+        future: concurrent.futures.Future[Path] = concurrent.futures.Future()
+        if fmt == "svg":
+            _write_atomic(target, scene_svg(self._scene, background=background, grid=grid).encode())
+            future.set_result(target)
+            return future
+        request = next(self._requests)
+        self._exports[request] = (future, target)
+        self.send(
+            {
+                "type": "export",
+                "id": request,
+                "format": fmt,
+                "background": background,
+                "grid": grid,
+                "scale": scale,
+                "max_size": max_size,
+            }
+        )
+        return future
+
+    # ------------------------------------------------------------------ messages
+    def _on_custom_msg(self, _widget: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
+        kind = content.get("type")
+        if kind == "export_result":
+            self._finish_export(content, buffers)
+            return
+        request = content.get("id")
+        try:
+            self._handle_request(content)
+        except Exception as error:  # answered to the browser, which shows it
+            self.send({"type": "answer", "id": request, "ok": False, "error": str(error)})
+            return
+        self.send({"type": "answer", "id": request, "ok": True})
+
+    def _handle_request(self, content: Mapping[str, Any]) -> None:
+        kind = content.get("type")
+        scene = self._scene
+        n_groups = len(scene.hierarchy.groups)
+        if kind == "expand":
+            scene.expand(g for g in content.get("groups", []) if 0 <= g < n_groups)
+        elif kind == "collapse":
+            scene.collapse(g for g in content.get("groups", []) if 0 <= g < n_groups)
+        elif kind == "expand_all":
+            scene.expand_all()
+        elif kind == "collapse_all":
+            scene.collapse_all()
+        elif kind == "reveal":
+            scene.reveal(int(i) for i in content.get("items", []))
+            self._syncing = True
+            try:
+                self.show_constants = scene.show_constants
+            finally:
+                self._syncing = False
+        elif kind == "arrange":
+            scene.arrange()
+        else:
+            raise ValueError(f"unknown request {kind!r}")
+        self._relayout()
+
+    def _finish_export(self, content: Mapping[str, Any], buffers: list[bytes]) -> None:
+        entry = self._exports.pop(int(content.get("id", -1)), None)
+        if entry is None or entry[0].done():
+            return
+        future, target = entry
+        if not content.get("ok") or not buffers:
+            future.set_exception(RuntimeError(f"browser could not render the image: {content.get('error')}"))
+            return
+        _write_atomic(target, bytes(buffers[0]))
+        future.set_result(target)
+
+    # ------------------------------------------------------------------ document edits
+    def _on_change(self, event: Any) -> None:
+        scene = self._scene
+        if getattr(event, "source", "do") == "load":
+            self._rebuild()
+            return
+        edit = EditSummary(
+            added=frozenset(getattr(event, "added", ())),
+            removed=frozenset(getattr(event, "removed", ())),
+            changed=frozenset(getattr(event, "changed", ())),
+            renamed=tuple(getattr(event, "renamed", ())),
+            edges=bool(getattr(event, "edges", False)),
+            graph_io=bool(getattr(event, "graph_io", False)),
+        )
+        if not (edit.added or edit.removed or edit.changed or edit.renamed or edit.edges or edit.graph_io):
+            return
+        nodes = {n.name: n for n in scene.graph if n.name}
+        try:
+            patch = scene.apply_edit(edit, nodes)
+        except NeedsRebuild:
+            self._rebuild()
+            return
+        with self.hold_sync():
+            self._edits = [*self._edits, patch]
+            renamed = dict(edit.renamed)
+            if renamed or edit.removed:
+                self._syncing = True
+                try:
+                    self.selected = [renamed.get(n, n) for n in self.selected if n not in edit.removed]
+                finally:
+                    self._syncing = False
+            if patch["layout"]:
+                self._relayout()
+
+    def _rebuild(self) -> None:
+        self._scene.rebuild()
+        with self.hold_sync():
+            self._edits = []
+            self._topology = self._scene.topology_bytes()
+            self._syncing = True
+            try:
+                by_key = self._scene.table.by_key
+                self.selected = [n for n in self.selected if n in by_key]
+            finally:
+                self._syncing = False
+            self._relayout()
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        super().close()
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
