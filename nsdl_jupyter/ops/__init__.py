@@ -1,4 +1,12 @@
-"""Operator layer: ONNX and onnxruntime contrib schemas, literal parsing, attribute conversion."""
+"""Operator layer: ONNX and onnxruntime contrib schemas, literal parsing, attribute conversion.
+
+- `get_schema(op, domain, opset)` / `list_operators(imports)` / `latest_opset(domain)`: schemas
+  of the installed onnx (every opset) and onnxruntime's contrib domains, cached.
+- `parse_literal("[1, 2]")` / `format_literal(value)`: literal text as users type it, with
+  errors that name the 1-based column.
+- `to_attribute(name, value, type)` / `attribute_to_python(attr)`: values and literal text to
+  `onnx_ir.Attr` of a given type (checked, with the fix in the message) and back.
+"""
 
 from __future__ import annotations
 

@@ -31,13 +31,16 @@ def describe_value(value: object) -> str:
     """'the int 5', "the str 'a'", 'a float32 numpy array of shape (2, 3)' ... for messages."""
     if isinstance(value, np.ndarray):
         return f"a {value.dtype} numpy array of shape {tuple(value.shape)}"
+    if value is None:
+        return "None"
     if isinstance(value, bool):
         return f"the bool {'true' if value else 'false'}"
-    if isinstance(value, (int, float, str, bytes, list, tuple)):
-        text = repr(value)
-        if len(text) > 40:
-            text = text[:37] + "..."
-        return f"the {type(value).__name__} {text}"
+    for kind in (int, float, str, bytes, list, tuple):
+        if isinstance(value, kind) and not isinstance(value, np.generic):
+            text = repr(kind(value)) if kind in (str, bytes) else repr(value)
+            if len(text) > 40:
+                text = text[:37] + "..."
+            return f"the {kind.__name__} {text}"
     if isinstance(value, np.generic):
         return f"the numpy {value.dtype} {value!r}"
     return f"a {type(value).__module__}.{type(value).__qualname__}"
