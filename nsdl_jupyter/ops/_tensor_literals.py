@@ -35,9 +35,10 @@ def describe_value(value: object) -> str:
         return "None"
     if isinstance(value, bool):
         return f"the bool {'true' if value else 'false'}"
-    for kind in (int, float, str, bytes, list, tuple):
+    kinds: tuple[type, ...] = (int, float, str, bytes, list, tuple)
+    for kind in kinds:
         if isinstance(value, kind) and not isinstance(value, np.generic):
-            text = repr(kind(value)) if kind in (str, bytes) else repr(value)
+            text = repr(value)
             if len(text) > 40:
                 text = text[:37] + "..."
             return f"the {kind.__name__} {text}"
