@@ -392,6 +392,8 @@ def test_tensor_literal_round_trip(array: np.ndarray) -> None:
     """A tensor written by format_literal and typed back gives the same values and dtype."""
     if array.size == 0 and array.dtype != np.float32:
         return  # an empty literal carries no dtype: it reads back as float32
+    if 0 in array.shape[:-1]:
+        return  # "[]" cannot say (0, 3): a literal has no inner dims without items
     attr = to_attribute("value", format_literal(array), AT.TENSOR)
     back = attribute_to_python(attr)
     assert isinstance(back, np.ndarray)

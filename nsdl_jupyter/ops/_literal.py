@@ -290,7 +290,8 @@ def format_literal(value: object) -> str:
     Accepts python scalars and (nested) lists/tuples, numpy scalars and arrays, onnx_ir
     tensors and `onnx.TensorProto`. Floats use the shortest text that round-trips their own
     precision (a float32 0.1 is written ``0.1``). Strings are quoted with escapes.
-    Graphs and types have no literal form: they are described in angle brackets (display
+    An array of shape (0, 3) is written ``[]``: literal text cannot carry the dims that
+    follow a zero. Graphs and types have no literal form: they are described in angle brackets (display
     only; such text does not parse back).
     """
     parts: list[str] = []
