@@ -291,8 +291,8 @@ def format_literal(value: object) -> str:
     tensors and `onnx.TensorProto`. Floats use the shortest text that round-trips their own
     precision (a float32 0.1 is written ``0.1``). Strings are quoted with escapes.
     An array of shape (0, 3) is written ``[]``: literal text cannot carry the dims that
-    follow a zero. Graphs and types have no literal form: they are described in angle brackets (display
-    only; such text does not parse back).
+    follow a zero. Graphs and types have no literal form: they are described in angle
+    brackets (display only; such text does not parse back).
     """
     parts: list[str] = []
     _format_into(value, parts)
