@@ -11,6 +11,7 @@ from nsdl_jupyter.document._document import (
     open_model,
 )
 from nsdl_jupyter.document._errors import (
+    AttributeEditError,
     DocumentError,
     GraphEditError,
     InitializerError,
@@ -24,6 +25,7 @@ from nsdl_jupyter.document._tensor_values import fill_methods
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "AttributeEditError",
     "AttributeListing",
     "ChangeEvent",
     "Diagnostic",

@@ -28,6 +28,8 @@ class Diagnostic:
 def check_model(model: ir.Model) -> list[Diagnostic]:
     """All checker findings per node, then the first shape-inference error (it stops there)."""
     proto = ir.to_proto(model)
+    # Types of new graph outputs are often unknown until inferred; the checker demands them.
+    proto = onnx.shape_inference.infer_shapes(proto)
     diagnostics = _checker_diagnostics(proto)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics

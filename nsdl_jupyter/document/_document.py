@@ -25,6 +25,7 @@ from nsdl_jupyter.document import _edits as e
 from nsdl_jupyter.document._atomic import atomic_write_bytes
 from nsdl_jupyter.document._check import Diagnostic, check_model
 from nsdl_jupyter.document._errors import (
+    AttributeEditError,
     DocumentError,
     GraphEditError,
     InitializerError,
@@ -36,6 +37,14 @@ from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._names import check_node_name, check_tensor_name, unique_name
 from nsdl_jupyter.document._saving import ExternalLocation, save_model
 from nsdl_jupyter.document._tensor_values import array_from_source, generate_array
+from nsdl_jupyter.ops import (
+    LiteralSyntaxError,
+    UnknownOperatorError,
+    attribute_to_python,
+    get_schema,
+    parse_literal,
+    to_attribute,
+)
 
 COMPANION_SUFFIX = ".nsdl.json"
 _COMPANION_VERSION = 1
@@ -148,8 +157,6 @@ class ModelDocument:
 
     def schema(self, node: ir.Node | str) -> Any:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
-        from nsdl_jupyter.ops import UnknownOperatorError, get_schema
-
         target = self.node(node)
         try:
             return get_schema(target.op_type, target.domain, self._opset_for(target))
@@ -167,8 +174,6 @@ class ModelDocument:
 
     def attributes_of(self, node: ir.Node | str) -> AttributeListing:
         """Set values first, then schema defaults of attributes that are not set."""
-        from nsdl_jupyter.ops import attribute_to_python
-
         target = self.node(node)
         schema = self.schema(target)
         set_values = {name: attribute_to_python(attr) for name, attr in target.attributes.items()}
@@ -257,20 +262,17 @@ class ModelDocument:
         )
 
     def _make_attribute(self, node: ir.Node, name: str, value: Any) -> ir.Attr:
-        from nsdl_jupyter.ops import to_attribute
-
         schema = self.schema(node)
         if schema is not None:
             info = schema.attributes.get(name)
             if info is None:
-                raise DocumentError(_unknown_attribute(node, name, schema))
+                raise AttributeEditError(_unknown_attribute(node, name, schema))
             attr_type = info.type
         elif name in node.attributes:
             attr_type = node.attributes[name].type
         else:
             attr_type = _guess_attribute_type(value)
-        result: ir.Attr = to_attribute(name, value, attr_type)
-        return result
+        return _convert_attribute(name, value, attr_type)
 
     # ------------------------------------------------------------------- nodes
     def add_node(
@@ -285,8 +287,6 @@ class ModelDocument:
         after: ir.Node | str | None = None,
     ) -> ir.Node:
         """Add a node of a known operator; its outputs get names derived from the node name."""
-        from nsdl_jupyter.ops import UnknownOperatorError, get_schema
-
         domain = "" if domain == "ai.onnx" else domain
         if domain not in self.graph.opset_imports:
             raise GraphEditError(
@@ -335,13 +335,10 @@ class ModelDocument:
     def _make_attribute_for_schema(
         self, schema: Any, node: ir.Node, name: str, value: Any
     ) -> ir.Attr:
-        from nsdl_jupyter.ops import to_attribute
-
         info = schema.attributes.get(name)
         if info is None:
-            raise DocumentError(_unknown_attribute(node, name, schema))
-        result: ir.Attr = to_attribute(name, value, info.type)
-        return result
+            raise AttributeEditError(_unknown_attribute(node, name, schema))
+        return _convert_attribute(name, value, info.type)
 
     def _insert_point(self, after: ir.Node | str | None) -> ir.Node | None:
         if after is not None:
@@ -811,14 +808,14 @@ def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
     for graph in graphs:
         taken: set[str] = set()
         needs_name = []
-        for node in graph:
+        for position, node in enumerate(graph):
             if node.name and node.name not in taken:
                 taken.add(node.name)
             else:
-                needs_name.append(node)
-        for node in needs_name:
+                needs_name.append((position, node))
+        for position, node in needs_name:
             original = node.name or ""
-            new = unique_name(f"{node.op_type}_{len(taken)}", taken)
+            new = unique_name(f"{node.op_type}_{position}", taken)
             taken.add(new)
             node.name = new
             generated[node] = (new, original)
@@ -912,8 +909,6 @@ def _dims(shape: Sequence[int | str | None]) -> list[int | str | None]:
 
 def _guess_attribute_type(value: Any) -> ir.AttributeType:
     """For operators without a schema: the type the value looks like."""
-    from nsdl_jupyter.ops import LiteralSyntaxError, parse_literal
-
     if isinstance(value, str):
         try:
             value = parse_literal(value)
@@ -936,6 +931,14 @@ def _guess_attribute_type(value: Any) -> ir.AttributeType:
             return ir.AttributeType.STRINGS
         return ir.AttributeType.TENSOR
     raise DocumentError(f"cannot tell which attribute type {value!r} should have")
+
+
+def _convert_attribute(name: str, value: Any, attr_type: ir.AttributeType) -> ir.Attr:
+    try:
+        result: ir.Attr = to_attribute(name, value, attr_type)
+    except ValueError as error:
+        raise AttributeEditError(str(error)) from error
+    return result
 
 
 def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:

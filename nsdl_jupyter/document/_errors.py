@@ -25,3 +25,7 @@ class GraphEditError(DocumentError):
 
 class InitializerError(DocumentError):
     """An initializer cannot be created, replaced, or stored as requested."""
+
+
+class AttributeEditError(DocumentError):
+    """An attribute value does not fit the schema (wrong type, bad literal, unknown name)."""

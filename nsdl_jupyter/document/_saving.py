@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter.document._errors import ModelSaveError
@@ -81,6 +82,7 @@ def save_model(
             _write_data_file(staging / location, placements)
         with _external_references(model.graph, files, folder):
             proto = ir.to_proto(model)
+        _drop_initializer_value_info(proto.graph)
         data = proto.SerializeToString()
         if len(data) > _PROTOBUF_LIMIT:
             raise ModelSaveError(
@@ -254,3 +256,12 @@ def _external_tensors(graph: ir.Graph) -> Iterator[ir.ExternalTensor]:
 def _fsync(path: Path) -> None:
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
+
+
+def _drop_initializer_value_info(graph: onnx.GraphProto) -> None:
+    """onnx_ir records initializer types as value_info; the initializer already says them."""
+    initializers = {tensor.name for tensor in graph.initializer}
+    kept = [info for info in graph.value_info if info.name not in initializers]
+    if len(kept) != len(graph.value_info):
+        del graph.value_info[:]
+        graph.value_info.extend(kept)

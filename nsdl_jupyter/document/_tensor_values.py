@@ -10,6 +10,7 @@ import numpy as np
 import onnx_ir as ir
 
 from nsdl_jupyter.document._errors import InitializerError
+from nsdl_jupyter.ops import LiteralSyntaxError, parse_literal
 
 FillMethod = Literal["zeros", "normal", "uniform"]
 
@@ -72,8 +73,6 @@ def array_from_source(
     value: object, dtype: ir.DataType | None, shape: tuple[int, ...] | None
 ) -> np.ndarray:
     """An array from a numpy array, nested lists, literal text or a `.npy` path."""
-    from nsdl_jupyter.ops import LiteralSyntaxError, parse_literal
-
     if isinstance(value, Path) or (isinstance(value, str) and value.endswith(".npy")):
         array = _load_npy(Path(value))
         if dtype is not None and array.dtype != dtype.numpy():
