@@ -159,7 +159,10 @@ class ModelDocument:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
         target = self.node(node)
         try:
-            return get_schema(target.op_type, target.domain, self._opset_for(target))
+            # Opened models may use operator versions removed since; still show their schema.
+            return get_schema(
+                target.op_type, target.domain, self._opset_for(target), allow_deprecated=True
+            )
         except UnknownOperatorError:
             return None
 
@@ -519,7 +522,7 @@ class ModelDocument:
         description = f"rename tensor {old} to {new}"
         self._run(
             description,
-            [e.SetField(value, "name", new)],
+            [e.RenameValue(self.graph, value, new)],
             ChangeEvent(
                 description,
                 changed=frozenset(touched),

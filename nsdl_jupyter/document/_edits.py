@@ -190,6 +190,31 @@ class RegisterInitializer(Edit):
             initializers.add(values[name])
 
 
+class RenameValue(Edit):
+    """Rename a tensor; an initializer keeps its place in the initializer list."""
+
+    def __init__(self, graph: ir.Graph, value: ir.Value, new_name: str) -> None:
+        self.graph, self.value, self.new_name = graph, value, new_name
+        self._old_name = value.name or ""
+
+    def apply(self) -> None:
+        self._rename(self._old_name, self.new_name)
+
+    def revert(self) -> None:
+        self._rename(self.new_name, self._old_name)
+
+    def _rename(self, old: str, new: str) -> None:
+        initializers = self.graph.initializers
+        order = list(initializers) if self.value.is_initializer() else None
+        self.value.name = new
+        if order is not None and list(initializers) != order:
+            # onnx_ir re-inserts a renamed initializer at the end; put it back in place.
+            values = dict(initializers)
+            initializers.clear()
+            for name in order:
+                initializers.add(values[new if name == old else name])
+
+
 class SetMapping(Edit):
     """Set (or with `value=None` delete) one key of a dict such as metadata_props."""
 
