@@ -6,12 +6,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 
 Severity = Literal["error", "warning", "info"]
 
 _NODE_IN_MESSAGE = re.compile(r"node name: ([^)]*)\)|Node \(([^)]*)\)|node \"?([^\" ]+)\"? ")
+_WEIGHT_BYTES = 4096
 _ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 
 
@@ -27,13 +29,56 @@ class Diagnostic:
 
 def check_model(model: ir.Model) -> list[Diagnostic]:
     """All checker findings per node, then the first shape-inference error (it stops there)."""
-    proto = ir.to_proto(model)
+    proto = _proto_without_big_weights(model)
     # Types of new graph outputs are often unknown until inferred; the checker demands them.
     proto = onnx.shape_inference.infer_shapes(proto)
     diagnostics = _checker_diagnostics(proto)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
     return diagnostics + _inference_diagnostics(proto)
+
+
+def _proto_without_big_weights(model: ir.Model) -> onnx.ModelProto:
+    """The model as a proto whose big initializers are typed graph inputs instead.
+
+    Checking needs types and shapes, not weights: serializing BERT-base's 440 MB of weights
+    for each of the checker and shape inference made a check take 8 s; small initializers
+    (shape tensors, axes) stay, so shape inference can still propagate their values.
+    """
+    big = [
+        value
+        for value in model.graph.initializers.values()
+        if value.const_value is not None and value.const_value.nbytes > _WEIGHT_BYTES
+    ]
+    originals = [(value, value.const_value) for value in big]
+    try:
+        for value, tensor in originals:
+            assert tensor is not None
+            value.const_value = ir.Tensor(np.empty(0, tensor.dtype.numpy()), dtype=tensor.dtype)
+        proto = ir.to_proto(model)
+    finally:
+        for value, tensor in originals:
+            value.const_value = tensor
+    if not originals:
+        return proto
+    names = {value.name for value in big}
+    graph = proto.graph
+    kept = [tensor for tensor in graph.initializer if tensor.name not in names]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    infos = [info for info in graph.value_info if info.name not in names]
+    del graph.value_info[:]
+    graph.value_info.extend(infos)
+    inputs = {info.name for info in graph.input}
+    for value, tensor in originals:
+        assert tensor is not None
+        if value.name not in inputs:
+            graph.input.append(
+                onnx.helper.make_tensor_value_info(
+                    value.name or "", int(tensor.dtype), list(tensor.shape.numpy())
+                )
+            )
+    return proto
 
 
 def _checker_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
