@@ -1,0 +1,15 @@
+"""Global model modifications: FP16, sanitize, batch tensor dtype conversion, extraction;
+and user tools (external programs run on the current model)."""
+
+from __future__ import annotations
+
+from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
+from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.transforms._working_copy import TransformError
+
+__all__ = [
+    "DEFAULT_OP_BLOCK_LIST",
+    "TransformError",
+    "TransformStatus",
+    "convert_to_fp16",
+]

@@ -1,0 +1,112 @@
+"""The private copy a modification works on, and how its result is written.
+
+A modification never touches its source: a path is loaded fresh, a ModelDocument is
+serialized as it is now (unsaved edits included) and read back as an independent model.
+The result is written through a throwaway ModelDocument so it gets the document's atomic
+save, its external-data handling and the original names of nodes that had none.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+import onnx
+import onnx_ir as ir
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.document import ModelDocument
+
+ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, ir.Model]
+
+# Above this many bytes of weights the output keeps them in `<output>.data` (protobuf's 2 GiB
+# limit applies to the whole file).
+_EXTERNAL_DATA_BYTES = 1_800_000_000
+
+
+class TransformError(ValueError):
+    """A modification cannot start: a bad argument, a missing file or an unknown name."""
+
+
+@dataclass
+class WorkingCopy:
+    """An independent model to modify, and the document that will save it."""
+
+    document: ModelDocument
+    source_path: Path | None
+
+    @property
+    def model(self) -> ir.Model:
+        return self.document.model
+
+    def save(self, output: Path) -> Path:
+        external = _weight_bytes(self.model) > _EXTERNAL_DATA_BYTES
+        return self.document.save(output, external_data=True if external else None)
+
+
+def check_output_path(output: str | os.PathLike[str]) -> Path:
+    """The absolute output path, checked before any work is done."""
+    if output is None or str(output) == "":
+        raise TransformError("give an output path for the modified model, e.g. 'model_fp16.onnx'")
+    path = Path(output).expanduser().absolute()
+    if path.is_dir():
+        raise TransformError(f"output {path} is a folder: give a file name such as model.onnx")
+    if not path.parent.is_dir():
+        raise TransformError(f"output folder {path.parent} does not exist: create it first")
+    if not os.access(path.parent, os.W_OK):
+        raise TransformError(f"output folder {path.parent} is not writable")
+    return path
+
+
+def working_copy(model: ModelSource) -> WorkingCopy:
+    """Load `model` (a path, a ModelDocument, an onnx.ModelProto or an onnx_ir.Model) as a
+    private copy."""
+    from nsdl_jupyter.document import ModelDocument, open_model
+
+    if isinstance(model, ModelDocument):
+        proto = ir.serde.serialize_model(model.model)
+        return WorkingCopy(ModelDocument(ir.serde.deserialize_model(proto)), model.path)
+    if isinstance(model, onnx.ModelProto):
+        return WorkingCopy(ModelDocument(ir.serde.deserialize_model(model)), None)
+    if isinstance(model, ir.Model):
+        proto = ir.serde.serialize_model(model)
+        return WorkingCopy(ModelDocument(ir.serde.deserialize_model(proto)), None)
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model).expanduser().absolute()
+        if not path.is_file():
+            raise TransformError(f"model file {path} does not exist")
+        document = open_model(path)
+        document.companion.clear()  # layout of the source does not describe the result
+        return WorkingCopy(document, path)
+    raise TransformError(
+        f"model must be a path, a ModelDocument, an onnx.ModelProto or an onnx_ir.Model, "
+        f"not {type(model).__name__}"
+    )
+
+
+def _weight_bytes(model: ir.Model) -> int:
+    total = 0
+    for graph in model.graphs():
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            if tensor is not None:
+                total += tensor.nbytes
+    return total
+
+
+def validate_model(model: ir.Model, status: object) -> None:
+    """Run onnx's checker with strict type inference; a failure becomes a status warning."""
+    from nsdl_jupyter.transforms._status import TransformStatus
+
+    assert isinstance(status, TransformStatus)
+    if _weight_bytes(model) > _EXTERNAL_DATA_BYTES:
+        status.info("result not checked: too large for onnx's in-memory checker")
+        return
+    try:
+        proto = ir.serde.serialize_model(model)
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as error:  # the checker raises several unrelated types
+        first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        status.warn(f"the result does not pass onnx's checker: {first}")
