@@ -108,7 +108,7 @@ def test_every_node_of_an_unoptimized_model_has_a_row(mlp_path: Path, tmp_path: 
     expected = [n.name for n in onnx.load(mlp_path).graph.node]
     assert list(report.layers["name"]) == expected  # rows in execution order
     assert report.layers["in_graph"].all()
-    assert [nodes for nodes in report.layers["onnx_nodes"]] == [[n] for n in expected]
+    assert list(report.layers["onnx_nodes"]) == [[n] for n in expected]
     assert set(report.node_times()) == set(expected)
 
 
