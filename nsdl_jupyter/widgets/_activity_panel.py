@@ -1,0 +1,261 @@
+"""ActivityPanel: the "Profile Model" dialog as a widget, running `start_profile_ort`.
+
+Built from ipywidgets only. The settings mirror OrtProfileSettings; execution providers the
+target's onnxruntime lacks are shown disabled with the reason. Run starts the child process;
+a progress bar follows it, Cancel ends it, a failure shows the error and the runner's stderr,
+and a finished run shows a ProfileView of the report (bound to `graph_view`, if given).
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from nsdl_jupyter.profiling import (
+    OrtProfileSettings,
+    ProfileCancelledError,
+    ProfileJob,
+    ProfileReport,
+    Progress,
+    probe_runtime,
+    start_profile_ort,
+)
+from nsdl_jupyter.profiling._model_source import model_source
+from nsdl_jupyter.targets import Target
+from nsdl_jupyter.widgets._profile_view import ProfileView
+
+
+def parse_dim_sizes(text: str) -> dict[str, int]:
+    """'batch=8, seq=128' -> {'batch': 8, 'seq': 128}; ValueError says what is wrong."""
+    sizes: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.replace(";", ",").split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip().isdigit():
+            raise ValueError(f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)")
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+class ActivityPanel(widgets.VBox):  # type: ignore[misc]
+    """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime."""
+
+    status = traitlets.Unicode("idle", help="idle, running, done, failed or cancelled")
+    provider = traitlets.Unicode("CPUExecutionProvider")
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        target: Target | None = None,
+        graph_view: Any = None,
+        settings: OrtProfileSettings | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.model = model
+        self.target = target
+        self.graph_view = graph_view
+        self.report: ProfileReport | None = None
+        self.view: ProfileView | None = None
+        self.job: ProfileJob | None = None
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        source = model_source(model)
+        base = settings or OrtProfileSettings()
+        runtime = probe_runtime(target)
+        self.providers = runtime.providers
+
+        self._iterations = widgets.BoundedIntText(base.iterations, min=1, max=10_000_000,
+                                                  description="Iterations")  # fmt: skip
+        self._warmup = widgets.BoundedIntText(base.warmup, min=0, max=1_000_000,
+                                              description="Warm-up")  # fmt: skip
+        self._optimize = widgets.Checkbox(
+            base.graph_optimization, description="graph optimization (ORT_ENABLE_ALL)"
+        )
+        free = sorted(source.free_dims)
+        self._input_mode = widgets.ToggleButtons(
+            options=[("random inputs", "random"), ("input folder", "folder")],
+            value="folder" if base.input_folder else "random",
+        )
+        self._dims = widgets.Text(
+            ", ".join(f"{k}={v}" for k, v in base.dim_sizes.items()),
+            description="Dim sizes",
+            placeholder=", ".join(f"{d}=1" for d in free) or "no free dimensions",
+        )
+        self._folder = widgets.Text(
+            str(base.input_folder or ""),
+            description="Folder",
+            placeholder="one <input name>.pb TensorProto per input",
+        )
+        default_trace = base.trace_path or base.default_trace_path(source.name)
+        self._trace = widgets.Text(str(default_trace), description="Trace file",
+                                   layout=widgets.Layout(width="70%"))  # fmt: skip
+        self._provider_buttons: dict[str, widgets.Button] = {}
+        provider_rows = []
+        for status in runtime.providers:
+            button = widgets.Button(description=status.short_name, disabled=not status.available,
+                                    tooltip=status.reason or status.name)  # fmt: skip
+            button.add_class(f"nsdl-provider-{status.short_name.lower()}")
+            button.on_click(lambda _b, name=status.name: setattr(self, "provider", name))
+            self._provider_buttons[status.name] = button
+            reason = widgets.HTML(f"<small>{html.escape(status.reason)}</small>")
+            provider_rows.append(widgets.HBox([button, reason]))
+        wanted = base.provider
+        available = [s.name for s in runtime.providers if s.available]
+        self.provider = wanted if wanted in available else "CPUExecutionProvider"
+
+        self._run = widgets.Button(description="Profile", button_style="primary", icon="play")
+        self._run.add_class("nsdl-activity-run")
+        self._cancel = widgets.Button(description="Cancel", icon="stop", disabled=True)
+        self._cancel.add_class("nsdl-activity-cancel")
+        self._progress = widgets.FloatProgress(0.0, min=0.0, max=1.0, description="")
+        self._phase = widgets.Label("")
+        self._message = widgets.HTML("")
+        self._message.add_class("nsdl-activity-message")
+        self._result = widgets.VBox([])
+        self._run.on_click(lambda _b: self.run())
+        self._cancel.on_click(lambda _b: self.cancel())
+        self._input_mode.observe(self._on_input_mode, names="value")
+        self._on_input_mode({"new": self._input_mode.value})
+
+        header = widgets.HTML(
+            f"<b>Profile {html.escape(source.name)} with ONNX Runtime "
+            f"{html.escape(runtime.ort_version)}</b> on {html.escape(runtime.host)}"
+        )
+        super().__init__(
+            children=[
+                header,
+                widgets.HBox([self._iterations, self._warmup]),
+                widgets.HTML("Execution provider:"),
+                *provider_rows,
+                self._optimize,
+                self._input_mode,
+                self._dims,
+                self._folder,
+                self._trace,
+                widgets.HBox([self._run, self._cancel, self._progress, self._phase]),
+                self._message,
+                self._result,
+            ],
+            **kwargs,
+        )
+        self.add_class("nsdl-activity-panel")
+        self._on_provider({"new": self.provider})
+
+    # ---- settings -------------------------------------------------------------------------
+
+    @traitlets.validate("provider")
+    def _validate_provider(self, proposal: dict[str, Any]) -> str:
+        name = str(proposal["value"])
+        for status in getattr(self, "providers", []):
+            if status.name == name and not status.available:
+                raise traitlets.TraitError(f"{name} is not available: {status.reason}")
+        return name
+
+    @traitlets.observe("provider")
+    def _on_provider(self, change: dict[str, Any]) -> None:
+        for name, button in getattr(self, "_provider_buttons", {}).items():
+            button.button_style = "info" if name == change["new"] else ""
+
+    def _on_input_mode(self, change: dict[str, Any]) -> None:
+        random = change["new"] == "random"
+        self._dims.layout.display = None if random else "none"
+        self._folder.layout.display = "none" if random else None
+
+    def settings(self) -> OrtProfileSettings:
+        """The settings the controls show (errors say which control is wrong)."""
+        random = self._input_mode.value == "random"
+        folder = self._folder.value.strip()
+        if not random and not folder:
+            raise ValueError("input folder: give the folder that holds one .pb file per input")
+        return OrtProfileSettings(
+            iterations=int(self._iterations.value),
+            warmup=int(self._warmup.value),
+            provider=self.provider,
+            graph_optimization=bool(self._optimize.value),
+            dim_sizes=parse_dim_sizes(self._dims.value) if random else {},
+            input_folder=None if random else Path(folder).expanduser(),
+            trace_path=Path(self._trace.value.strip()).expanduser() if self._trace.value.strip()
+            else None,
+        )  # fmt: skip
+
+    # ---- running --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Start a profile with the current settings (returns at once; see `wait`)."""
+        if self.status == "running":
+            return
+        self.error = None
+        self.report = None
+        self._message.value = ""
+        try:
+            job = start_profile_ort(self.model, self.settings(), target=self.target,
+                                    progress=self._on_progress)  # fmt: skip
+        except Exception as exc:  # a settings or input error: nothing started
+            self._fail(exc)
+            return
+        self.job = job
+        self.status = "running"
+        self._run.disabled = True
+        self._cancel.disabled = False
+        self._progress.value = 0.0
+        self._progress.bar_style = ""
+        self._phase.value = "starting"
+        self._thread = threading.Thread(target=self._wait_job, args=(job,), daemon=True,
+                                        name="nsdl-activity")  # fmt: skip
+        self._thread.start()
+
+    def _on_progress(self, progress: Progress) -> None:
+        self._progress.value = progress.fraction
+        self._phase.value = (
+            f"{progress.phase} {progress.done}/{progress.total}"
+            if progress.total
+            else progress.phase
+        )
+
+    def _wait_job(self, job: ProfileJob) -> None:
+        try:
+            report = job.wait()
+            view = ProfileView(report, graph_view=self.graph_view)
+        except ProfileCancelledError as exc:
+            self._finish("cancelled", "warning", html.escape(f"Cancelled: {exc}"))
+            return
+        except Exception as exc:  # shown in the panel: this thread has no caller to raise to
+            self._fail(exc)
+            return
+        self.report = report
+        self.view = view
+        self._result.children = [view]
+        self._finish("done", "success", html.escape(report.summary().replace("\n", " · ")))
+
+    def _fail(self, exc: BaseException) -> None:
+        self.error = exc
+        stderr = getattr(exc, "stderr", "")
+        text = str(exc) if not stderr or stderr in str(exc) else f"{exc}\n--- stderr ---\n{stderr}"
+        self._finish("failed", "danger", f"<pre>{html.escape(type(exc).__name__)}: "
+                                         f"{html.escape(text)}</pre>")  # fmt: skip
+
+    def _finish(self, status: str, style: str, message: str) -> None:
+        self._run.disabled = False
+        self._cancel.disabled = True
+        self._progress.bar_style = style
+        if status == "done":
+            self._progress.value = 1.0
+        self._phase.value = status
+        self._message.value = message
+        self.status = status
+
+    def cancel(self) -> None:
+        """End the running profile's child process."""
+        if self.job is not None and self.status == "running":
+            self.job.cancel()
+
+    def wait(self, timeout: float | None = None) -> ProfileReport | None:
+        """Block until the current run ends; the report, or None if it failed or was cancelled."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.report if self.status == "done" else None
