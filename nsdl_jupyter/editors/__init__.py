@@ -1,0 +1,118 @@
+"""State logic of the tool windows, without widget code (testable without a browser).
+
+Each module holds what one tool window shows and the document edits it sends:
+`_parameters` (ParameterEditor), `_tensor_view` (tensor editor), `_initializers`
+(InitializerEditor), `_palette` (LayerPalette), `_layers` (LayerExplorer), `_type_check`
+(TypeCheckPanel), `_settings` (user settings shared by them).
+"""
+
+from __future__ import annotations
+
+from nsdl_jupyter.editors._initializers import (
+    CREATE_DTYPES,
+    FILL_METHODS,
+    InitializerRow,
+    InputSlot,
+    allowed_fill_methods,
+    candidates,
+    connect_initializer,
+    create_initializer,
+    delete_initializer,
+    disconnect_input,
+    dtypes_present,
+    filter_rows,
+    initializer_rows,
+    input_slots,
+    parse_shape,
+)
+from nsdl_jupyter.editors._layers import (
+    COMPARISONS,
+    AttributeCondition,
+    LayerExplorerState,
+    LayerFilter,
+    LayerRow,
+    ListEntry,
+    apply_filter,
+    layer_rows,
+)
+from nsdl_jupyter.editors._palette import PaletteEntry, PaletteIndex, add_operator
+from nsdl_jupyter.editors._parameters import (
+    AttributeRow,
+    ModelInfo,
+    NodeForm,
+    apply_attribute,
+    describe_selection,
+    follow_event,
+    model_info,
+    rename,
+    reset_attribute,
+)
+from nsdl_jupyter.editors._settings import get_setting, load_settings, set_setting, settings_path
+from nsdl_jupyter.editors._tensor_view import (
+    GridPage,
+    TensorEditError,
+    TensorGrid,
+    TensorStats,
+    as_array,
+    tensor_stats,
+)
+from nsdl_jupyter.editors._type_check import (
+    TypeCheckRunner,
+    check_snapshot,
+    diagnostic_label,
+    marks_of,
+    summary_of,
+)
+
+__all__ = [
+    "COMPARISONS",
+    "CREATE_DTYPES",
+    "FILL_METHODS",
+    "AttributeCondition",
+    "AttributeRow",
+    "GridPage",
+    "InitializerRow",
+    "InputSlot",
+    "LayerExplorerState",
+    "LayerFilter",
+    "LayerRow",
+    "ListEntry",
+    "ModelInfo",
+    "NodeForm",
+    "PaletteEntry",
+    "PaletteIndex",
+    "TensorEditError",
+    "TensorGrid",
+    "TensorStats",
+    "TypeCheckRunner",
+    "add_operator",
+    "allowed_fill_methods",
+    "apply_attribute",
+    "apply_filter",
+    "as_array",
+    "candidates",
+    "check_snapshot",
+    "connect_initializer",
+    "create_initializer",
+    "delete_initializer",
+    "describe_selection",
+    "diagnostic_label",
+    "disconnect_input",
+    "dtypes_present",
+    "filter_rows",
+    "follow_event",
+    "get_setting",
+    "initializer_rows",
+    "input_slots",
+    "layer_rows",
+    "load_settings",
+    "marks_of",
+    "model_info",
+    "parse_shape",
+    "rename",
+    "reset_attribute",
+    "set_setting",
+    "settings_path",
+    "summary_of",
+    "tensor_stats",
+]

@@ -1,0 +1,146 @@
+"""State of the LayerPalette: the operators the model can use, grouped and searchable, and
+adding one as a new node with a generated unique name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from nsdl_jupyter.document import DocumentError, ModelDocument
+from nsdl_jupyter.ops import OpSchemaInfo, UnknownOperatorError, get_schema, list_operators
+
+GroupBy = Literal["category", "domain", "name"]
+GROUPINGS: tuple[GroupBy, ...] = ("category", "domain", "name")
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    op_type: str
+    domain: str  # "" for the default ONNX domain
+    category: str
+    since_version: int
+    summary: str
+
+    @property
+    def key(self) -> str:
+        """``Conv`` or ``com.microsoft::Attention``: unique across the palette."""
+        return f"{self.domain}::{self.op_type}" if self.domain else self.op_type
+
+    @property
+    def domain_label(self) -> str:
+        return self.domain or "ai.onnx"
+
+
+def _entry(schema: OpSchemaInfo) -> PaletteEntry:
+    summary = schema.doc.strip().split(". ")[0][:160] if schema.doc else ""
+    return PaletteEntry(schema.name, schema.domain, schema.category, schema.since_version, summary)
+
+
+class PaletteIndex:
+    """Every operator of the imported opsets (deprecated ones left out)."""
+
+    def __init__(self, opset_imports: Mapping[str, int]) -> None:
+        self.entries = [_entry(s) for s in list_operators(dict(opset_imports))]
+        self._by_key = {e.key: e for e in self.entries}
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, key: str) -> PaletteEntry | None:
+        return self._by_key.get(key)
+
+    def filtered(self, text: str = "") -> list[PaletteEntry]:
+        """Entries whose name, domain or category contains `text` (case-insensitive)."""
+        needle = text.strip().lower()
+        if not needle:
+            return list(self.entries)
+        return [
+            e
+            for e in self.entries
+            if needle in e.op_type.lower()
+            or needle in e.key.lower()
+            or needle in e.category.lower()
+        ]
+
+    def groups(
+        self, by: GroupBy = "category", text: str = ""
+    ) -> list[tuple[str, list[PaletteEntry]]]:
+        """(group title, entries sorted by name) for the entries matching `text`."""
+        if by not in GROUPINGS:
+            raise ValueError(f"group by {by!r}: use one of {', '.join(GROUPINGS)}")
+        grouped: dict[str, list[PaletteEntry]] = {}
+        for entry in self.filtered(text):
+            if by == "category":
+                title = entry.category
+            elif by == "domain":
+                title = entry.domain_label
+            else:
+                title = entry.op_type[:1].upper()
+            grouped.setdefault(title, []).append(entry)
+        return [
+            (title, sorted(items, key=lambda e: (e.op_type.lower(), e.domain)))
+            for title, items in sorted(grouped.items())
+        ]
+
+    def search(self, text: str, limit: int = 20) -> list[PaletteEntry]:
+        """Quick-add ranking: exact name, then name prefix, then word start, then substring."""
+        needle = text.strip().lower()
+        if not needle:
+            return []
+        scored = []
+        for entry in self.entries:
+            name = entry.op_type.lower()
+            key = entry.key.lower()
+            if needle in (name, key):
+                rank = 0
+            elif name.startswith(needle) or key.startswith(needle):
+                rank = 1
+            elif _word_start(entry.op_type, needle):
+                rank = 2
+            elif needle in key:
+                rank = 3
+            else:
+                continue
+            scored.append((rank, entry.domain != "", len(name), name, entry))
+        scored.sort(key=lambda item: item[:4])
+        return [item[4] for item in scored[:limit]]
+
+
+def _word_start(op_type: str, needle: str) -> bool:
+    """``norm`` matches LayerNormalization at its capital letter."""
+    return any(
+        op_type[i:].lower().startswith(needle)
+        for i, char in enumerate(op_type)
+        if i and char.isupper()
+    )
+
+
+def add_operator(
+    doc: ModelDocument,
+    entry: PaletteEntry,
+    *,
+    link_from: Sequence[str] = (),
+) -> tuple[str | None, str | None]:
+    """Add a node for `entry` with a generated unique name: (node name, None) or (None, error).
+
+    With `link_from` (the selected node), the new node's first input reads that node's first
+    output and it is placed right after it in the graph.
+    """
+    try:
+        inputs: list[str] = []
+        after = None
+        if link_from:
+            source = doc.nodes.get(link_from[0])
+            if source is None:
+                raise DocumentError(f"no node named {link_from[0]!r} to link from")
+            takes_inputs = get_schema(
+                entry.op_type, entry.domain, doc.opset_imports.get(entry.domain)
+            ).max_input
+            if takes_inputs and source.outputs and source.outputs[0].name:
+                inputs = [source.outputs[0].name]
+            after = source.name
+        node = doc.add_node(entry.op_type, entry.domain, inputs=inputs, after=after)
+    except (DocumentError, UnknownOperatorError) as error:
+        return None, str(error)
+    return node.name, None
