@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
     from nsdl_jupyter.widgets import GraphView
+    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -26,6 +27,7 @@ _LAZY: dict[str, str] = {
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
+    "ActivityPanel": "nsdl_jupyter.widgets._activity_panel",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -54,6 +54,6 @@ def layers_table(
 
 
 def _empty(column: pd.Series) -> bool:
-    if column.dtype == object:
-        return bool((column.astype(str) == "").all())
-    return bool(column.isna().all())
+    if pd.api.types.is_numeric_dtype(column):
+        return bool(column.isna().all())
+    return bool((column.fillna("").astype(str) == "").all())

@@ -1,0 +1,121 @@
+"""Views: plotly figures and tables of reports, and figures in a static HTML export."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from test_profiling_helpers import OWN_FIXTURES, shared_fixture
+
+from nsdl_jupyter import views
+from nsdl_jupyter.profiling import ProfileReport, load_trtexec
+
+GPU_OPT = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"
+GPU_NOOPT = OWN_FIXTURES / "ort_cuda_resnet50_b8_noopt_report.json"
+
+
+@pytest.fixture(scope="module")
+def gpu() -> ProfileReport:
+    return ProfileReport.load(GPU_OPT)
+
+
+def test_timeline_has_a_bar_per_layer_coloured_by_op_type(gpu: ProfileReport) -> None:
+    fig = gpu.timeline()
+    bars = sum(len(trace.y) for trace in fig.data)
+    assert bars == len(gpu.timeline_events) == 122
+    assert {trace.name for trace in fig.data} == set(gpu.layers["op_type"])
+    conv = next(trace for trace in fig.data if trace.name == "Conv")
+    first = list(conv.y).index("/conv1/Conv")
+    row = gpu.timeline_events.set_index("name").loc["/conv1/Conv"]
+    assert conv.base[first] == pytest.approx(row["start_ms"])
+    assert conv.x[first] == pytest.approx(row["duration_ms"])
+    assert "float[8,64,112,112]" in conv.customdata[first][4]  # hover: output shape
+    assert "%{customdata[3]}" in conv.hovertemplate  # hover: input shapes
+    # rows top to bottom in execution order
+    order = list(fig.layout.yaxis.categoryarray)[::-1]
+    assert order[0] == "/conv1/Conv"
+
+
+def test_timeline_of_a_big_model_uses_op_type_lanes(gpu: ProfileReport) -> None:
+    fig = views.timeline_figure(gpu, rows="op_type")
+    assert set(fig.layout.yaxis.categoryarray) == set(gpu.layers["op_type"])
+    with pytest.raises(ValueError, match="rows="):
+        views.timeline_figure(gpu, rows="nodes")
+    with pytest.raises(ValueError, match="color_by="):
+        views.timeline_figure(gpu, color_by="colour")
+
+
+@pytest.mark.may_skip
+def test_tensorrt_timeline_is_coloured_by_precision() -> None:
+    prefix = "mobilenet.qat.onnx.engine."
+    report = load_trtexec(profile=shared_fixture("trtexec", prefix + "profile.json"),
+                          layer_info=shared_fixture("trtexec", prefix + "graph.json"))  # fmt: skip
+    fig = report.timeline()
+    assert fig.layout.legend.title.text == "precision"
+    assert {t.name for t in fig.data} <= {"INT8", "FP16", "FP32", "(none)"}
+    assert "back to back" in fig.layout.annotations[0].text
+
+
+def test_summary_figures(gpu: ProfileReport) -> None:
+    top = views.top_layers_figure(gpu, n=10)
+    assert list(top.data[0].y)[::-1] == list(gpu.top(10)["name"])
+    share = views.op_type_share_figure(gpu)
+    assert set(share.data[0].labels) == set(gpu.layers["op_type"])
+    latency = views.latency_figure(gpu)
+    assert len(latency.data[0].x) == 100
+    assert len(latency.data) == 2  # bare latencies + the profiled run times beside them
+    assert any("p50" in (a.text or "") for a in latency.layout.annotations)
+
+
+def test_comparison(gpu: ProfileReport) -> None:
+    other = ProfileReport.load(GPU_NOOPT)
+    fig = views.compare_figure(gpu, other, n=12)
+    assert len(fig.data) == 2 and len(fig.data[0].y) == 12
+    assert "speed-up" in fig.layout.title.text
+    table = views.compare_table(gpu, other)
+    assert {"delta_ms", "speedup"} <= set(table.columns)
+
+
+def test_layers_table(gpu: ProfileReport) -> None:
+    table = views.layers_table(gpu, filter_text="CONV", limit=5)
+    assert len(table) == 5 and (table["op_type"] == "Conv").all()
+    assert "precision" not in table.columns  # empty for onnxruntime reports
+    assert list(table["mean_ms"]) == sorted(table["mean_ms"], reverse=True)
+    with pytest.raises(ValueError, match="sort_by"):
+        views.layers_table(gpu, sort_by="speed")
+
+
+@pytest.mark.slow
+def test_figures_survive_a_static_html_export(tmp_path: Path) -> None:
+    """nbconvert --execute --to html, offline: the figures are in the HTML with plotly.js."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}  # fmt: skip
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from nsdl_jupyter import views\n"
+            "from nsdl_jupyter.profiling import ProfileReport\n"
+            "views.use_static_renderer()\n"
+            f"report = ProfileReport.load({str(GPU_OPT)!r})"
+        ),
+        nbformat.v4.new_code_cell("report.timeline().show()"),
+        nbformat.v4.new_code_cell("views.top_layers_figure(report).show()"),
+    ]
+    source = tmp_path / "static.ipynb"
+    source.write_text(json.dumps(nb))
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--execute", "--to", "html",
+         "--ExecutePreprocessor.timeout=180", str(source)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    page = (tmp_path / "static.html").read_text()
+    assert page.count('class="plotly-graph-div"') == 2
+    assert "Plotly.newPlot" in page
+    assert "conv1" in page and "Top 15 layers" in page  # the figures' data
+    # plotly.js itself is inlined: nothing to fetch from a CDN when read offline
+    assert 'src="https://cdn.plot.ly' not in page
+    assert len(page) > 3_000_000
