@@ -48,9 +48,27 @@ _FP16_MAX = float(np.finfo(np.float16).max)
 
 # Operators whose float inputs decide counts, boxes or long accumulations: float16 would
 # change the result's meaning, not just its precision.
+# MeanVarianceNormalization: onnxruntime runs it as its ONNX function body, whose float32
+# epsilon constant then meets float16 ("T bound to different types").
 DEFAULT_OP_BLOCK_LIST: frozenset[str] = frozenset(
-    {"Range", "CumSum", "NonMaxSuppression", "RoiAlign", "TopK", "STFT", "DFT"}
+    {
+        "Range",
+        "CumSum",
+        "NonMaxSuppression",
+        "RoiAlign",
+        "TopK",
+        "STFT",
+        "DFT",
+        "MeanVarianceNormalization",
+    }
 )
+
+# Never converted, whatever the block lists say: BitCast reinterprets bits (float16 would
+# change the bit width); the classic-ML domain has tensor attributes typed like its inputs.
+_NEVER_CONVERTED = frozenset({"BitCast"})
+_NEVER_CONVERTED_DOMAINS = frozenset({"ai.onnx.ml", "ai.onnx.preview.training"})
+# Scatter reductions accumulate; onnxruntime's CPU kernels refuse them in float16.
+_REDUCING_SCATTERS = frozenset({"ScatterElements", "ScatterND"})
 
 # Input slots that must keep their float32 type even when their type parameter allows
 # float16 (Resize's `roi` shares no parameter with X; onnxruntime reads it as float).
@@ -114,7 +132,7 @@ def convert_to_fp16(
     status = TransformStatus("convert_to_fp16")
     converter = _Fp16Converter(copy.model, keep_io_types, blocked_ops, blocked_nodes, status)
     converter.run()
-    validate_model(copy.model, status)
+    validate_model(copy.model, status, model)
     return status.finish(copy.save(target))
 
 
@@ -214,6 +232,14 @@ class _Fp16Converter:
             return self._kept(node, "in node_block_list")
         if op in self.blocked_ops or f"{node.domain}::{op}" in self.blocked_ops:
             return self._kept(node, f"{op} in op_block_list")
+        if node.domain in _NEVER_CONVERTED_DOMAINS or (standard and op in _NEVER_CONVERTED):
+            return self._kept(node, f"{node.domain or 'ai.onnx'}::{op} is never converted")
+        reduction = node.attributes.get("reduction")
+        reducing = reduction is not None and reduction.as_string() != "none"
+        if standard and op in _REDUCING_SCATTERS and reducing:
+            return self._kept(node, f"{op} with a reduction")
+        if any(_is_container(v) for v in [*node.inputs, *node.outputs]):
+            return self._kept(node, f"{op} with sequence, optional or map tensors")
         if standard and op in _ANY_INPUT:
             return _Plan(False, [None] * len(node.inputs), [False] * len(node.outputs))
         if standard and op in _CONSTANT_SOURCES:
@@ -252,22 +278,26 @@ class _Fp16Converter:
             params.setdefault(type_str, set()).add(self.original.get(value))
             if index in keep_slots:
                 blocked_params.add(type_str)
+        bound_by_inputs = set(params)
         for index, value in enumerate(node.outputs):
             formal = formal_index(schema, index, outputs=True)
             if formal is None:
                 continue
             type_str = schema.outputs[formal].type_str
             params.setdefault(type_str, set()).add(self.original.get(value))
-        converted: set[str] = set()
         for type_str, dtypes in params.items():
-            allowed = schema.type_constraints.get(type_str)
-            if (
-                allowed is not None
-                and dtypes == {FLOAT}
-                and "tensor(float16)" in allowed
-                and type_str not in blocked_params
-            ):
-                converted.add(type_str)
+            allowed = schema.type_constraints.get(type_str, ())
+            # a sequence/optional whose element type we cannot tell (SequenceConstruct's S)
+            if None in dtypes and any(not t.startswith("tensor(") for t in allowed):
+                return self._kept(node, f"{node.op_type} with sequence or optional tensors")
+        converted = {
+            type_str
+            for type_str, dtypes in params.items()
+            if dtypes == {FLOAT}
+            and "tensor(float16)" in schema.type_constraints.get(type_str, ())
+            and type_str not in blocked_params
+            and type_str in bound_by_inputs
+        }
         if not converted:
             has_float = any(FLOAT in dtypes for dtypes in params.values())
             reason = f"{node.op_type} has no float16 kernel type" if has_float else ""
@@ -280,9 +310,19 @@ class _Fp16Converter:
                 dtype = FLOAT16
             inputs.append(dtype)
         outputs = []
+        output_only = False
         for index in range(len(node.outputs)):
             formal = formal_index(schema, index, outputs=True)
-            outputs.append(formal is not None and schema.outputs[formal].type_str in converted)
+            type_str = schema.outputs[formal].type_str if formal is not None else ""
+            outputs.append(type_str in converted)
+            output_only |= type_str in schema.type_constraints and type_str not in bound_by_inputs
+        if output_only and schema.source == "onnx":
+            # A parameter seen only on outputs is set by an attribute (EyeLike's dtype) or by
+            # the operator's inference (LinearAttention's state follows T): ask onnx.
+            inferred = _inferred_outputs(node, inputs, schema.since_version)
+            for index, dtype in enumerate(inferred):
+                if dtype == FLOAT16 and self.original.get(node.outputs[index]) == FLOAT:
+                    outputs[index] = True
         return _Plan(True, inputs, outputs)
 
     # ------------------------------------------------------------------ walking
@@ -296,8 +336,22 @@ class _Fp16Converter:
         for fid in sorted(self.functions):
             self._convert_function(self.model.functions[fid])
         self._drop_round_trips()
+        self._import_default_domain()
         for reason, count in sorted(self.kept_reasons.items()):
             self.status.info(f"kept float32: {count} node(s): {reason}")
+
+    def _import_default_domain(self) -> None:
+        """Cast lives in the default domain: a model importing only ai.onnx.ml needs it."""
+        if not self.inserted:
+            return
+        main = self.model.graph.opset_imports
+        if "" not in main:
+            main[""] = 13
+            self.status.info("added an import of ONNX opset 13 for the inserted Cast nodes")
+        for function in self.model.functions.values():
+            uses_cast = any(node in self.inserted for node in function)
+            if uses_cast and "" not in function.opset_imports:
+                function.opset_imports[""] = main[""]
 
     def _io_converted(self, value: ir.Value) -> bool:
         if self.keep_io is True:
@@ -353,16 +407,12 @@ class _Fp16Converter:
                 have = self.current.get(value, self.original.get(value))
                 if have is not None and have != wanted and {have, wanted} <= {FLOAT, FLOAT16}:
                     node.replace_input_with(index, self._cast(value, wanted, graph, node))
-            if node.domain in ("", "ai.onnx") and node.op_type in _CONTROL_FLOW:
-                self._walk_subgraphs(node, imports, plan.converted)
+            self._walk_subgraphs(node, imports, plan.converted)
             self._set_outputs(node, plan, imports)
         self._fix_outputs(graph, main=main, io_converted=io_converted)
 
     def _walk_subgraphs(self, node: ir.Node, imports: Mapping[str, int], converted: bool) -> None:
-        for attr in node.attributes.values():
-            if attr.type != ir.AttributeType.GRAPH:
-                continue
-            subgraph = attr.as_graph()
+        for subgraph in _subgraphs(node):
             for value in subgraph.inputs:
                 self._set_source(value, FLOAT16 if converted else None)
             self._convert_initializers(subgraph, imports)
@@ -535,6 +585,49 @@ class _Fp16Converter:
                 assert owner is not None
                 owner.remove(producer, safe=True)
                 self.status.info(f"removed {producer.name}: float16->float->float16 round trip")
+
+
+def _inferred_outputs(
+    node: ir.Node, inputs: list[ir.DataType | None], opset: int
+) -> list[ir.DataType | None]:
+    """Output dtypes onnx's own inference gives for `node` with the planned input dtypes."""
+    import onnx
+
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, domain)
+        proto = ir.serde.serialize_node(node)
+        types = {
+            value.name: onnx.helper.make_tensor_type_proto(int(dtype), None)
+            for value, dtype in zip(node.inputs, inputs, strict=False)
+            if value is not None and value.name and dtype is not None
+        }
+        result = onnx.shape_inference.infer_node_outputs(schema, proto, types)
+    except Exception:  # inference needs what we could not give (shapes, constant inputs)
+        return [None] * len(node.outputs)
+    found: list[ir.DataType | None] = []
+    for value in node.outputs:
+        inferred = result.get(value.name or "")
+        elem = inferred.tensor_type.elem_type if inferred is not None else 0
+        found.append(ir.DataType(elem) if elem else None)
+    return found
+
+
+def _subgraphs(node: ir.Node) -> list[ir.Graph]:
+    graphs: list[ir.Graph] = []
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            graphs.append(attr.as_graph())
+        elif attr.type == ir.AttributeType.GRAPHS:
+            graphs.extend(attr.as_graphs())
+    return graphs
+
+
+def _is_container(value: ir.Value | None) -> bool:
+    """Sequences, optionals and maps: their element type is not ours to change."""
+    return (
+        value is not None and value.type is not None and not isinstance(value.type, ir.TensorType)
+    )
 
 
 def _retype(value: ir.Value, dtype: ir.DataType) -> None:

@@ -19,6 +19,8 @@ import onnx_ir as ir
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
+from nsdl_jupyter.transforms._status import TransformStatus
+
 ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, ir.Model]
 
 # Above this many bytes of weights the output keeps them in `<output>.data` (protobuf's 2 GiB
@@ -96,17 +98,27 @@ def _weight_bytes(model: ir.Model) -> int:
     return total
 
 
-def validate_model(model: ir.Model, status: object) -> None:
-    """Run onnx's checker with strict type inference; a failure becomes a status warning."""
-    from nsdl_jupyter.transforms._status import TransformStatus
-
-    assert isinstance(status, TransformStatus)
+def validate_model(
+    model: ir.Model, status: TransformStatus, source: ModelSource | None = None
+) -> None:
+    """Run onnx's checker with strict type inference on the result. A failure is a status
+    warning, or only a log line when `source` (the unmodified model) fails the same way."""
     if _weight_bytes(model) > _EXTERNAL_DATA_BYTES:
         status.info("result not checked: too large for onnx's in-memory checker")
         return
+    problem = _checker_problem(model)
+    if problem is None:
+        return
+    if source is not None and _checker_problem(working_copy(source).model) is not None:
+        status.info(f"onnx's checker rejects the source model too: {problem}")
+        return
+    status.warn(f"the result does not pass onnx's checker: {problem}")
+
+
+def _checker_problem(model: ir.Model) -> str | None:
     try:
-        proto = ir.serde.serialize_model(model)
-        onnx.checker.check_model(proto, full_check=True)
+        onnx.checker.check_model(ir.serde.serialize_model(model), full_check=True)
     except Exception as error:  # the checker raises several unrelated types
-        first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        status.warn(f"the result does not pass onnx's checker: {first}")
+        text = str(error).strip()
+        return text.splitlines()[0] if text else repr(error)
+    return None
