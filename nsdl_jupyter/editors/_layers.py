@@ -38,7 +38,6 @@ class LayerRow:
     name: str
     op_type: str
     domain: str
-    scope: str
     is_constant: bool
     position: int
 
@@ -48,15 +47,19 @@ class LayerRow:
 
 
 def layer_row(node: ir.Node, position: int) -> LayerRow:
-    scope = scope_of(node)
     return LayerRow(
         name=node.name or "",
         op_type=node.op_type,
         domain=node.domain or "",
-        scope="/" + "/".join(scope) if scope else "/",
         is_constant=node.op_type == "Constant" and node.domain in _ONNX,
         position=position,
     )
+
+
+def scope_key(node: ir.Node) -> str:
+    """``/encoder/layer.3`` (the GraphView's grouping), ``/`` for top-level nodes."""
+    scope = scope_of(node)
+    return "/" + "/".join(scope) if scope else "/"
 
 
 def layer_rows(doc: ModelDocument) -> list[LayerRow]:
@@ -221,12 +224,19 @@ class LayerExplorerState:
             self.filter, show_constants=bool(get_setting(SHOW_CONSTANTS_SETTING, False))
         )
         self._matching: list[LayerRow] | None = None
+        self._flat: list[LayerRow | tuple[str, int, bool]] | None = None
+        self._scopes: dict[str, str] = {}
+
+    def _invalidate(self) -> None:
+        self._matching = None
+        self._flat = None
 
     # -------------------------------------------------------------- changes
     def follow(self, event: ChangeEvent) -> bool:
         """Update rows for a document event; True when the list must be redrawn."""
         if event.source == "load" or event.added or event.removed:
             self.rows = layer_rows(self.doc)
+            self._scopes.clear()
         elif event.renamed or event.changed:
             renamed = dict(event.renamed)
             nodes = self.doc.nodes
@@ -236,14 +246,17 @@ class LayerExplorerState:
                 node = nodes.get(name) if name != row.name or name in event.changed else None
                 updated.append(layer_row(node, row.position) if node is not None else row)
             self.rows = updated
+            for old, new in event.renamed:
+                self._scopes.pop(old, None)
+                self._scopes.pop(new, None)
         else:
             return False
-        self._matching = None
+        self._invalidate()
         return True
 
     def set_filter(self, flt: LayerFilter) -> None:
         self.filter = flt
-        self._matching = None
+        self._invalidate()
         self.page = 0
 
     def set_show_constants(self, show: bool, remember: bool = True) -> None:
@@ -257,10 +270,12 @@ class LayerExplorerState:
             raise ValueError(f"group by {group_by!r}: use 'none', 'type' or 'scope'")
         self.group_by = group_by
         self.expanded.clear()
+        self._flat = None
         self.page = 0
 
     def toggle(self, group: str) -> None:
         self.expanded ^= {group}
+        self._flat = None
 
     # -------------------------------------------------------------- reading
     @property
@@ -279,36 +294,56 @@ class LayerExplorerState:
             names.update(node.attributes)
         return sorted(names)
 
-    def _all_entries(self) -> list[ListEntry]:
+    def scope(self, row: LayerRow) -> str:
+        found = self._scopes.get(row.name)
+        if found is None:
+            node = self.doc.nodes.get(row.name)
+            found = self._scopes[row.name] = scope_key(node) if node is not None else "/"
+        return found
+
+    def _flat_list(self) -> list[LayerRow | tuple[str, int, bool]]:
+        """Rows and group headers (key, size, open) in display order; labels come later."""
+        if self._flat is not None:
+            return self._flat
         rows = self.matching
         if self.group_by == "none":
-            return [ListEntry(_row_label(r), node=r.name) for r in rows]
+            self._flat = list(rows)
+            return self._flat
         groups: dict[str, list[LayerRow]] = {}
         for row in rows:
-            key = row.type_key if self.group_by == "type" else row.scope
+            key = row.type_key if self.group_by == "type" else self.scope(row)
             groups.setdefault(key, []).append(row)
         open_all = bool(self.filter.text.strip() or self.filter.conditions)
-        entries = []
+        flat: list[LayerRow | tuple[str, int, bool]] = []
         for key in sorted(groups):
             members = groups[key]
             is_open = open_all or key in self.expanded
-            marker = "▾" if is_open else "▸"
-            entries.append(ListEntry(f"{marker} {key} ({len(members)})", group=key))
+            flat.append((key, len(members), is_open))
             if is_open:
-                entries.extend(ListEntry("    " + _row_label(r), node=r.name) for r in members)
-        return entries
+                flat.extend(members)
+        self._flat = flat
+        return flat
 
     def entries(self) -> list[ListEntry]:
         """The current page of the list."""
-        everything = self._all_entries()
-        pages = max(1, -(-len(everything) // self.page_size))
+        flat = self._flat_list()
+        pages = max(1, -(-len(flat) // self.page_size))
         self.page = min(max(0, self.page), pages - 1)
         start = self.page * self.page_size
-        return everything[start : start + self.page_size]
+        indent = "    " if self.group_by != "none" else ""
+        entries = []
+        for item in flat[start : start + self.page_size]:
+            if isinstance(item, LayerRow):
+                entries.append(ListEntry(indent + _row_label(item), node=item.name))
+            else:
+                key, size, is_open = item
+                marker = "▾" if is_open else "▸"
+                entries.append(ListEntry(f"{marker} {key} ({size})", group=key))
+        return entries
 
     @property
     def pages(self) -> int:
-        return max(1, -(-len(self._all_entries()) // self.page_size))
+        return max(1, -(-len(self._flat_list()) // self.page_size))
 
     def summary(self) -> str:
         shown = len(self.matching)

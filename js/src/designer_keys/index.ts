@@ -1,0 +1,82 @@
+// DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/_designer_keys.py). It draws
+// nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
+// focus is inside the Designer) and double-clicks on its lists into messages to the kernel.
+import type { RenderProps } from "@anywidget/types";
+import { actionFor, isTextField, wantsQuickAdd } from "./keys";
+import { ACTIVATE, type DesignerKeysModel, type DesignerMessage } from "./model";
+
+function render({ model, el }: RenderProps<DesignerKeysModel>) {
+  el.classList.add("nsdl-designer-keys");
+  const cleanups: Array<() => void> = [];
+  let root: HTMLElement | null = null;
+  let frame = 0;
+  const send = (msg: DesignerMessage) => model.send(msg);
+
+  const inside = (target: EventTarget | null) =>
+    root !== null && target instanceof Node && root.contains(target);
+
+  // Window, capture phase: runs before JupyterLab's document-level shortcut handling, so
+  // Ctrl+S saves the model rather than the notebook while the Designer has the focus.
+  const onKey = (event: Event) => {
+    const ev = event as KeyboardEvent;
+    if (!inside(ev.target) && !inside(document.activeElement)) return;
+    const editing = isTextField(ev.target);
+    const action = actionFor(ev, editing);
+    if (action) {
+      ev.preventDefault();
+      ev.stopPropagation();
+      send({ type: "key", action });
+      return;
+    }
+    if (wantsQuickAdd(ev, editing) && root) {
+      const boxes = root.querySelectorAll<HTMLInputElement>(".nsdl-quick-add input");
+      const box = Array.from(boxes).find((b) => b.offsetParent !== null);
+      if (box) {
+        ev.preventDefault();
+        ev.stopPropagation();
+        box.focus();
+      }
+    }
+  };
+
+  const onDoubleClick = (event: Event) => {
+    const target = event.target;
+    if (!(target instanceof Element)) return;
+    for (const [cls, what] of ACTIVATE) {
+      if (target.closest(`.${cls}`)) {
+        send({ type: "activate", target: what });
+        return;
+      }
+    }
+  };
+
+  const attach = (): boolean => {
+    root = el.closest<HTMLElement>(`.${model.get("root_class")}`);
+    if (!root) return false;
+    if (!root.hasAttribute("tabindex")) root.tabIndex = 0; // clicking blank space focuses it
+    window.addEventListener("keydown", onKey, true);
+    root.addEventListener("dblclick", onDoubleClick);
+    const owner = root;
+    cleanups.push(() => {
+      window.removeEventListener("keydown", onKey, true);
+      owner.removeEventListener("dblclick", onDoubleClick);
+      delete owner.dataset.keysReady;
+    });
+    root.dataset.keysReady = "1";
+    return true;
+  };
+
+  // the view is rendered before it is attached under the Designer box: wait for that
+  let tries = 0;
+  const poll = () => {
+    if (attach() || ++tries > 600) return;
+    frame = requestAnimationFrame(poll);
+  };
+  poll();
+  cleanups.push(() => cancelAnimationFrame(frame));
+  return () => {
+    for (const fn of cleanups) fn();
+  };
+}
+
+export default { render };

@@ -1,0 +1,20 @@
+// The widget model as the browser sees it: mirrors the traitlets of
+// nsdl_jupyter/widgets/_designer_keys.py (DesignerKeys). Keep both in step.
+
+export interface DesignerKeysModel {
+  root_class: string; // CSS class of the Designer box whose keys and double-clicks we handle
+}
+
+export type KeyAction = "undo" | "redo" | "save";
+
+// browser -> kernel custom messages
+export type DesignerMessage =
+  | { type: "key"; action: KeyAction }
+  | { type: "activate"; target: "explorer" | "type_check" | "palette" };
+
+// double-click targets: CSS class of a list inside the Designer -> what it activates
+export const ACTIVATE: ReadonlyArray<[string, "explorer" | "type_check" | "palette"]> = [
+  ["nsdl-layer-list", "explorer"],
+  ["nsdl-check-list", "type_check"],
+  ["nsdl-palette-list", "palette"],
+];

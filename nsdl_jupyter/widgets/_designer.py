@@ -1,0 +1,263 @@
+"""Designer: the default workspace in one widget: the graph in the centre, the palette and
+layer explorer on the left, the parameter and initializer editors on the right, type
+checking below, and a toolbar (save, save as, undo, redo, arrange, grid, export image).
+
+Selection flows from the GraphView to every tool window and back (a tool window that picks
+a node selects it in the graph, which brings it into view). Ctrl+Z / Ctrl+Y / Ctrl+S act on
+the model while the focus is inside the Designer; "/" jumps to the quick-add box.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import html
+import itertools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
+from nsdl_jupyter.widgets._designer_base import (
+    MessageLine,
+    button,
+    check_unknown_options,
+    style_widget,
+)
+from nsdl_jupyter.widgets._designer_keys import DesignerKeys
+from nsdl_jupyter.widgets._graph_view import GraphView
+from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
+from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
+from nsdl_jupyter.widgets._layer_palette import LayerPalette
+from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+
+_VALID_OPTIONS = ("height", "selected", "check_delay")
+_serial = itertools.count(1)
+
+
+class Designer(widgets.VBox):  # type: ignore[misc]
+    """``Designer(doc)``: edit a model with the graph and all tool windows around it."""
+
+    def __init__(self, doc: ModelDocument | str | os.PathLike[str], **options: Any) -> None:
+        check_unknown_options("Designer", options, _VALID_OPTIONS)
+        if isinstance(doc, str | os.PathLike):
+            doc = open_model(doc)
+        if not isinstance(doc, ModelDocument):
+            raise TypeError(
+                "Designer() needs a ModelDocument (nsdl_jupyter.open_model(path)) or a path to "
+                f"an .onnx file, got {type(doc).__name__}"
+            )
+        self.doc = doc
+        height = int(options.get("height", 620))
+        self.graph = GraphView(doc, height=height)
+        self.parameters = ParameterEditor(doc)
+        self.initializers = InitializerEditor(doc)
+        self.palette = LayerPalette(doc)
+        self.explorer = LayerExplorer(doc)
+        self.type_check = TypeCheckPanel(
+            doc, graph_view=self.graph, delay=float(options.get("check_delay", 0.4))
+        )
+        self.tools = (
+            self.parameters,
+            self.initializers,
+            self.palette,
+            self.explorer,
+            self.type_check,
+        )
+        self._links = [
+            traitlets.link((self.graph, "selected"), (tool, "selected")) for tool in self.tools
+        ]
+        self.exports: list[concurrent.futures.Future[Path]] = []
+        self._build_toolbar()
+        self.root_class = f"nsdl-designer-{next(_serial)}"
+        self.shortcuts = DesignerKeys(self.root_class, self._on_browser_event)
+        self.shortcuts.layout.display = "none"
+        left = widgets.Tab(
+            children=[self.palette, self.explorer],
+            layout=widgets.Layout(width="300px", min_width="300px"),
+        )
+        left.set_title(0, "Palette")
+        left.set_title(1, "Layers")
+        right = widgets.Tab(
+            children=[self.parameters, self.initializers],
+            layout=widgets.Layout(width="380px", min_width="380px"),
+        )
+        right.set_title(0, "Parameters")
+        right.set_title(1, "Initializers")
+        self.left, self.right = left, right
+        self.graph.layout.flex = "1 1 auto"
+        self.graph.layout.min_width = "300px"
+        body = widgets.HBox([left, self.graph, right], layout=widgets.Layout(width="100%"))
+        super().__init__(
+            [style_widget(), self.toolbar, self.status, body, self.type_check, self.shortcuts],
+            layout=widgets.Layout(width="100%"),
+        )
+        self.add_class("nsdl-designer")
+        self.add_class(self.root_class)
+        self._unsubscribe: Callable[[], None] | None = doc.subscribe(self._on_document_event)
+        self._sync_toolbar()
+        if options.get("selected"):
+            self.graph.selected = list(options["selected"])
+
+    # ------------------------------------------------------------------ toolbar
+    def _build_toolbar(self) -> None:
+        self.save_button = button("Save", "save the model (Ctrl+S)", icon="save")
+        self.save_as_path = widgets.Text(
+            placeholder="path for save as / export", layout=widgets.Layout(width="220px")
+        )
+        self.save_as_path.add_class("nsdl-save-path")
+        self.save_as_button = button("Save as", "save the model to the path")
+        self.undo_button = button("Undo", "undo (Ctrl+Z)", icon="undo")
+        self.redo_button = button("Redo", "redo (Ctrl+Y)", icon="repeat")
+        self.arrange_button = button("Arrange", "recompute the layout", icon="sitemap")
+        self.grid_toggle = widgets.ToggleButton(
+            value=self.graph.show_grid, description="Grid", icon="th"
+        )
+        self.export_button = button(
+            "Export image", "write the canvas as PNG, JPEG or SVG to the path"
+        )
+        for part, css in (
+            (self.save_button, "save"),
+            (self.save_as_button, "save-as"),
+            (self.undo_button, "undo"),
+            (self.redo_button, "redo"),
+            (self.arrange_button, "arrange"),
+            (self.grid_toggle, "grid"),
+            (self.export_button, "export"),
+        ):
+            part.add_class(f"nsdl-tb-{css}")
+        widgets.link((self.grid_toggle, "value"), (self.graph, "show_grid"))
+        self.save_button.on_click(lambda _b: self.save())
+        self.save_as_button.on_click(lambda _b: self.save(self.save_as_path.value))
+        self.undo_button.on_click(lambda _b: self.undo())
+        self.redo_button.on_click(lambda _b: self.redo())
+        self.arrange_button.on_click(lambda _b: self.graph.arrange())
+        self.export_button.on_click(lambda _b: self.export_image(self.save_as_path.value))
+        self.status = MessageLine("nsdl-designer-status")
+        self.dirty_label = widgets.HTML()
+        self.dirty_label.add_class("nsdl-dirty")
+        quick = self.palette.quick_add
+        self.toolbar = widgets.HBox(
+            [
+                self.save_button,
+                self.save_as_path,
+                self.save_as_button,
+                self.undo_button,
+                self.redo_button,
+                self.arrange_button,
+                self.grid_toggle,
+                self.export_button,
+                quick,
+                self.dirty_label,
+            ],
+            layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
+        )
+        self.toolbar.add_class("nsdl-designer-toolbar")
+
+    def _sync_toolbar(self) -> None:
+        doc = self.doc
+        self.undo_button.disabled = not doc.can_undo
+        self.redo_button.disabled = not doc.can_redo
+        self.undo_button.tooltip = (
+            f"undo {doc.undo_description} (Ctrl+Z)" if doc.can_undo else "nothing to undo"
+        )
+        self.redo_button.tooltip = (
+            f"redo {doc.redo_description} (Ctrl+Y)" if doc.can_redo else "nothing to redo"
+        )
+        where = html.escape(doc.path.name) if doc.path else "unsaved model"
+        mark = " <b title='unsaved changes'>●</b>" if doc.dirty else ""
+        self.dirty_label.value = f"<span class='nsdl-note'>{where}</span>{mark}"
+
+    def _on_document_event(self, _event: ChangeEvent) -> None:
+        self._sync_toolbar()
+
+    # ------------------------------------------------------------------ actions
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path | None:
+        """Save (to `path` when given: save as); the path written, None on error (shown)."""
+        target = str(path).strip() if path is not None else ""
+        try:
+            written = self.doc.save(target or None)
+        except (DocumentError, OSError) as error:
+            message = str(error)
+            if self.doc.path is None and not target:
+                message += ": type a path next to Save as"
+            self.status.show(message)
+            return None
+        self.status.show(f"saved {written}", "ok")
+        self._sync_toolbar()
+        return written
+
+    def undo(self) -> bool:
+        done = self.doc.undo()
+        self.status.show(None if done else "nothing to undo", "note")
+        return done
+
+    def redo(self) -> bool:
+        done = self.doc.redo()
+        self.status.show(None if done else "nothing to redo", "note")
+        return done
+
+    def export_image(self, path: str | os.PathLike[str]) -> concurrent.futures.Future[Path] | None:
+        """Write the graph canvas to `path` (.png, .jpg or .svg).
+
+        PNG and JPEG are rendered by the browser: the returned Future completes when they arrive.
+        """
+        target = str(path).strip()
+        if not target:
+            self.status.show("type the image path (.png, .jpg or .svg) next to Save as first")
+            return None
+        try:
+            future = self.graph.export_image(target)
+        except ValueError as error:
+            self.status.show(str(error))
+            return None
+        self.exports.append(future)
+        self.status.show(f"exporting {target}…", "note")
+        future.add_done_callback(self._export_done)
+        return future
+
+    def _export_done(self, future: concurrent.futures.Future[Path]) -> None:
+        error = future.exception()
+        if error is not None:
+            self.status.show(f"export failed: {error}")
+        else:
+            self.status.show(f"image written to {future.result()}", "ok")
+
+    def _on_browser_event(self, content: dict[str, Any]) -> None:
+        if content.get("type") == "key":
+            action = content.get("action")
+            if action == "undo":
+                self.undo()
+            elif action == "redo":
+                self.redo()
+            elif action == "save":
+                self.save()
+        elif content.get("type") == "activate":
+            target = content.get("target")
+            if target == "explorer":
+                self.explorer.go_to()
+            elif target == "type_check":
+                self.type_check.go_to()
+            elif target == "palette":
+                self.palette.add_current()
+
+    def close(self) -> None:
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            unsubscribe()
+            self._unsubscribe = None
+        for link in getattr(self, "_links", []):
+            link.unlink()
+        self._links = []
+        for part in (
+            *getattr(self, "tools", ()),
+            getattr(self, "graph", None),
+            getattr(self, "shortcuts", None),
+        ):
+            if part is not None:
+                part.close()
+        super().close()

@@ -1,0 +1,108 @@
+"""What every tool window of the Designer shares: the document binding, the `selected`
+traitlet, inline error labels and a little CSS. Built from plain ipywidgets so the tool
+windows work in JupyterLab, Notebook 7 and VS Code without custom JavaScript."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from nsdl_jupyter.document import ChangeEvent, ModelDocument
+
+_MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
+_CELL = "border: 1px solid var(--jp-border-color2, #e0e0e0); padding: 1px 6px; text-align: right;"
+STYLE = f"""<style>
+.nsdl-tool {{ font-size: var(--jp-ui-font-size1, 13px); }}
+.nsdl-tool select, .nsdl-mono, .nsdl-mono input {{ {_MONO} }}
+.nsdl-error {{ color: var(--jp-error-color1, #d32f2f); font-size: 12px; white-space: pre-wrap; }}
+.nsdl-note {{ color: var(--jp-ui-font-color2, #616161); font-size: 12px; }}
+.nsdl-ok {{ color: var(--jp-success-color1, #388e3c); font-size: 12px; }}
+.nsdl-attr-label {{ {_MONO} }}
+.nsdl-attr-required {{ font-weight: 600; }}
+.nsdl-tensor-table {{ border-collapse: collapse; {_MONO} }}
+.nsdl-tensor-table td, .nsdl-tensor-table th {{ {_CELL} }}
+.nsdl-tensor-table th {{ background: var(--jp-layout-color2, #eeeeee); font-weight: 500; }}
+.nsdl-info-table td {{ padding: 1px 8px 1px 0; vertical-align: top; }}
+.nsdl-designer:focus {{ outline: 1px dashed var(--jp-brand-color1, #1976d2); }}
+</style>"""
+
+
+def style_widget() -> widgets.HTML:
+    """The CSS of the tool windows (each window carries it, so each also works alone)."""
+    return widgets.HTML(STYLE, layout=widgets.Layout(display="none"))
+
+
+def message_html(text: str | None, kind: str = "error") -> str:
+    if not text:
+        return ""
+    return f'<div class="nsdl-{kind}">{html.escape(text)}</div>'
+
+
+class MessageLine(widgets.HTML):  # type: ignore[misc]
+    """An inline error/note line; empty text hides it."""
+
+    def __init__(self, css_class: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if css_class:
+            self.add_class(css_class)
+        self.show(None)
+
+    def show(self, text: str | None, kind: str = "error") -> None:
+        self.value = message_html(text, kind)
+        self.layout.display = "" if text else "none"
+
+    @property
+    def text(self) -> str:
+        return html.unescape(self.value.split(">", 1)[1].rsplit("<", 1)[0]) if self.value else ""
+
+
+class ToolWindow(widgets.VBox):  # type: ignore[misc]
+    """A tool window bound to a ModelDocument. `selected` holds node names: in the Designer
+    it is linked to the GraphView's selection; alone, set it from Python."""
+
+    selected = traitlets.List(traitlets.Unicode())
+    css_name = "tool"
+
+    def __init__(self, doc: ModelDocument, **kwargs: Any) -> None:
+        if not isinstance(doc, ModelDocument):
+            raise TypeError(
+                f"{type(self).__name__}() needs a ModelDocument (nsdl_jupyter.open_model(path) "
+                f"or nsdl_jupyter.new_model()), got {type(doc).__name__}"
+            )
+        super().__init__(**kwargs)
+        self.doc = doc
+        self.add_class("nsdl-tool")
+        self.add_class(f"nsdl-{self.css_name}")
+        self._unsubscribe: Callable[[], None] | None = doc.subscribe(self._on_document_event)
+
+    def _on_document_event(self, event: ChangeEvent) -> None:
+        """Override: follow an edit made anywhere (this window, another one, or Python)."""
+
+    def close(self) -> None:
+        unsubscribe = getattr(self, "_unsubscribe", None)
+        if unsubscribe is not None:
+            unsubscribe()
+            self._unsubscribe = None
+        super().close()
+
+
+def button(
+    description: str, tooltip: str = "", *, icon: str = "", width: str = ""
+) -> widgets.Button:
+    layout = widgets.Layout(width=width) if width else widgets.Layout(width="auto")
+    return widgets.Button(
+        description=description, tooltip=tooltip or description, icon=icon, layout=layout
+    )
+
+
+def check_unknown_options(owner: str, options: dict[str, Any], valid: tuple[str, ...]) -> None:
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(
+            f"{owner}() got unexpected keyword argument(s) {', '.join(unknown)}; "
+            f"valid ones are: {', '.join(valid) or 'none'}"
+        )

@@ -1,0 +1,242 @@
+"""LayerExplorer: the model's layers as a list, grouped by type or name scope, filtered by
+name, by type and by attribute values (the Filters button shows how many are active).
+
+Choosing a row and pressing "Go to" (or double-clicking it inside the Designer) selects the
+node, which the graph view brings into sight. Group headers open and close their group.
+Constants are hidden by default; the toggle's last state is kept in the user settings.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+from typing import Any
+
+import ipywidgets as widgets
+
+from nsdl_jupyter.document import ChangeEvent, ModelDocument
+from nsdl_jupyter.editors import (
+    COMPARISONS,
+    AttributeCondition,
+    LayerExplorerState,
+    ListEntry,
+)
+from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
+
+_GROUPINGS = (("flat", "none"), ("by type", "type"), ("by scope", "scope"))
+
+
+class LayerExplorer(ToolWindow):
+    """A searchable, filterable table of the model's layers."""
+
+    css_name = "layer-explorer"
+
+    def __init__(self, doc: ModelDocument, *, selected: list[str] | None = None) -> None:
+        super().__init__(doc)
+        self.state = LayerExplorerState(doc)
+        self.entries: list[ListEntry] = []
+        self._binding = False
+        self.filter_box = widgets.Text(
+            placeholder="filter by name", continuous_update=False, layout=widgets.Layout(flex="1")
+        )
+        self.filter_box.add_class("nsdl-layer-filter")
+        self.filters_button = widgets.ToggleButton(
+            value=False, description="Filters", icon="filter"
+        )
+        self.filters_button.add_class("nsdl-filters-button")
+        self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="none")
+        self.group_by.style.button_width = "72px"
+        self.show_constants = widgets.Checkbox(
+            value=self.state.filter.show_constants, description="show constants", indent=False,
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
+        self.show_constants.add_class("nsdl-show-constants")
+        self.list = widgets.Select(options=[], rows=14, layout=widgets.Layout(width="auto"))
+        self.list.add_class("nsdl-layer-list")
+        self.summary = widgets.HTML()
+        self.previous_page = button("◀", "previous page", width="34px")
+        self.next_page = button("▶", "next page", width="34px")
+        self.page_label = widgets.HTML()
+        self.go_button = button("Go to", "select the node and bring it into view")
+        self.go_button.add_class("nsdl-go-to")
+        self.message = MessageLine()
+        self.advanced = self._build_advanced()
+
+        self.filter_box.observe(lambda _c: self._apply_filter(), names="value")
+        self.group_by.observe(self._on_group_by, names="value")
+        self.show_constants.observe(self._on_constants, names="value")
+        self.filters_button.observe(lambda c: self._show_advanced(c["new"]), names="value")
+        self.list.observe(self._on_list, names="value")
+        self.previous_page.on_click(lambda _b: self._turn(-1))
+        self.next_page.on_click(lambda _b: self._turn(1))
+        self.go_button.on_click(lambda _b: self.go_to())
+        self.children = [
+            style_widget(),
+            widgets.HBox([self.filter_box, self.filters_button]),
+            self.advanced,
+            widgets.HBox([self.group_by, self.show_constants]),
+            self.list,
+            widgets.HBox([self.go_button, self.previous_page, self.page_label, self.next_page]),
+            self.summary,
+            self.message,
+        ]
+        self._show_advanced(False)
+        self._render()
+        if selected:
+            self.selected = list(selected)
+
+    def _build_advanced(self) -> widgets.VBox:
+        self.type_filter = widgets.TagsInput(
+            value=[], allowed_tags=self.state.op_types(), allow_duplicates=False,
+            placeholder="op types",
+        )  # fmt: skip
+        self.type_filter.add_class("nsdl-type-filter")
+        self.condition_attribute = widgets.Combobox(
+            options=self.state.attribute_names(), placeholder="attribute",
+            layout=widgets.Layout(width="130px"),
+        )  # fmt: skip
+        self.condition_op = widgets.Dropdown(
+            options=list(COMPARISONS), value="=", layout=widgets.Layout(width="90px")
+        )
+        self.condition_value = widgets.Text(placeholder="value, e.g. 2 or [1, 1]",
+                                            layout=widgets.Layout(flex="1"))  # fmt: skip
+        self.add_condition = button("+", "add this attribute condition", width="34px")
+        self.conditions = widgets.SelectMultiple(
+            options=[], rows=3, layout=widgets.Layout(width="auto")
+        )
+        self.remove_condition = button("Remove", "remove the chosen conditions")
+        self.clear_filters = button("Clear all", "remove every filter")
+        self.type_filter.observe(lambda _c: self._apply_filter(), names="value")
+        self.add_condition.on_click(lambda _b: self._add_condition())
+        self.remove_condition.on_click(lambda _b: self._remove_conditions())
+        self.clear_filters.on_click(lambda _b: self.clear())
+        return widgets.VBox(
+            [
+                widgets.HTML("<span class='nsdl-note'>types</span>"),
+                self.type_filter,
+                widgets.HTML("<span class='nsdl-note'>attribute values</span>"),
+                widgets.HBox([self.condition_attribute, self.condition_op, self.condition_value,
+                              self.add_condition]),
+                self.conditions,
+                widgets.HBox([self.remove_condition, self.clear_filters]),
+            ]
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ filters
+    def _apply_filter(self, conditions: tuple[AttributeCondition, ...] | None = None) -> None:
+        if self._binding:
+            return
+        flt = replace(
+            self.state.filter,
+            text=self.filter_box.value,
+            op_types=frozenset(self.type_filter.value),
+            conditions=self.state.filter.conditions if conditions is None else conditions,
+        )
+        self.state.set_filter(flt)
+        self._render()
+
+    def _add_condition(self) -> None:
+        try:
+            condition = AttributeCondition(
+                self.condition_attribute.value.strip(),
+                self.condition_op.value,
+                self.condition_value.value,
+            )
+        except ValueError as error:
+            self.message.show(str(error))
+            return
+        self.message.show(None)
+        self.add_filter(condition)
+        self.condition_value.value = ""
+
+    def add_filter(self, condition: AttributeCondition) -> None:
+        """Keep only layers whose attribute satisfies `condition` (set values or defaults)."""
+        self._apply_filter((*self.state.filter.conditions, condition))
+
+    def _remove_conditions(self) -> None:
+        doomed = set(self.conditions.value)
+        kept = tuple(c for i, c in enumerate(self.state.filter.conditions) if i not in doomed)
+        self._apply_filter(kept)
+
+    def clear(self) -> None:
+        """Remove every filter (name, types, attribute values)."""
+        self._binding = True
+        try:
+            self.filter_box.value = ""
+            self.type_filter.value = []
+        finally:
+            self._binding = False
+        self._apply_filter(())
+
+    def _show_advanced(self, show: bool) -> None:
+        self.advanced.layout.display = "" if show else "none"
+
+    def _on_constants(self, change: dict[str, Any]) -> None:
+        self.state.set_show_constants(bool(change["new"]))
+        self._render()
+
+    def _on_group_by(self, change: dict[str, Any]) -> None:
+        self.state.set_group_by(change["new"])
+        self._render()
+
+    def _turn(self, delta: int) -> None:
+        self.state.page += delta
+        self._render()
+
+    # ------------------------------------------------------------------ drawing
+    def _render(self) -> None:
+        self.entries = self.state.entries()
+        flt = self.state.filter
+        active = flt.active_count
+        self.filters_button.description = f"Filters ({active})" if active else "Filters"
+        self.filters_button.button_style = "info" if active else ""
+        self.conditions.options = [(c.describe(), i) for i, c in enumerate(flt.conditions)]
+        self._binding = True
+        try:
+            self.list.options = [(e.label, i) for i, e in enumerate(self.entries)]
+            self.list.value = None
+        finally:
+            self._binding = False
+        pages = self.state.pages
+        self.page_label.value = (
+            f"<span class='nsdl-note'>page {self.state.page + 1} of {pages}</span>"
+        )
+        self.previous_page.disabled = self.state.page == 0
+        self.next_page.disabled = self.state.page >= pages - 1
+        self.summary.value = f"<span class='nsdl-note'>{html.escape(self.state.summary())}</span>"
+
+    def _on_list(self, change: dict[str, Any]) -> None:
+        if self._binding or change["new"] is None:
+            return
+        entry = self.entries[change["new"]]
+        if entry.node is None and entry.group is not None:
+            self.state.toggle(entry.group)
+            self._render()
+
+    @property
+    def current(self) -> str | None:
+        """The node of the chosen row (None for a group header or no choice)."""
+        index = self.list.value
+        if not isinstance(index, int) or index >= len(self.entries):
+            return None
+        return self.entries[index].node
+
+    def go_to(self, name: str | None = None) -> None:
+        """Select node `name` (default: the chosen row), which the graph view centres on."""
+        target = name if name is not None else self.current
+        if target is None:
+            self.message.show("choose a layer in the list first")
+            return
+        if target not in self.doc.nodes:
+            self.message.show(f"no node named {target!r}")
+            return
+        self.message.show(None)
+        self.selected = [target]
+
+    # ------------------------------------------------------------------ follow
+    def _on_document_event(self, event: ChangeEvent) -> None:
+        if self.state.follow(event):
+            if event.added or event.removed or event.source == "load":
+                self.type_filter.allowed_tags = self.state.op_types()
+                self.condition_attribute.options = self.state.attribute_names()
+            self._render()
