@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
     from nsdl_jupyter.widgets import GraphView
     from nsdl_jupyter.widgets._activity_panel import ActivityPanel
+    from nsdl_jupyter.widgets._designer import Designer
+    from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
+    from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
+    from nsdl_jupyter.widgets._layer_palette import LayerPalette
+    from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+    from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -28,6 +34,12 @@ _LAZY: dict[str, str] = {
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
     "ActivityPanel": "nsdl_jupyter.widgets._activity_panel",
+    "Designer": "nsdl_jupyter.widgets._designer",
+    "ParameterEditor": "nsdl_jupyter.widgets._parameter_editor",
+    "InitializerEditor": "nsdl_jupyter.widgets._initializer_editor",
+    "LayerPalette": "nsdl_jupyter.widgets._layer_palette",
+    "LayerExplorer": "nsdl_jupyter.widgets._layer_explorer",
+    "TypeCheckPanel": "nsdl_jupyter.widgets._type_check_panel",
 }
 
 __all__ = ["__version__", *_LAZY]
