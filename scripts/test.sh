@@ -16,7 +16,7 @@ failed=()
 step() {
   local name="$1"
   shift
-  echo "=== $name: $*"
+  echo "=== $name: $(printf "%q " "$@")"
   if ! "$@"; then
     failed+=("$name")
   fi
@@ -38,8 +38,20 @@ step "mypy" mypy
 mkdir -p test-output
 step "pytest" python -m pytest --junitxml=test-output/junit.xml "$@"
 
+# The closing line, read by people and CI alike: the pytest counts from the JUnit report.
+counts="$(python - <<'PY' 2>/dev/null || echo "0 passed, 1 failed"
+import xml.etree.ElementTree as ET
+suite = ET.parse("test-output/junit.xml").getroot()
+suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+total, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+print(f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped")
+PY
+)"
 if ((${#failed[@]})); then
-  echo "test.sh: FAILED: ${failed[*]}"
+  echo "test.sh: FAILED steps: ${failed[*]}"
+  echo "tests: $counts"
   exit 1
 fi
-echo "test.sh: all checks passed"
+echo "test.sh: ruff, ruff format, mypy and pytest all passed"
+echo "tests: $counts"
