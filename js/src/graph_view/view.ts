@@ -241,7 +241,7 @@ export class GraphViewElement {
     this.height = rect.height;
     this.canvas.width = Math.round(rect.width * dpr);
     this.canvas.height = Math.round(rect.height * dpr);
-    if (!this.fitted && this.layout) this.fit();
+    if (!this.fitted && this.layout) this.initialView();
     this.invalidate();
   }
 
@@ -277,7 +277,7 @@ export class GraphViewElement {
     this.stats.layoutDecodes++;
     this.root.dataset.layoutSeq = String(layout.meta.seq);
     this.rebuildScene();
-    if (!this.fitted && this.width > 0) this.fit();
+    if (!this.fitted && this.width > 0) this.initialView();
     if (this.focusPending) this.focusSelection();
   }
 
@@ -397,6 +397,25 @@ export class GraphViewElement {
     const box = boundsOf(this.layout, slots);
     this.camera = fitCamera(box, this.width, this.height, 24, slots ? 1.2 : 1.5);
     this.fitted = true;
+    this.invalidate();
+  }
+
+  /** First view: the whole graph when it is readable that way, else its start (the graph
+   *  inputs) at a readable zoom; "Fit" always shows everything. */
+  private initialView(): void {
+    if (!this.layout || this.width === 0) return;
+    this.fit();
+    const readable = 0.6;
+    if (this.camera.scale >= readable) return;
+    const box = boundsOf(this.layout);
+    const s = readable;
+    if (this.layout.meta.direction === "LR") {
+      const ty = box.h * s < this.height ? (this.height - box.h * s) / 2 - box.y * s : 24 - box.y * s;
+      this.camera = { scale: s, tx: 24 - box.x * s, ty };
+    } else {
+      const tx = box.w * s < this.width ? (this.width - box.w * s) / 2 - box.x * s : 24 - box.x * s;
+      this.camera = { scale: s, tx, ty: 24 - box.y * s };
+    }
     this.invalidate();
   }
 
@@ -759,6 +778,11 @@ export class GraphViewElement {
         this.fit(slots);
       },
       camera: () => ({ ...this.camera }),
+      nodeNames: () => [...(this.graph?.nameIndex.keys() ?? [])],
+      visible: (name: string) => {
+        const i = this.graph?.nameIndex.get(name);
+        return i !== undefined && !!this.layout?.itemSlot.has(i);
+      },
       pan: (dx: number, dy: number) => {
         this.camera = { ...this.camera, tx: this.camera.tx + dx, ty: this.camera.ty + dy };
         this.invalidate();

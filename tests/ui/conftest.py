@@ -1,0 +1,368 @@
+"""The project's UI test harness: a real JupyterLab on 127.0.0.1 driven by headless Chromium.
+
+Learned the hard way (the numbers refer to the UI rig's gotchas list):
+- Debian's /usr/bin/chromium through Playwright's `executable_path`; never `playwright
+  install` (it downloads a browser) (1). JupyterLab needs --allow-root as root (2).
+- "Run All" is the Run menu's `runmenu:run-all` (3). A fresh workspace per page, or the server
+  restores the previous session's tabs (4). Select a cell by clicking its input prompt, and
+  check the prompt turned [*] (5). Notebook windowingMode "none" so off-screen outputs render
+  (6). Notebooks need metadata.kernelspec or a kernel dialog swallows clicks (13).
+- "Canvas exists" is not "drawn": wait for the widget's own signal (8).
+
+Fixtures: `lab` (session: the server), `browser` (session), `notebook` (function: writes a
+notebook from code cells into the lab root and returns a `NotebookPage` driver).
+Screenshots go to test-output/ui/<test name>/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+TOKEN = "nsdl-ui-token"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+TIMEOUT_MS = 120_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Lab:
+    url: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+def _start_lab(state: Path) -> Lab:
+    root = state / "root"
+    for sub in ("root", "config", "data", "runtime", "settings", "workspaces"):
+        (state / sub).mkdir(parents=True, exist_ok=True)
+    settings = state / "settings"
+    (settings / "@jupyterlab/apputils-extension").mkdir(parents=True, exist_ok=True)
+    (settings / "@jupyterlab/notebook-extension").mkdir(parents=True, exist_ok=True)
+    (settings / "@jupyterlab/apputils-extension/notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+    (settings / "@jupyterlab/notebook-extension/tracker.jupyterlab-settings").write_text(
+        '{"windowingMode": "none"}'
+    )
+    port = _free_port()
+    env = dict(os.environ)
+    env.update(
+        JUPYTER_CONFIG_DIR=str(state / "config"),
+        JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
+        JUPYTER_PLATFORM_DIRS="1",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
+        # the kernelspec runs `python`: make it this interpreter, whatever PATH the run has
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+    )
+    jupyter = str(Path(sys.executable).with_name("jupyter"))
+    args = [
+        jupyter, "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={TOKEN}", "--ServerApp.password=",
+        f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        # window.jupyterapp: lets the harness wait until the kernel session is really attached
+        "--LabApp.expose_app_in_browser=True",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log = state / "lab.log"
+    with log.open("wb") as out:
+        # own session (PGID == PID): stopping it reaches the server and its kernels only
+        process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                _stop_lab(process)
+                raise RuntimeError(f"jupyter lab not ready in 90 s: {log.read_text()[-2000:]}") from None
+            time.sleep(0.5)
+    return Lab(url=url, root=root, process=process, log=log)
+
+
+def _stop_lab(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=10)
+
+
+def _bundle_missing() -> str | None:
+    bundle = REPO / "nsdl_jupyter" / "static" / "graph_view.js"
+    if not bundle.exists():
+        return f"{bundle} is missing: run `npm ci && npm run build` in js/ (or `pip install -e .`)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Generator[Lab, None, None]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"UI tests need Chromium at {CHROMIUM}: apt-get install -y chromium")
+    missing = _bundle_missing()
+    if missing:
+        pytest.fail(missing)
+    server = _start_lab(tmp_path_factory.mktemp("lab"))
+    yield server
+    _stop_lab(server.process)
+
+
+@pytest.fixture(scope="session")
+def browser(lab: Lab) -> Generator[Any, None, None]:
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True,
+                                     timeout=60_000)  # fmt: skip
+        yield instance
+        instance.close()
+
+
+class NotebookPage:
+    """Drives one notebook in its own browser page and JupyterLab workspace."""
+
+    def __init__(self, page: Any, lab: Lab, name: str, shots: Path) -> None:
+        self.page = page
+        self.lab = lab
+        self.name = name
+        self.shots = shots
+        self.console_errors: list[str] = []
+        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text[:300]))
+
+    # ------------------------------------------------------------------ opening and running
+    def open(self) -> None:
+        workspace = f"ui{int(time.time() * 1000)}"
+        self.page.goto(
+            f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.name}?token={TOKEN}",
+            wait_until="domcontentloaded",
+            timeout=TIMEOUT_MS,
+        )
+        self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text=self.name).first.wait_for(
+            timeout=TIMEOUT_MS
+        )
+        self.page.wait_for_selector(f"{NB} .jp-Notebook .jp-Cell", timeout=TIMEOUT_MS)
+        self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                                    timeout=TIMEOUT_MS)  # fmt: skip
+        # "idle" shows before the session is attached; a Run All sent then is dropped and a
+        # "Select Kernel" dialog pops up later, swallowing clicks. Wait for the real thing.
+        self.page.wait_for_function(
+            """() => { const sc = window.jupyterapp?.shell.currentWidget?.sessionContext;
+                 const k = sc?.session?.kernel;
+                 return !!(sc && sc.isReady && k && k.connectionStatus === 'connected'
+                           && k.status === 'idle'); }""",
+            timeout=TIMEOUT_MS,
+            polling=100,
+        )
+        self.page.wait_for_timeout(500)  # the notebook may re-render once after the kernel connects
+        self.dismiss_kernel_dialog()
+
+    def dismiss_kernel_dialog(self) -> None:
+        """Close a stray "Select Kernel" dialog, keeping the running kernel (Escape = cancel)."""
+        dialog = self.page.locator(".jp-Dialog", has_text="Select Kernel")
+        if dialog.count():
+            self.page.keyboard.press("Escape")
+            self.page.wait_for_timeout(300)
+
+    def menu(self, label: str, commands: Sequence[str]) -> None:
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{label}$")).first.click(timeout=10_000)
+        selector = ", ".join(f'.lm-Menu-item[data-command="{c}"]' for c in commands)
+        self.page.locator(selector).first.click(timeout=10_000)
+
+    _BUSY = f"""() => [...document.querySelectorAll('{NB} .jp-CodeCell .jp-InputPrompt')]
+                .some(p => p.textContent.includes('*'))"""
+
+    def wait_idle(self, timeout_ms: int = TIMEOUT_MS) -> None:
+        try:
+            self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
+        except Exception:
+            pass  # quick cells may be done before we look
+        self.page.wait_for_function(f"() => !({self._BUSY})()", timeout=timeout_ms, polling=100)
+        self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                                    timeout=timeout_ms)  # fmt: skip
+
+    def run_all(self, tries: int = 3) -> None:
+        """Run ▸ Run All Cells, checked: right after load the command can be dropped (the kernel
+        is "idle" before its session is fully attached), so retry until cell 0 is queued."""
+        for _ in range(tries):
+            self.menu("Run", ["runmenu:run-all", "notebook:run-all-cells"])
+            self.page.wait_for_timeout(300)
+            self.dismiss_kernel_dialog()
+            try:
+                self.page.wait_for_function(
+                    "(e) => /\\*|\\d/.test(e.querySelector('.jp-InputPrompt').textContent)",
+                    arg=self.cell(0).element_handle(),
+                    timeout=8_000,
+                    polling=50,
+                )
+                return
+            except Exception:
+                continue
+        raise RuntimeError("Run All did not start the notebook")
+
+    def cell(self, index: int) -> Any:
+        return self.page.locator(f"{NB} .jp-Notebook .jp-Cell").nth(index)
+
+    def run_cell(self, index: int) -> str:
+        """Run cell `index` in place, wait for the kernel, return the cell's output text."""
+        for attempt in range(4):
+            try:
+                self._queue_cell(index)
+                break
+            except Exception as error:  # re-rendered right after load: retry with a fresh locator
+                if "not attached" not in str(error) or attempt == 3:
+                    raise
+                self.page.wait_for_timeout(500)
+        self.wait_idle()
+        return self.output(index)
+
+    def _queue_cell(self, index: int) -> None:
+        cell = self.cell(index)
+        before = cell.locator(".jp-InputPrompt").first.inner_text(timeout=5_000).strip()
+        cell.scroll_into_view_if_needed(timeout=TIMEOUT_MS)
+        cell.locator(".jp-InputPrompt").first.click(timeout=TIMEOUT_MS)
+        self.page.wait_for_function("e => e.classList.contains('jp-mod-active')", arg=cell.element_handle(),
+                                    timeout=TIMEOUT_MS)  # fmt: skip
+        for attempt in range(2):
+            if attempt == 0:
+                self.page.keyboard.press("Control+Enter")
+            else:
+                self.menu("Run", ["notebook:run-cell", "runmenu:run"])
+            try:
+                self.page.wait_for_function(
+                    "([e, b]) => { const t = e.querySelector('.jp-InputPrompt').textContent.trim();"
+                    " return t.includes('*') || (t !== b && /\\d/.test(t)); }",
+                    arg=[cell.element_handle(), before],
+                    timeout=5_000,
+                    polling=20,
+                )
+                return
+            except Exception:
+                continue
+        raise RuntimeError(f"cell {index} did not start executing")
+
+    def output(self, index: int) -> str:
+        return str(self.cell(index).locator(".jp-OutputArea").inner_text(timeout=TIMEOUT_MS)).strip()
+
+    def error_outputs(self) -> list[str]:
+        return list(
+            self.page.eval_on_selector_all(
+                f'{NB} .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], '
+                f'{NB} .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]',
+                "els => els.map(e => e.innerText.slice(0, 800))",
+            )
+        )
+
+    # ------------------------------------------------------------------ waiting and looking
+    def wait_for(self, selector: str, timeout_ms: int = TIMEOUT_MS) -> Any:
+        locator = self.page.locator(f"{NB} {selector}").first
+        locator.wait_for(state="visible", timeout=timeout_ms)
+        return locator
+
+    def two_frames(self) -> None:
+        self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+    def screenshot(self, name: str, selector: str | None = None) -> Path:
+        path = self.shots / f"{name}.png"
+        if selector is None:
+            self.page.screenshot(path=str(path))
+        else:
+            self.page.locator(f"{NB} {selector}").first.screenshot(path=str(path), timeout=TIMEOUT_MS)
+        return path
+
+
+def write_notebook(path: Path, cells: Sequence[str]) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = KERNELSPEC
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    path.write_text(json.dumps(nb, indent=1))
+
+
+@pytest.fixture
+def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generator[Any, None, None]:
+    """`notebook(cells) -> NotebookPage`: writes the cells as a notebook and opens it."""
+    shots = REPO / "test-output" / "ui" / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    contexts: list[Any] = []
+    pages: list[NotebookPage] = []
+
+    def open_notebook(cells: Sequence[str], width: int = 1400, height: int = 1000) -> NotebookPage:
+        name = f"{request.node.name.replace('[', '_').replace(']', '')}_{len(pages)}.ipynb"
+        write_notebook(lab.root / name, cells)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        contexts.append(context)
+        driver = NotebookPage(context.new_page(), lab, name, shots)
+        pages.append(driver)
+        driver.open()
+        return driver
+
+    yield open_notebook
+    for driver in pages:
+        try:
+            driver.screenshot("final")
+        except Exception:
+            pass
+        try:  # shut the kernel down: sessions would pile up over a run
+            driver.page.evaluate(
+                """async (token) => { const r = await fetch('/api/sessions?token=' + token);
+                   for (const s of await r.json()) await fetch('/api/sessions/' + s.id + '?token=' + token,
+                   {method: 'DELETE'}); }""",
+                TOKEN,
+            )
+        except Exception:
+            pass
+    for context in contexts:
+        context.close()
