@@ -264,6 +264,8 @@ def make_row(
         text = _text_of(value)
     if attr_type in _NO_TEXT:
         kind = "readonly"
+    elif attr_type in (AT.INT, AT.FLOAT) and value is None:
+        kind = "literal"  # a required number not set yet: an empty box, not a 0
     elif attr_type == AT.INT:
         kind = "int"
     elif attr_type == AT.FLOAT:

@@ -100,7 +100,7 @@ class _AttributeRowWidgets:
                     self.input.placeholder = f"required {row.type_name}"
                 else:
                     self.input.placeholder = row.type_name
-            self.input.description_tooltip = row.description or None
+            self.input.tooltip = row.description or None
             self.grid.layout.display = "" if row.grid else "none"
             self.reset.layout.display = "" if row.is_set else "none"
             self.reset.disabled = row.required
