@@ -748,21 +748,24 @@ export class GraphViewElement {
   }
 
   // ------------------------------------------------------------------ test hooks
+  /** Layout slot drawing a node (by name) or a group (by key); undefined when not drawn. */
+  private slotOf(name: string): number | undefined {
+    const { graph, layout, scene } = this;
+    if (!graph || !layout || !scene) return undefined;
+    const i = graph.nameIndex.get(name);
+    if (i !== undefined) return scene.rep[i] >= 0 ? scene.rep[i] : undefined;
+    const g = graph.groupKey.indexOf(name);
+    return g >= 0 ? layout.groupSlot.get(g) : undefined;
+  }
+
   private testApi() {
     return {
       stats: () => ({ ...this.stats, frameMs: [...this.stats.frameMs] }),
       /** client coordinates of the centre of the box drawing node `name` (or group key). */
       locate: (name: string): [number, number] | null => {
-        const { graph, layout } = this;
-        if (!graph || !layout) return null;
-        let slot: number | undefined;
-        const i = graph.nameIndex.get(name);
-        if (i !== undefined) slot = this.scene?.rep[i];
-        else {
-          const g = graph.groupKey.indexOf(name);
-          if (g >= 0) slot = layout.groupSlot.get(g);
-        }
-        if (slot === undefined || slot < 0) return null;
+        const { layout } = this;
+        const slot = this.slotOf(name);
+        if (!layout || slot === undefined) return null;
         const r = this.canvas.getBoundingClientRect();
         const isFrame = layout.kind[slot] === KIND_FRAME;
         const cx = layout.x[slot] + layout.w[slot] / 2;
@@ -771,10 +774,7 @@ export class GraphViewElement {
       },
       fit: (names?: string[]) => {
         if (!names) return this.fit();
-        const slots = names
-          .map((n) => this.graph?.nameIndex.get(n))
-          .map((i) => (i === undefined ? undefined : this.scene?.rep[i]))
-          .filter((s): s is number => s !== undefined && s >= 0);
+        const slots = names.map((n) => this.slotOf(n)).filter((s): s is number => s !== undefined);
         this.fit(slots);
       },
       camera: () => ({ ...this.camera }),
