@@ -47,6 +47,9 @@ def test_panel_runs_a_profile_and_shows_the_report(mlp_path: Path, tmp_path: Pat
     assert panel.status == "done", panel._message.value
     assert report is not None and panel.view is not None
     assert panel._result.children == (panel.view,)
+    charts = panel.view.children[-1]  # filled from the panel's worker thread
+    for output in charts.children:
+        assert "application/vnd.plotly.v1+json" in output.outputs[0]["data"]
     assert panel._progress.value == 1.0
     assert report.metadata["inputs"]["x"]["shape"] == [2, 256]
     assert set(report.layers["name"]) == {n.name for n in mlp_model(layers=2).graph.node}

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def top_layers_figure(report: ProfileReport, n: int = 15, by: str = "mean_ms") -> Any:
-    """Horizontal bars of the n slowest layers (mean time per inference, error bar = std)."""
+    """Horizontal bars of the n slowest layers (mean per inference; whiskers: min to max)."""
     graph_objects = go()
     top = report.top(n, by).iloc[::-1]
     colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
@@ -22,7 +22,14 @@ def top_layers_figure(report: ProfileReport, n: int = 15, by: str = "mean_ms") -
             orientation="h",
             y=top["name"],
             x=top[by],
-            error_x={"type": "data", "array": top["std_ms"].fillna(0.0), "visible": True},
+            # the spread over iterations: min to max (std bars would dip below zero)
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (top["max_ms"] - top[by]).clip(lower=0).fillna(0.0),
+                "arrayminus": (top[by] - top["min_ms"]).clip(lower=0).fillna(0.0),
+                "visible": True,
+            },
             marker_color=[colours.get(t, "#7f7f7f") for t in top["op_type"]],
             customdata=np.stack([top["op_type"], top["share"] * 100, top["output_shapes"]], axis=1),
             hovertemplate="<b>%{y}</b><br>%{customdata[0]}<br>%{x:.4f} ms "

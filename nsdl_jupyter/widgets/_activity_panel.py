@@ -29,6 +29,8 @@ from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._profile_view import ProfileView
 
+_PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
+
 
 def parse_dim_sizes(text: str) -> dict[str, int]:
     """'batch=8, seq=128' -> {'batch': 8, 'seq': 128}; ValueError says what is wrong."""
@@ -97,7 +99,8 @@ class ActivityPanel(widgets.VBox):  # type: ignore[misc]
         self._provider_buttons: dict[str, widgets.Button] = {}
         provider_rows = []
         for status in runtime.providers:
-            button = widgets.Button(description=status.short_name, disabled=not status.available,
+            label = _PROVIDER_LABELS.get(status.short_name, status.short_name)
+            button = widgets.Button(description=label, disabled=not status.available,
                                     tooltip=status.reason or status.name)  # fmt: skip
             button.add_class(f"nsdl-provider-{status.short_name.lower()}")
             button.on_click(lambda _b, name=status.name: setattr(self, "provider", name))
@@ -230,7 +233,14 @@ class ActivityPanel(widgets.VBox):  # type: ignore[misc]
         self.report = report
         self.view = view
         self._result.children = [view]
-        self._finish("done", "success", html.escape(report.summary().replace("\n", " · ")))
+        lat = report.latency
+        self._finish(
+            "done",
+            "success",
+            f"Done: {len(report.layers)} layers, end-to-end p50 {lat['p50']:.3f} ms over "
+            f"{int(lat['count'])} iterations (<code>panel.report</code>). Trace: "
+            f"{html.escape(str(report.metadata.get('trace_path', '')))}",
+        )
 
     def _fail(self, exc: BaseException) -> None:
         self.error = exc

@@ -8,6 +8,7 @@ its ONNX nodes in the bound GraphView; the per-node time is laid over that Graph
 from __future__ import annotations
 
 import html
+import json
 import math
 from typing import Any
 
@@ -127,9 +128,13 @@ class ProfileView(widgets.VBox):  # type: ignore[misc]
 
     @staticmethod
     def _chart(figure: Any) -> widgets.Output:
+        """The figure in an Output, as plotly's mime bundle set directly: not `with out:
+        figure.show()`, whose capture does not apply in the ActivityPanel's worker thread."""
+        import plotly.io as pio  # heavy: imported when a view is made
+
         out = widgets.Output()
-        with out:
-            figure.show()
+        data = {"application/vnd.plotly.v1+json": {**json.loads(pio.to_json(figure)), "config": {}}}
+        out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         return out
 
     # ---- table ----------------------------------------------------------------------------
