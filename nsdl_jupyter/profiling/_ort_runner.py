@@ -239,8 +239,8 @@ def _random_inputs(
         elif dtype == "object":
             value = np.full(shape, "a", dtype=object)
         else:
-            # Small non-negative integers: safe as token ids, indices and sizes.
-            value = rng.integers(0, 4, shape).astype(dtype)
+            # 0 or 1: valid as token ids, token types, attention masks and most indices.
+            value = rng.integers(0, 2, shape).astype(dtype)
         feeds[arg.name] = value
         described[arg.name] = {"shape": shape, "dtype": dtype}
     return feeds, described

@@ -191,10 +191,14 @@ class ProfileReport:
 
     @property
     def name(self) -> str:
-        """A short label: model and runtime/provider ('resnet50 CUDA')."""
+        """A short label: metadata 'label', else model and provider ('resnet50 CUDA', with
+        'no graph opt' when graph optimization was off)."""
+        if self.metadata.get("label"):
+            return str(self.metadata["label"])
         model = self.metadata.get("model_name") or "model"
         provider = str(self.metadata.get("provider", self.source))
-        return f"{model} {provider.removesuffix('ExecutionProvider')}".strip()
+        name = f"{model} {provider.removesuffix('ExecutionProvider')}".strip()
+        return name + (" no graph opt" if self.metadata.get("graph_optimization") is False else "")
 
     def top(self, n: int = 10, by: str = "mean_ms") -> pd.DataFrame:
         """The n layers with the largest `by`."""
