@@ -23,7 +23,7 @@ import numpy.typing as npt
 MAGIC = b"NSC1"
 _NUMERIC = {"u1": np.uint8, "i4": np.int32, "u4": np.uint32, "f4": np.float32, "f8": np.float64}
 
-Column = npt.NDArray[Any] | Sequence[str]
+Column = npt.NDArray[Any] | Sequence[Any]
 
 
 def _pad8(n: int) -> int:
@@ -48,8 +48,9 @@ def encode_columns(meta: Mapping[str, Any], columns: Mapping[str, tuple[str, Col
             length = int(array.shape[0])
         else:
             raise ValueError(f"column {name!r}: unknown dtype {dtype!r}")
-        entries.append({"name": name, "dtype": dtype, "offset": offset, "length": length,
-                        "bytes": len(raw)})
+        entries.append(
+            {"name": name, "dtype": dtype, "offset": offset, "length": length, "bytes": len(raw)}
+        )
         chunks.append(raw + b"\0" * _pad8(len(raw)))
         offset += len(raw) + _pad8(len(raw))
     header = json.dumps({"meta": meta, "columns": entries}, separators=(",", ":")).encode()
@@ -71,5 +72,7 @@ def decode_columns(buffer: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
         if entry["dtype"] == "strs":
             columns[entry["name"]] = raw.decode().split("\0") if entry["length"] else []
         else:
-            columns[entry["name"]] = np.frombuffer(raw, dtype=np.dtype(entry["dtype"]).newbyteorder("<"))
+            columns[entry["name"]] = np.frombuffer(
+                raw, dtype=np.dtype(entry["dtype"]).newbyteorder("<")
+            )
     return header["meta"], columns

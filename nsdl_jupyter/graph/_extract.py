@@ -103,13 +103,19 @@ def scope_of(node: ir.Node) -> tuple[str, ...]:
                 if not entry:
                     continue
                 # entries may be fully qualified ("encoder.layer.0"): keep the new suffix only
-                part = entry[len(previous) + 1 :] if previous and entry.startswith(previous + ".") else entry
+                part = (
+                    entry[len(previous) + 1 :]
+                    if previous and entry.startswith(previous + ".")
+                    else entry
+                )
                 parts.append(part)
                 previous = entry
             return tuple(parts)
     namespace = props.get("namespace")
     if namespace:
-        return tuple(p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip())
+        return tuple(
+            p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip()
+        )
     name = node.name or ""
     if "/" in name:
         return tuple(p for p in name.split("/")[:-1] if p)
@@ -149,7 +155,9 @@ def _has_subgraph(node: ir.Node) -> bool:
 class TableBuilder:
     """Builds and incrementally updates a GraphTable from an onnx_ir graph."""
 
-    def __init__(self, graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()):
+    def __init__(
+        self, graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()
+    ):
         self.graph = graph
         self.functions = set(functions)
         opsets = graph.opset_imports if hasattr(graph, "opset_imports") else {}
@@ -170,7 +178,9 @@ class TableBuilder:
             self._add_output(value)
         return table
 
-    def _add_item(self, name: str, op: str, flags: int, key: str, scope: tuple[str, ...] = ()) -> int:
+    def _add_item(
+        self, name: str, op: str, flags: int, key: str, scope: tuple[str, ...] = ()
+    ) -> int:
         table = self.table
         index = len(table.items)
         table.items.append(Item(name=name, op=op, flags=flags, scope=scope, key=key))
@@ -276,7 +286,9 @@ class TableBuilder:
                         table.edges.append(Edge(index, dst, self.tensor(value)))
 
 
-def build_table(graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()) -> TableBuilder:
+def build_table(
+    graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()
+) -> TableBuilder:
     builder = TableBuilder(graph, functions)
     builder.build()
     return builder

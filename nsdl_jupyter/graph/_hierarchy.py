@@ -132,8 +132,15 @@ def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None
             part = children[k : k + chunk]
             r = len(h.groups)
             label = f"{_ref_label(h, table, part[0])} … {_ref_label(h, table, part[-1])}"
-            h.groups.append(Group(key=f"{group.key}#{k // chunk}", label=label, parent=g, children=part,
-                                  synthetic=True))
+            h.groups.append(
+                Group(
+                    key=f"{group.key}#{k // chunk}",
+                    label=label,
+                    parent=g,
+                    children=part,
+                    synthetic=True,
+                )
+            )
             for ref in part:
                 if is_group_ref(ref):
                     h.groups[~ref].parent = r
@@ -153,7 +160,8 @@ def _ref_label(h: Hierarchy, table: GraphTable, ref: int) -> str:
 def _count_sizes(h: Hierarchy) -> None:
     for group in h.groups:
         group.size = 0
-    for g in h.item_group:
+    for start in h.item_group:
+        g = start
         while g >= 0:
             h.groups[g].size += 1
             g = h.groups[g].parent

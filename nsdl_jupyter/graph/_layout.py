@@ -63,7 +63,9 @@ class LayoutEngine:
     ) -> None:
         self.table = table
         self.hierarchy = hierarchy
-        self.positions: MutableMapping[str, list[float]] = positions if positions is not None else {}
+        self.positions: MutableMapping[str, list[float]] = (
+            positions if positions is not None else {}
+        )
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
 
@@ -72,7 +74,9 @@ class LayoutEngine:
         """For each group, the edges between its children induced by the items' edges."""
         if self._lifted is None:
             lifted: dict[int, Counter[tuple[int, int]]] = {}
-            chains = [self.hierarchy.chain(i) if it.alive else [] for i, it in enumerate(self.table.items)]
+            chains = [
+                self.hierarchy.chain(i) if it.alive else [] for i, it in enumerate(self.table.items)
+            ]
             for edge in self.table.edges:
                 if edge.flags & FROM_CONSTANT:
                     continue
@@ -136,7 +140,9 @@ class LayoutEngine:
         keys = [position_key(self.table, self.hierarchy, r) for r in children]
         stored = [self.positions.get(k) for k in keys]
         if children and all(p is not None for p in stored):
-            units = {r: (float(p[0]), float(p[1])) for r, p in zip(children, stored, strict=True) if p}
+            units = {
+                r: (float(p[0]), float(p[1])) for r, p in zip(children, stored, strict=True) if p
+            }
         else:
             units = self._sugiyama(g, children, stored)
             for r, k in zip(children, keys, strict=True):
@@ -193,7 +199,9 @@ class LayoutEngine:
         return units
 
     # ------------------------------------------------------------------ packing
-    def layout(self, expanded: set[int], direction: Direction = "LR", show_constants: bool = False) -> LayoutResult:
+    def layout(
+        self, expanded: set[int], direction: Direction = "LR", show_constants: bool = False
+    ) -> LayoutResult:
         """Rectangles of every visible box: nodes, collapsed groups, expanded group frames."""
         sizes: dict[int, tuple[float, float]] = {}
         rel: dict[int, dict[int, tuple[float, float]]] = {}
@@ -238,7 +246,7 @@ class LayoutEngine:
             return IO_W, IO_H
         return NODE_W, NODE_H
 
-    def _pack(
+    def _pack(  # noqa: PLR0917 (recursive helper threading its accumulators)
         self,
         g: int,
         expanded: set[int],
@@ -277,7 +285,8 @@ class LayoutEngine:
         if positions:
             min_across = min((p[1] if lr else p[0]) for p in positions.values())
             positions = {
-                r: ((x, y - min_across) if lr else (x - min_across, y)) for r, (x, y) in positions.items()
+                r: ((x, y - min_across) if lr else (x - min_across, y))
+                for r, (x, y) in positions.items()
             }
             extent_across = max(
                 ((p[1] + sizes[r][1]) if lr else (p[0] + sizes[r][0])) for r, p in positions.items()
@@ -285,6 +294,10 @@ class LayoutEngine:
         along = max(along - GAP_LAYER, 0.0)
         rel[g] = positions
         content_w, content_h = (along, extent_across) if lr else (extent_across, along)
-        size = (content_w + 2 * PAD, content_h + 2 * PAD + HEADER) if g != 0 else (content_w, content_h)
+        size = (
+            (content_w + 2 * PAD, content_h + 2 * PAD + HEADER)
+            if g != 0
+            else (content_w, content_h)
+        )
         sizes[~g] = size
         return size

@@ -15,7 +15,14 @@ from typing import Any
 import onnx_ir as ir
 
 from nsdl_jupyter.graph._columns import encode_columns
-from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, Edge, TableBuilder, build_table, scope_of
+from nsdl_jupyter.graph._extract import (
+    CONSTANT,
+    FROM_CONSTANT,
+    Edge,
+    TableBuilder,
+    build_table,
+    scope_of,
+)
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarchy, is_group_ref
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult
 
@@ -25,7 +32,7 @@ EXPAND_ALL_BELOW = 400
 VISIBLE_BUDGET = 160
 
 
-class NeedsRebuild(Exception):
+class NeedsRebuild(Exception):  # noqa: N818 (a signal to rebuild, not an error for users)
     """An edit the scene cannot patch in place (new name scope, graph I/O): rebuild it."""
 
 
@@ -55,14 +62,18 @@ class GraphScene:
         self.graph = graph
         self._functions = tuple(functions)
         self.max_children = max_children
-        self.positions: MutableMapping[str, list[float]] = positions if positions is not None else {}
+        self.positions: MutableMapping[str, list[float]] = (
+            positions if positions is not None else {}
+        )
         self.direction: Direction = "LR"
         self.show_constants = False
         self.topology_version = 0
         self.layout_seq = 0
         self.patch_seq = 0
         self._build()
-        self.expanded = self.default_expanded() if collapsed is None else self._expanded_except(collapsed)
+        self.expanded = (
+            self.default_expanded() if collapsed is None else self._expanded_except(collapsed)
+        )
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -142,8 +153,12 @@ class GraphScene:
         dtypes: dict[str, int] = {}
         shapes: dict[str, int] = {}
         items = table.items
-        meta = {"version": self.topology_version, "n_items": len(items), "n_groups": len(h.groups)}
-        columns = {
+        meta: dict[str, Any] = {
+            "version": self.topology_version,
+            "n_items": len(items),
+            "n_groups": len(h.groups),
+        }
+        columns: dict[str, tuple[str, Any]] = {
             "item.name": ("strs", [it.name for it in items]),
             "item.op": ("i4", [ops.setdefault(it.op, len(ops)) for it in items]),
             "item.flags": ("u1", [it.flags for it in items]),
@@ -158,8 +173,14 @@ class GraphScene:
             "edge.tensor": ("i4", [e.tensor for e in table.edges]),
             "edge.flags": ("u1", [e.flags for e in table.edges]),
             "tensor.name": ("strs", [t.name for t in table.tensors]),
-            "tensor.dtype": ("i4", [dtypes.setdefault(t.dtype, len(dtypes)) for t in table.tensors]),
-            "tensor.shape": ("i4", [shapes.setdefault(t.shape, len(shapes)) for t in table.tensors]),
+            "tensor.dtype": (
+                "i4",
+                [dtypes.setdefault(t.dtype, len(dtypes)) for t in table.tensors],
+            ),
+            "tensor.shape": (
+                "i4",
+                [shapes.setdefault(t.shape, len(shapes)) for t in table.tensors],
+            ),
             "init.item": ("i4", [s[0] for s in table.initializer_inputs]),
             "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
             "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
@@ -180,7 +201,7 @@ class GraphScene:
             "expanded": sorted(self.expanded),
         }
         rects = result.rects
-        columns = {
+        columns: dict[str, tuple[str, Any]] = {
             "ref": ("i4", result.refs),
             "kind": ("u1", result.kinds),
             "x": ("f4", rects[:, 0]),
@@ -191,7 +212,9 @@ class GraphScene:
         return encode_columns(meta, columns)
 
     # ------------------------------------------------------------------ edits
-    def apply_edit(self, edit: EditSummary, nodes: Mapping[str, ir.Node]) -> dict[str, Any]:
+    def apply_edit(  # noqa: PLR0915 (one pass over the event's name sets, in order)
+        self, edit: EditSummary, nodes: Mapping[str, ir.Node]
+    ) -> dict[str, Any]:
         """Update the tables for one document edit and return the patch for the browser.
 
         Raises NeedsRebuild when the edit cannot be patched in place.
@@ -233,9 +256,10 @@ class GraphScene:
                 raise NeedsRebuild(f"added node {name!r} not found")
             scope = scope_of(node)
             by_key = by_key or h.by_key()
-            g = by_key.get("/" + "/".join(scope)) if scope else 0
-            if g is None:
+            found = by_key.get("/" + "/".join(scope)) if scope else 0
+            if found is None:
                 raise NeedsRebuild(f"new name scope {scope!r}")
+            g = found
             index = builder.add_node_item(node)
             h.item_group.append(g)
             h.groups[g].children.append(index)
@@ -270,7 +294,12 @@ class GraphScene:
             "seq": self.patch_seq,
             "topology": self.topology_version,
             "items": {
-                str(i): [table.items[i].name, table.items[i].op, table.items[i].flags, h.item_group[i]]
+                str(i): [
+                    table.items[i].name,
+                    table.items[i].op,
+                    table.items[i].flags,
+                    h.item_group[i],
+                ]
                 for i in sorted(touched)
             },
             "edges_of": sorted(edge_refresh),
@@ -308,7 +337,11 @@ class GraphScene:
 
 
 def _lift_into(
-    lifted: dict[int, Counter[tuple[int, int]]], chains: Mapping[int, list[int]], src: int, dst: int, count: int
+    lifted: dict[int, Counter[tuple[int, int]]],
+    chains: Mapping[int, list[int]],
+    src: int,
+    dst: int,
+    count: int,
 ) -> None:
     LayoutEngine._lift(lifted, chains, src, dst, count)
 

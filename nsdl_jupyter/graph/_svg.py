@@ -65,7 +65,9 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
         )
     table, h = scene.table, scene.hierarchy
     out.append(f'<g transform="translate({dx:.1f},{dy:.1f})">')
-    for slot, (ref, kind) in enumerate(zip(result.refs.tolist(), result.kinds.tolist(), strict=True)):
+    for slot, (ref, kind) in enumerate(
+        zip(result.refs.tolist(), result.kinds.tolist(), strict=True)
+    ):
         if kind != KIND_FRAME:
             continue
         x, y, w, hh = (float(v) for v in rects[slot])
@@ -84,23 +86,35 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
         if lr:
             x1, y1, x2, y2 = ax + aw, ay + ah / 2, bx, by + bh / 2
             d = max(24.0, abs(x2 - x1) / 2)
-            curve = f"M{x1:.1f},{y1:.1f} C{x1 + d:.1f},{y1:.1f} {x2 - d:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+            curve = (
+                f"M{x1:.1f},{y1:.1f} C{x1 + d:.1f},{y1:.1f} {x2 - d:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+            )
         else:
             x1, y1, x2, y2 = ax + aw / 2, ay + ah, bx + bw / 2, by
             d = max(24.0, abs(y2 - y1) / 2)
-            curve = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + d:.1f} {x2:.1f},{y2 - d:.1f} {x2:.1f},{y2:.1f}"
+            curve = (
+                f"M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + d:.1f} {x2:.1f},{y2 - d:.1f} {x2:.1f},{y2:.1f}"
+            )
         tensor = table.tensors[table.edges[k].tensor]
         paths.append(
-            f'<path d="{curve}"><title>{escape(tensor.name)} {tensor.dtype} {escape(tensor.shape)}</title></path>'
+            f'<path d="{curve}"><title>{escape(tensor.name)} {tensor.dtype} '
+            f"{escape(tensor.shape)}</title></path>"
         )
     out.append('<g fill="none" stroke="#94a3b8" stroke-width="1.2">' + "".join(paths) + "</g>")
-    for slot, (ref, kind) in enumerate(zip(result.refs.tolist(), result.kinds.tolist(), strict=True)):
+    for slot, (ref, kind) in enumerate(
+        zip(result.refs.tolist(), result.kinds.tolist(), strict=True)
+    ):
         if kind == KIND_FRAME:
             continue
         x, y, w, hh = (float(v) for v in rects[slot])
         if kind == KIND_GROUP:
             group = h.groups[~ref]
-            title, sub, fill, stroke = f"+ {group.label}", f"{group.size} nodes", "#eef2ff", "#4f46e5"
+            title, sub, fill, stroke = (
+                f"+ {group.label}",
+                f"{group.size} nodes",
+                "#eef2ff",
+                "#4f46e5",
+            )
         else:
             item = table.items[ref]
             pseudo = bool(item.flags & PSEUDO)

@@ -100,12 +100,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
     # ------------------------------------------------------------------ sources
     def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:
         if isinstance(source, (str, os.PathLike)):
-            import nsdl_jupyter
+            from nsdl_jupyter.document import open_model
 
-            try:
-                source = nsdl_jupyter.open_model(source)
-            except (ImportError, AttributeError):  # document layer not available: read only
-                source = ir.load(os.fspath(source))
+            source = open_model(source)
         if isinstance(source, onnx.ModelProto):
             source = ir.from_proto(source)
         if isinstance(source, ir.Model):
@@ -119,7 +116,8 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             return source.graph, functions
         raise TypeError(
             f"GraphView() cannot show a {type(source).__name__}: pass a ModelDocument "
-            "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto or a path"
+            "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto "
+            "or a path"
         )
 
     def _companion(self) -> Mapping[str, Any]:
@@ -166,13 +164,19 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
         missing = [k for k in keys if k not in by_key]
         if missing:
             sample = ", ".join(repr(k) for k in list(by_key)[1:6])
-            raise KeyError(f"no group {missing[0]!r}; groups are keyed by name scope, e.g. {sample}")
+            raise KeyError(
+                f"no group {missing[0]!r}; groups are keyed by name scope, e.g. {sample}"
+            )
         return [by_key[k] for k in keys]
 
     @property
     def groups(self) -> dict[str, bool]:
         """Every group key and whether it is expanded."""
-        return {g.key: i in self._scene.expanded for i, g in enumerate(self._scene.hierarchy.groups) if i}
+        return {
+            g.key: i in self._scene.expanded
+            for i, g in enumerate(self._scene.hierarchy.groups)
+            if i
+        }
 
     def arrange(self) -> None:
         """Recompute the layout from scratch (forgets stored positions)."""
@@ -188,7 +192,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
     def _validate_selected(self, proposal: dict[str, Any]) -> list[str]:
         names = list(proposal["value"])
         by_key = self._scene.table.by_key
-        unknown = [n for n in names if n not in by_key or not self._scene.table.items[by_key[n]].is_node]
+        unknown = [
+            n for n in names if n not in by_key or not self._scene.table.items[by_key[n]].is_node
+        ]
         if unknown:
             raise traitlets.TraitError(
                 f"no node named {unknown[0]!r} in this graph; select names from doc.nodes"
@@ -256,17 +262,23 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
         }
         if attr is not None:
             if attr not in graphs:
-                raise KeyError(f"node {name!r} has no graph attribute {attr!r}; it has {sorted(graphs)}")
+                raise KeyError(
+                    f"node {name!r} has no graph attribute {attr!r}; it has {sorted(graphs)}"
+                )
             return GraphView(graphs[attr])
         if len(graphs) == 1:
             return GraphView(next(iter(graphs.values())))
         if graphs:
-            raise ValueError(f"node {name!r} has several subgraphs; pass attr= one of {sorted(graphs)}")
+            raise ValueError(
+                f"node {name!r} has several subgraphs; pass attr= one of {sorted(graphs)}"
+            )
         model = getattr(self._doc, "model", None)
         functions = model.functions if model is not None else {}
         function = functions.get((found.domain, found.op_type, found.overload))
         if function is None:
-            raise ValueError(f"node {name!r} ({found.op_type}) has no subgraph and calls no local function")
+            raise ValueError(
+                f"node {name!r} ({found.op_type}) has no subgraph and calls no local function"
+            )
         return GraphView(function)
 
     # ------------------------------------------------------------------ export
@@ -356,7 +368,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             return
         future, target = entry
         if not content.get("ok") or not buffers:
-            future.set_exception(RuntimeError(f"browser could not render the image: {content.get('error')}"))
+            future.set_exception(
+                RuntimeError(f"browser could not render the image: {content.get('error')}")
+            )
             return
         _write_atomic(target, bytes(buffers[0]))
         future.set_result(target)
@@ -375,7 +389,14 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             edges=bool(getattr(event, "edges", False)),
             graph_io=bool(getattr(event, "graph_io", False)),
         )
-        if not (edit.added or edit.removed or edit.changed or edit.renamed or edit.edges or edit.graph_io):
+        if not (
+            edit.added
+            or edit.removed
+            or edit.changed
+            or edit.renamed
+            or edit.edges
+            or edit.graph_io
+        ):
             return
         nodes = {n.name: n for n in scene.graph if n.name}
         try:
@@ -389,7 +410,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             if renamed or edit.removed:
                 self._syncing = True
                 try:
-                    self.selected = [renamed.get(n, n) for n in self.selected if n not in edit.removed]
+                    self.selected = [
+                        renamed.get(n, n) for n in self.selected if n not in edit.removed
+                    ]
                 finally:
                     self._syncing = False
             if patch["layout"]:
@@ -409,8 +432,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             self._relayout()
 
     def close(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
+        unsubscribe = getattr(self, "_unsubscribe", None)  # None when __init__ raised early
+        if unsubscribe is not None:
+            unsubscribe()
             self._unsubscribe = None
         super().close()
 
@@ -425,5 +449,3 @@ def _write_atomic(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-

@@ -16,6 +16,7 @@ Screenshots go to test-output/ui/<test name>/.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -121,7 +122,9 @@ def _start_lab(state: Path) -> Lab:
         except OSError:
             if time.monotonic() > deadline:
                 _stop_lab(process)
-                raise RuntimeError(f"jupyter lab not ready in 90 s: {log.read_text()[-2000:]}") from None
+                raise RuntimeError(
+                    f"jupyter lab not ready in 90 s: {log.read_text()[-2000:]}"
+                ) from None
             time.sleep(0.5)
     return Lab(url=url, root=root, process=process, log=log)
 
@@ -129,14 +132,10 @@ def _start_lab(state: Path) -> Lab:
 def _stop_lab(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait(timeout=10)
 
 
@@ -188,9 +187,9 @@ class NotebookPage:
             wait_until="domcontentloaded",
             timeout=TIMEOUT_MS,
         )
-        self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text=self.name).first.wait_for(
-            timeout=TIMEOUT_MS
-        )
+        self.page.locator(
+            ".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text=self.name
+        ).first.wait_for(timeout=TIMEOUT_MS)
         self.page.wait_for_selector(f"{NB} .jp-Notebook .jp-Cell", timeout=TIMEOUT_MS)
         self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                                     timeout=TIMEOUT_MS)  # fmt: skip
@@ -215,7 +214,9 @@ class NotebookPage:
             self.page.wait_for_timeout(300)
 
     def menu(self, label: str, commands: Sequence[str]) -> None:
-        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{label}$")).first.click(timeout=10_000)
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{label}$")).first.click(
+            timeout=10_000
+        )
         selector = ", ".join(f'.lm-Menu-item[data-command="{c}"]' for c in commands)
         self.page.locator(selector).first.click(timeout=10_000)
 
@@ -223,10 +224,8 @@ class NotebookPage:
                 .some(p => p.textContent.includes('*'))"""
 
     def wait_idle(self, timeout_ms: int = TIMEOUT_MS) -> None:
-        try:
+        with contextlib.suppress(Exception):  # quick cells may be done before we look
             self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
-        except Exception:
-            pass  # quick cells may be done before we look
         self.page.wait_for_function(f"() => !({self._BUSY})()", timeout=timeout_ms, polling=100)
         self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                                     timeout=timeout_ms)  # fmt: skip
@@ -271,8 +270,11 @@ class NotebookPage:
         before = cell.locator(".jp-InputPrompt").first.inner_text(timeout=5_000).strip()
         cell.scroll_into_view_if_needed(timeout=TIMEOUT_MS)
         cell.locator(".jp-InputPrompt").first.click(timeout=TIMEOUT_MS)
-        self.page.wait_for_function("e => e.classList.contains('jp-mod-active')", arg=cell.element_handle(),
-                                    timeout=TIMEOUT_MS)  # fmt: skip
+        self.page.wait_for_function(
+            "e => e.classList.contains('jp-mod-active')",
+            arg=cell.element_handle(),
+            timeout=TIMEOUT_MS,
+        )
         for attempt in range(2):
             if attempt == 0:
                 self.page.keyboard.press("Control+Enter")
@@ -292,7 +294,9 @@ class NotebookPage:
         raise RuntimeError(f"cell {index} did not start executing")
 
     def output(self, index: int) -> str:
-        return str(self.cell(index).locator(".jp-OutputArea").inner_text(timeout=TIMEOUT_MS)).strip()
+        return str(
+            self.cell(index).locator(".jp-OutputArea").inner_text(timeout=TIMEOUT_MS)
+        ).strip()
 
     def error_outputs(self) -> list[str]:
         return list(
@@ -310,15 +314,26 @@ class NotebookPage:
         return locator
 
     def two_frames(self) -> None:
-        self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        self.page.evaluate(
+            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
 
     def screenshot(self, name: str, selector: str | None = None) -> Path:
         path = self.shots / f"{name}.png"
         if selector is None:
             self.page.screenshot(path=str(path))
         else:
-            self.page.locator(f"{NB} {selector}").first.screenshot(path=str(path), timeout=TIMEOUT_MS)
+            self.page.locator(f"{NB} {selector}").first.screenshot(
+                path=str(path), timeout=TIMEOUT_MS
+            )
         return path
+
+
+_DELETE_SESSIONS = """async (token) => {
+  const sessions = await (await fetch('/api/sessions?token=' + token)).json();
+  for (const s of sessions)
+    await fetch('/api/sessions/' + s.id + '?token=' + token, {method: 'DELETE'});
+}"""
 
 
 def write_notebook(path: Path, cells: Sequence[str]) -> None:
@@ -351,18 +366,9 @@ def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generato
 
     yield open_notebook
     for driver in pages:
-        try:
+        with contextlib.suppress(Exception):
             driver.screenshot("final")
-        except Exception:
-            pass
-        try:  # shut the kernel down: sessions would pile up over a run
-            driver.page.evaluate(
-                """async (token) => { const r = await fetch('/api/sessions?token=' + token);
-                   for (const s of await r.json()) await fetch('/api/sessions/' + s.id + '?token=' + token,
-                   {method: 'DELETE'}); }""",
-                TOKEN,
-            )
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):  # shut kernels down: sessions would pile up over a run
+            driver.page.evaluate(_DELETE_SESSIONS, TOKEN)
     for context in contexts:
         context.close()

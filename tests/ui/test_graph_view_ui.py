@@ -76,10 +76,14 @@ def test_graph_draws_click_reaches_python_and_python_selection_highlights(notebo
     nb.two_frames()
     assert nb.error_outputs() == []
     api(nb, "(a) => { a.fit(); }")  # cell 2 already moved the view to its selection
-    nb.page.evaluate("() => { const v = document.querySelector('.nsdl-graph-view'); v.dataset.selected = ''; }")
+    nb.page.evaluate(
+        "() => { const v = document.querySelector('.nsdl-graph-view'); v.dataset.selected = ''; }"
+    )
     nb.run_cell(3)  # clear the selection made by Run All
     drawn = nb.page.locator(f"{READY}").first
-    assert int(drawn.get_attribute("data-visible-nodes") or 0) >= 40  # 40 nodes + graph I/O laid out
+    assert (
+        int(drawn.get_attribute("data-visible-nodes") or 0) >= 40
+    )  # 40 nodes + graph I/O laid out
     assert int(drawn.get_attribute("data-drawn-boxes") or 0) >= 5  # on screen at a readable zoom
     nb.screenshot("drawn", VIEW)
 
@@ -111,7 +115,8 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
             "closed = [k for k, v in view.groups.items() if not v]; print('CLOSED', closed[0])",
             "print('EXPANDED', view.groups[closed[0]])",
             "doc.rename_node(names[0], 'renamed_first')\n"
-            "new = doc.add_node('Relu', inputs=[doc.nodes['renamed_first'].outputs[0]], name='added_relu')\n"
+            "source = doc.nodes['renamed_first'].outputs[0]\n"
+            "new = doc.add_node('Relu', inputs=[source], name='added_relu')\n"
             "view.selected = ['added_relu']",
         ]
     )
@@ -137,7 +142,9 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     stats = api(nb, "(a) => a.stats()")
     assert stats["topologyDecodes"] == 1
     nb.run_cell(3)
-    nb.page.wait_for_function("() => document.querySelector('.nsdl-graph-view').dataset.selected === 'added_relu'")
+    nb.page.wait_for_function(
+        "() => document.querySelector('.nsdl-graph-view').dataset.selected === 'added_relu'"
+    )
     nb.page.wait_for_function(
         "() => document.querySelector('.nsdl-graph-view').__nsdl.locate('added_relu') !== null"
     )

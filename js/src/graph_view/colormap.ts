@@ -46,7 +46,10 @@ const CATEGORY: [RegExp, string][] = [
   [/(Relu|Sigmoid|Tanh|Gelu|Softmax|LeakyRelu|Elu|Selu|HardSwish|Erf|Clip)/, "#fce7f3"],
   [/(Norm|Normalization)/, "#dcfce7"],
   [/(Pool)/, "#cffafe"],
-  [/^(Reshape|Transpose|Flatten|Squeeze|Unsqueeze|Concat|Split|Slice|Gather|Expand|Shape|Cast)$/, "#f3f4f6"],
+  [
+    /^(Reshape|Transpose|Flatten|Squeeze|Unsqueeze|Concat|Split|Slice|Gather|Expand|Shape|Cast)$/,
+    "#f3f4f6",
+  ],
   [/^(Add|Sub|Mul|Div|Pow|Sqrt|Exp|Log|Neg|Abs|Reciprocal)$/, "#fef9c3"],
   [/^(If|Loop|Scan)$/, "#ffedd5"],
 ];

@@ -75,7 +75,9 @@ export function decodeColumns<M = Record<string, unknown>>(
     const start = dataStart + entry.offset;
     if (entry.dtype === "strs") {
       columns[entry.name] =
-        entry.length === 0 ? [] : decoder.decode(bytes.subarray(start, start + entry.bytes)).split("\0");
+        entry.length === 0
+          ? []
+          : decoder.decode(bytes.subarray(start, start + entry.bytes)).split("\0");
     } else {
       columns[entry.name] = numeric(bytes, entry.dtype, start, entry.length);
     }
@@ -97,9 +99,13 @@ export function encodeColumns(
     if (dtype === "strs") {
       raw = encoder.encode((values as string[]).join("\0"));
     } else {
-      const Ctor = { u1: Uint8Array, i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array }[
-        dtype
-      ];
+      const Ctor = {
+        u1: Uint8Array,
+        i4: Int32Array,
+        u4: Uint32Array,
+        f4: Float32Array,
+        f8: Float64Array,
+      }[dtype];
       const typed = Ctor.from(values as ArrayLike<number>);
       raw = new Uint8Array(typed.buffer);
     }

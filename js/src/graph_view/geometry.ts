@@ -24,12 +24,16 @@ export function clampScale(s: number): number {
 }
 
 /** Camera showing `box` (world) centred in a `width` x `height` screen with a margin. */
-export function fitCamera(box: Rect, width: number, height: number, margin = 20, maxScale = 1.5): Camera {
+export function fitCamera(
+  box: Rect,
+  width: number,
+  height: number,
+  margin = 20,
+  maxScale = 1.5,
+): Camera {
   const w = Math.max(box.w, 1);
   const h = Math.max(box.h, 1);
-  const scale = clampScale(
-    Math.min((width - 2 * margin) / w, (height - 2 * margin) / h, maxScale),
-  );
+  const scale = clampScale(Math.min((width - 2 * margin) / w, (height - 2 * margin) / h, maxScale));
   return {
     scale,
     tx: (width - w * scale) / 2 - box.x * scale,
@@ -113,7 +117,14 @@ export function curvePoint(c: number[], t: number): [number, number] {
   return [a * c[0] + b * c[2] + d * c[4] + e * c[6], a * c[1] + b * c[3] + d * c[5] + e * c[7]];
 }
 
-function segmentDistance(px: number, py: number, ax: number, ay: number, bx: number, by: number): number {
+function segmentDistance(
+  px: number,
+  py: number,
+  ax: number,
+  ay: number,
+  bx: number,
+  by: number,
+): number {
   const dx = bx - ax;
   const dy = by - ay;
   const len = dx * dx + dy * dy;

@@ -3,20 +3,20 @@
 import { colorAt, opColor, textOn } from "./colormap";
 import {
   type Camera,
-  HEADER,
   curveBounds,
   edgeCurve,
+  HEADER,
   intersects,
   type Rect,
   worldViewport,
 } from "./geometry";
 import {
   CONSTANT,
+  FUNCTION_CALL,
   GRAPH_INPUT,
   GRAPH_OUTPUT,
   type Graph,
   HAS_SUBGRAPH,
-  FUNCTION_CALL,
   KIND_FRAME,
   KIND_GROUP,
   type Layout,
@@ -157,7 +157,11 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
     ctx.textBaseline = "middle";
     for (const k of frameSlots) {
       const [label, count] = slotLabel(scene, k);
-      ctx.fillText(fitText(`− ${label}  (${count})`, layout.w[k] - 12, 7), layout.x[k] + 6, layout.y[k] + HEADER / 2);
+      ctx.fillText(
+        fitText(`− ${label}  (${count})`, layout.w[k] - 12, 7),
+        layout.x[k] + 6,
+        layout.y[k] + HEADER / 2,
+      );
     }
   }
 
@@ -296,7 +300,8 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
       ctx.fillStyle = fg;
       if (ref >= 0 && graph.flags[ref] & PSEUDO) {
         ctx.font = `500 11px ${FONT}`;
-        const arrow = graph.flags[ref] & GRAPH_INPUT ? "▶ " : graph.flags[ref] & GRAPH_OUTPUT ? "◀ " : "↰ ";
+        const arrow =
+          graph.flags[ref] & GRAPH_INPUT ? "▶ " : graph.flags[ref] & GRAPH_OUTPUT ? "◀ " : "↰ ";
         ctx.fillText(fitText(arrow + title, w - 14, 6.2), x + 8, y + h / 2);
         continue;
       }
@@ -316,11 +321,11 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
     for (const [k, count] of scene.initCount) {
       if (k >= n || !intersects(view, layout.x[k], layout.y[k], layout.w[k], layout.h[k])) continue;
       for (let j = 0; j < Math.min(count, 4); j++) {
-        if (layout.meta.direction === "LR") ctx.fillRect(layout.x[k] - 3, layout.y[k] + 5 + j * 8, 6, 5);
+        if (layout.meta.direction === "LR")
+          ctx.fillRect(layout.x[k] - 3, layout.y[k] + 5 + j * 8, 6, 5);
         else ctx.fillRect(layout.x[k] + 8 + j * 10, layout.y[k] - 3, 6, 5);
       }
     }
   }
   return { boxes, edges: drawnEdges, ms: performance.now() - t0 };
 }
-

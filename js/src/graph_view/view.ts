@@ -2,13 +2,13 @@
 import type { AnyModel } from "@anywidget/types";
 import { gradientCss } from "./colormap";
 import {
-  type Camera,
-  HEADER,
   boundsOf,
+  type Camera,
   curveBounds,
   curveDistance,
   edgeCurve,
   fitCamera,
+  HEADER,
   hitTest,
   intersects,
   slotsInside,
@@ -30,7 +30,7 @@ import {
   visibleEdges,
 } from "./graph";
 import type { Answer, ExportRequest, GraphViewModel, MarkLevel, Request } from "./model";
-import { type DrawOptions, type Overlay, type Scene, draw } from "./render";
+import { type DrawOptions, draw, type Overlay, type Scene } from "./render";
 import { STYLE } from "./style";
 
 type Model = AnyModel<GraphViewModel>;
@@ -64,7 +64,8 @@ export class GraphViewElement {
   private marks = new Map<number, MarkLevel>();
   private overlay: Overlay | null = null;
   private boxZoom = false;
-  private drag: null | { mode: "pan" | "box" | "zoom"; x: number; y: number; moved: boolean } = null;
+  private drag: null | { mode: "pan" | "box" | "zoom"; x: number; y: number; moved: boolean } =
+    null;
   private lastLocalSelection: string | null = null;
   private focusPending = false;
   private searchHits: number[] = [];
@@ -72,7 +73,13 @@ export class GraphViewElement {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private readonly cleanups: (() => void)[] = [];
-  readonly stats = { draws: 0, topologyDecodes: 0, layoutDecodes: 0, patches: 0, frameMs: [] as number[] };
+  readonly stats = {
+    draws: 0,
+    topologyDecodes: 0,
+    layoutDecodes: 0,
+    patches: 0,
+    frameMs: [] as number[],
+  };
 
   constructor(
     private readonly model: Model,
@@ -124,13 +131,28 @@ export class GraphViewElement {
       model.set("show_constants", !model.get("show_constants"));
       model.save_changes();
     });
-    button("expand-all", "Expand all", "Expand every group", () => void this.request({ type: "expand_all" }));
-    button("collapse-all", "Collapse all", "Collapse every group", () => void this.request({ type: "collapse_all" }));
+    button(
+      "expand-all",
+      "Expand all",
+      "Expand every group",
+      () => void this.request({ type: "expand_all" }),
+    );
+    button(
+      "collapse-all",
+      "Collapse all",
+      "Collapse every group",
+      () => void this.request({ type: "collapse_all" }),
+    );
     const dirButton = button("direction", "LR", "Layout direction", () => {
       model.set("direction", model.get("direction") === "LR" ? "TB" : "LR");
       model.save_changes();
     });
-    button("arrange", "Arrange", "Recompute the layout", () => void this.request({ type: "arrange" }));
+    button(
+      "arrange",
+      "Arrange",
+      "Recompute the layout",
+      () => void this.request({ type: "arrange" }),
+    );
     button("export", "PNG", "Download the graph as PNG", () => void this.download());
     this.search = document.createElement("input");
     this.search.className = "nsdl-gv-search";
@@ -203,7 +225,12 @@ export class GraphViewElement {
     return d;
   }
 
-  private listen(target: EventTarget, type: string, fn: (ev: Event) => void, opts?: AddEventListenerOptions) {
+  private listen(
+    target: EventTarget,
+    type: string,
+    fn: (ev: Event) => void,
+    opts?: AddEventListenerOptions,
+  ) {
     target.addEventListener(type, fn, opts);
     this.cleanups.push(() => target.removeEventListener(type, fn, opts));
   }
@@ -410,7 +437,8 @@ export class GraphViewElement {
     const box = boundsOf(this.layout);
     const s = readable;
     if (this.layout.meta.direction === "LR") {
-      const ty = box.h * s < this.height ? (this.height - box.h * s) / 2 - box.y * s : 24 - box.y * s;
+      const ty =
+        box.h * s < this.height ? (this.height - box.h * s) / 2 - box.y * s : 24 - box.y * s;
       this.camera = { scale: s, tx: 24 - box.x * s, ty };
     } else {
       const tx = box.w * s < this.width ? (this.width - box.w * s) / 2 - box.x * s : 24 - box.x * s;
@@ -497,7 +525,8 @@ export class GraphViewElement {
     this.searchAt = -1;
     if (graph && q) {
       for (const [name, i] of graph.nameIndex) {
-        if (name.toLowerCase().includes(q) || graph.ops[i].toLowerCase() === q) this.searchHits.push(i);
+        if (name.toLowerCase().includes(q) || graph.ops[i].toLowerCase() === q)
+          this.searchHits.push(i);
         if (this.searchHits.length >= 5000) break;
       }
     }
@@ -551,7 +580,11 @@ export class GraphViewElement {
       if (!drag.moved) return;
       this.hideTooltip();
       if (drag.mode === "pan") {
-        this.camera = { ...this.camera, tx: this.camera.tx + ev.movementX, ty: this.camera.ty + ev.movementY };
+        this.camera = {
+          ...this.camera,
+          tx: this.camera.tx + ev.movementX,
+          ty: this.camera.ty + ev.movementY,
+        };
         this.invalidate();
       } else {
         Object.assign(this.band.style, {
@@ -614,7 +647,9 @@ export class GraphViewElement {
     if (name === undefined) return;
     const current = this.model.get("selected") ?? [];
     if (shift) {
-      this.setSelection(current.includes(name) ? current.filter((n) => n !== name) : [...current, name]);
+      this.setSelection(
+        current.includes(name) ? current.filter((n) => n !== name) : [...current, name],
+      );
     } else {
       this.setSelection([name]);
     }
@@ -679,7 +714,11 @@ export class GraphViewElement {
     const ref = scene.layout.ref[s];
     if (ref < 0) return `${g.groupKey[~ref]}\n${g.groupSize[~ref]} nodes — click to expand`;
     const inits = g.initItem
-      .map((item, k) => (item === ref ? `  ${g.tensorName[g.initTensor[k]]}: ${g.tensorDtype[g.initTensor[k]]} ${g.tensorShape[g.initTensor[k]]}` : ""))
+      .map((item, k) =>
+        item === ref
+          ? `  ${g.tensorName[g.initTensor[k]]}: ${g.tensorDtype[g.initTensor[k]]} ${g.tensorShape[g.initTensor[k]]}`
+          : "",
+      )
       .filter(Boolean);
     return `${g.names[ref]}\n${g.ops[ref]}${inits.length ? `\ninitializers:\n${inits.join("\n")}` : ""}`;
   }
@@ -698,7 +737,13 @@ export class GraphViewElement {
 
   // ------------------------------------------------------------------ export
   /** Render the whole graph into an offscreen canvas (PNG/JPEG export). */
-  private renderImage(format: "png" | "jpeg", background: string | null, grid: boolean, scale: number, maxSize: number): Promise<Blob> {
+  private renderImage(
+    format: "png" | "jpeg",
+    background: string | null,
+    grid: boolean,
+    scale: number,
+    maxSize: number,
+  ): Promise<Blob> {
     const scene = this.scene;
     if (!scene) return Promise.reject(new Error("nothing drawn yet"));
     const box = boundsOf(scene.layout);
@@ -724,15 +769,27 @@ export class GraphViewElement {
       hoverSlot: -1,
     });
     return new Promise((resolve, reject) =>
-      canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("toBlob failed"))), `image/${format}`, 0.92),
+      canvas.toBlob(
+        (b) => (b ? resolve(b) : reject(new Error("toBlob failed"))),
+        `image/${format}`,
+        0.92,
+      ),
     );
   }
 
   private async answerExport(req: ExportRequest): Promise<void> {
     try {
-      const blob = await this.renderImage(req.format, req.background, req.grid, req.scale, req.max_size);
+      const blob = await this.renderImage(
+        req.format,
+        req.background,
+        req.grid,
+        req.scale,
+        req.max_size,
+      );
       const bytes = await blob.arrayBuffer();
-      this.model.send({ type: "export_result", id: req.id, ok: true, mime: blob.type }, undefined, [bytes]);
+      this.model.send({ type: "export_result", id: req.id, ok: true, mime: blob.type }, undefined, [
+        bytes,
+      ]);
     } catch (e) {
       this.model.send({ type: "export_result", id: req.id, ok: false, error: String(e) });
     }
@@ -770,7 +827,10 @@ export class GraphViewElement {
         const isFrame = layout.kind[slot] === KIND_FRAME;
         const cx = layout.x[slot] + layout.w[slot] / 2;
         const cy = isFrame ? layout.y[slot] + HEADER / 2 : layout.y[slot] + layout.h[slot] / 2;
-        return [r.left + cx * this.camera.scale + this.camera.tx, r.top + cy * this.camera.scale + this.camera.ty];
+        return [
+          r.left + cx * this.camera.scale + this.camera.tx,
+          r.top + cy * this.camera.scale + this.camera.ty,
+        ];
       },
       fit: (names?: string[]) => {
         if (!names) return this.fit();
@@ -789,12 +849,16 @@ export class GraphViewElement {
       },
       groupsOf: (name: string) => {
         const i = this.graph?.nameIndex.get(name);
-        return i === undefined || !this.graph ? [] : ancestors(this.graph, i).map((g) => this.graph?.groupKey[g]);
+        return i === undefined || !this.graph
+          ? []
+          : ancestors(this.graph, i).map((g) => this.graph?.groupKey[g]);
       },
     };
   }
 }
 
 function fmt(v: number): string {
-  return Math.abs(v) >= 1000 || (Math.abs(v) < 0.01 && v !== 0) ? v.toExponential(2) : v.toPrecision(3);
+  return Math.abs(v) >= 1000 || (Math.abs(v) < 0.01 && v !== 0)
+    ? v.toExponential(2)
+    : v.toPrecision(3);
 }

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { decodeColumns, encodeColumns } from "../src/graph_view/columns";
+
+describe("binary columns", () => {
+  it("round-trips numeric and string columns with their meta", () => {
+    const buffer = encodeColumns(
+      { version: 3, ops: ["Conv", "Relu"] },
+      {
+        ids: ["i4", [1, -2, 3]],
+        flags: ["u1", [0, 255]],
+        x: ["f4", [0.5, -1.25]],
+        names: ["strs", ["a", "/enc/layer.0/MatMul", "ünï"]],
+        empty: ["strs", []],
+      },
+    );
+    const { meta, columns } = decodeColumns<{ version: number; ops: string[] }>(buffer);
+    expect(meta.version).toBe(3);
+    expect(meta.ops).toEqual(["Conv", "Relu"]);
+    expect(Array.from(columns.ids as Int32Array)).toEqual([1, -2, 3]);
+    expect(Array.from(columns.flags as Uint8Array)).toEqual([0, 255]);
+    expect(Array.from(columns.x as Float32Array)).toEqual([0.5, -1.25]);
+    expect(columns.names).toEqual(["a", "/enc/layer.0/MatMul", "ünï"]);
+    expect(columns.empty).toEqual([]);
+  });
+
+  it("decodes from a DataView at an unaligned offset (as widget buffers arrive)", () => {
+    const inner = encodeColumns({}, { v: ["i4", [7, 8, 9]] });
+    const outer = new Uint8Array(inner.length + 3);
+    outer.set(inner, 3);
+    const view = new DataView(outer.buffer, 3, inner.length);
+    expect(Array.from(decodeColumns(view).columns.v as Int32Array)).toEqual([7, 8, 9]);
+  });
+
+  it("rejects a buffer that is not a column container", () => {
+    expect(() => decodeColumns(new Uint8Array([1, 2, 3, 4, 0, 0, 0, 0]))).toThrow(/NSC1/);
+  });
+});

@@ -1,0 +1,165 @@
+"""GraphView widget state in Python: traits, requests, edits, exports (no browser)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+import traitlets
+
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import synthetic_dag
+from nsdl_jupyter.graph import decode_columns
+from nsdl_jupyter.widgets import GraphView
+
+
+@pytest.fixture
+def doc(tmp_path: Path) -> Any:
+    onnx.save(synthetic_dag(800, seed=11), tmp_path / "m.onnx")
+    return nj.open_model(tmp_path / "m.onnx")
+
+
+class Sent:
+    """Captures custom messages the widget sends (the comm is not open outside a kernel)."""
+
+    def __init__(self, view: GraphView) -> None:
+        self.messages: list[dict[str, Any]] = []
+        view.send = lambda content, buffers=None: self.messages.append(content)  # type: ignore[method-assign]
+
+
+def test_unknown_options_and_sources_raise_with_the_valid_ones(doc: Any) -> None:
+    with pytest.raises(TypeError, match="valid ones are: height"):
+        GraphView(doc, heigth=3)
+    with pytest.raises(TypeError, match="cannot show a int"):
+        GraphView(3)
+
+
+def test_topology_is_sent_once_and_expand_request_is_answered_with_a_layout(doc: Any) -> None:
+    view = GraphView(doc)
+    sent = Sent(view)
+    topology = view._topology
+    meta, columns = decode_columns(view._layout)
+    closed = [k for k, open_ in view.groups.items() if not open_]
+    assert closed, "an 800-node model opens collapsed"
+    group = view._scene.hierarchy.by_key()[closed[0]]
+    view._on_custom_msg(view, {"type": "expand", "id": 7, "groups": [group]}, [])
+    assert sent.messages[-1] == {"type": "answer", "id": 7, "ok": True}
+    new_meta, new_columns = decode_columns(view._layout)
+    assert new_meta["seq"] > meta["seq"]
+    assert len(new_columns["ref"]) > len(columns["ref"])
+    assert view.groups[closed[0]] is True
+    assert view._topology is topology  # never resent for an expansion
+    assert doc.companion["collapsed"] == view._scene.collapsed_keys
+    view._on_custom_msg(view, {"type": "bogus", "id": 8}, [])
+    assert sent.messages[-1]["ok"] is False and "unknown request" in sent.messages[-1]["error"]
+
+
+def test_python_selection_reveals_hidden_nodes_and_rejects_unknown_names(doc: Any) -> None:
+    view = GraphView(doc)
+    hidden = next(
+        name
+        for name in doc.nodes
+        if view._scene.table.by_key[name] not in decode_columns(view._layout)[1]["ref"]
+    )
+    view.selected = [hidden]
+    refs = decode_columns(view._layout)[1]["ref"].tolist()
+    assert view._scene.table.by_key[hidden] in refs
+    with pytest.raises(traitlets.TraitError, match="no node named 'nope'"):
+        view.selected = ["nope"]
+    assert view.selected == [hidden]
+
+
+def test_document_edits_arrive_as_patches_and_follow_renames(doc: Any) -> None:
+    view = GraphView(doc)
+    topology = view._topology
+    first = next(iter(doc.nodes))
+    view.selected = [first]
+    doc.rename_node(first, "renamed_first")
+    assert view.selected == ["renamed_first"]
+    assert len(view._edits) == 1 and view._topology is topology
+    doc.add_node("Relu", inputs=[doc.nodes["renamed_first"].outputs[0]], name="added_relu")
+    patch = view._edits[-1]
+    assert any(item[0] == "added_relu" for item in patch["items"].values())
+    doc.undo()
+    doc.undo()
+    assert view.selected == [first]
+    assert "renamed_first" not in view._scene.table.by_key
+    assert view._topology is topology
+    view.close()
+    doc.rename_node(first, "after_close")
+    assert len(view._edits) == 4  # unsubscribed on close
+
+
+def test_marks_and_overlay_are_separate_from_topology(doc: Any) -> None:
+    view = GraphView(doc)
+    topology = view._topology
+    names = list(doc.nodes)[:3]
+    view.set_marks({names[0]: "error", names[1]: "warning"})
+    with pytest.raises(ValueError, match="use 'error' or 'warning'"):
+        view.set_marks({names[0]: "fatal"})
+    view.set_overlay({names[0]: 1.0, names[2]: 3.0}, label="ms", colormap="magma")
+    assert view._overlay == {"label": "ms", "colormap": "magma", "min": 1.0, "max": 3.0}
+    assert len(view._overlay_values) == 4 * len(view._scene.table.items)
+    with pytest.raises(ValueError, match="unknown colormap"):
+        view.set_overlay({}, colormap="jet")
+    view.clear_overlay()
+    assert view._overlay == {} and view._topology is topology
+
+
+def test_export_svg_is_written_at_once_and_png_waits_for_the_browser(
+    doc: Any, tmp_path: Path
+) -> None:
+    view = GraphView(doc)
+    sent = Sent(view)
+    svg = view.export_image(tmp_path / "g.svg", grid=True)
+    assert svg.done()
+    root = ET.parse(svg.result()).getroot()
+    assert (
+        root.tag.endswith("svg") and len(root.findall(".//{http://www.w3.org/2000/svg}rect")) > 10
+    )
+    png = view.export_image(tmp_path / "g.png", background=None)
+    assert not png.done()
+    request = sent.messages[-1]
+    assert (
+        request["type"] == "export" and request["format"] == "png" and request["background"] is None
+    )
+    view._on_custom_msg(
+        view, {"type": "export_result", "id": request["id"], "ok": True}, [b"\x89PNG-bytes"]
+    )
+    assert (
+        png.result() == tmp_path / "g.png" and (tmp_path / "g.png").read_bytes() == b"\x89PNG-bytes"
+    )
+    with pytest.raises(ValueError, match="unknown image format"):
+        view.export_image(tmp_path / "g.gif")
+
+
+def test_direction_and_constants_relayout(doc: Any) -> None:
+    view = GraphView(doc)
+    seq = decode_columns(view._layout)[0]["seq"]
+    view.direction = "TB"
+    meta = decode_columns(view._layout)[0]
+    assert meta["direction"] == "TB" and meta["seq"] > seq
+
+
+def test_open_subgraph_of_an_if_node() -> None:
+    import onnx_ir as ir
+
+    cond = ir.Value(name="c", type=ir.TensorType(ir.DataType.BOOL), shape=ir.Shape([]))
+    x = ir.Value(name="x", type=ir.TensorType(ir.DataType.FLOAT), shape=ir.Shape([1]))
+
+    def branch(op: str) -> ir.Graph:
+        node = ir.node(op, [x], name=f"{op}_in_branch")
+        return ir.Graph([], node.outputs, nodes=[node], name=op)
+
+    branches = {"then_branch": branch("Relu"), "else_branch": branch("Neg")}
+    if_node = ir.node("If", [cond], attributes=branches, name="the_if")
+    graph = ir.Graph([cond, x], if_node.outputs, nodes=[if_node], opset_imports={"": 21})
+    view = GraphView(ir.Model(graph, ir_version=10))
+    with pytest.raises(ValueError, match="several subgraphs"):
+        view.open_subgraph("the_if")
+    sub = view.open_subgraph("the_if", "then_branch")
+    assert "Relu_in_branch" in sub._scene.table.by_key
+    assert "input:x" in sub._scene.table.by_key  # the outer value appears as an input
