@@ -1,0 +1,158 @@
+"""Type checking after edits: diagnostics per node, graph marks, debounce, the worker-thread
+path (results applied on the event loop's thread, stale results dropped) and the panel."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper
+
+from nsdl_jupyter.document import Diagnostic, ModelDocument
+from nsdl_jupyter.editors import (
+    TypeCheckRunner,
+    check_snapshot,
+    diagnostic_label,
+    marks_of,
+    summary_of,
+)
+from nsdl_jupyter.widgets import GraphView
+from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+
+
+def chain_model() -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="sigmoid"),
+        helper.make_node("Neg", ["b"], ["y"], name="neg"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture
+def doc() -> ModelDocument:
+    return ModelDocument(ir.from_proto(chain_model()))
+
+
+def break_model(doc: ModelDocument) -> None:
+    doc.add_node("Cast", inputs=["b"], name="bad_cast")  # 'to' is required
+
+
+def test_labels_marks_and_summary() -> None:
+    found = [
+        Diagnostic("error", "a", "broken"),
+        Diagnostic("warning", "a", "odd"),
+        Diagnostic("warning", "b", "odd"),
+        Diagnostic("error", None, "model level"),
+        Diagnostic("info", "c", "fyi"),
+    ]
+    assert marks_of(found) == {"a": "error", "b": "warning"}
+    assert summary_of(found) == "2 errors, 2 warnings"
+    assert summary_of([]) == "no problems found"
+    assert diagnostic_label(found[0]) == "✖ a: broken"
+    assert diagnostic_label(found[3]) == "✖ model: model level"
+    assert diagnostic_label(found[1]).startswith("⚠")
+
+
+def test_run_now_maps_problems_to_nodes(doc: ModelDocument) -> None:
+    results: list[list[Diagnostic]] = []
+    runner = TypeCheckRunner(doc, results.append, auto=False)
+    assert runner.run_now() == []
+    break_model(doc)
+    found = runner.run_now()
+    assert [(d.severity, d.node) for d in found] == [("error", "bad_cast")]
+    assert "'to'" in found[0].message and results[-1] == found
+    runner.close()
+
+
+def test_worker_thread_check_matches_the_document_check(doc: ModelDocument) -> None:
+    results: list[list[Diagnostic]] = []
+    runner = TypeCheckRunner(doc, results.append, delay=0.05, background_nodes=0)
+    break_model(doc)
+    runner.wait()
+    assert results and results[-1] == doc.check()
+    assert runner.checks == 1
+    doc.undo()
+    runner.wait()
+    assert results[-1] == []
+    runner.close()
+
+
+def test_bursts_are_debounced_and_stale_results_dropped(doc: ModelDocument) -> None:
+    results: list[list[Diagnostic]] = []
+    runner = TypeCheckRunner(doc, results.append, delay=0.3, background_nodes=0)
+    names = ["neg", "negated"]
+    for index in range(5):
+        doc.rename_node(names[index % 2], names[(index + 1) % 2])
+    runner.wait()
+    assert runner.checks == 1, "five quick edits, one check"
+    # a check that overlapped an edit is not delivered: its version is no longer current
+    version = runner._version
+    runner._version += 1
+    runner._background(version)
+    assert runner.checks == 1
+    runner.close()
+    break_model(doc)
+    time.sleep(0.4)
+    assert runner.checks == 1, "a closed runner does not check any more"
+
+
+def test_results_are_applied_on_the_event_loop_thread(doc: ModelDocument) -> None:
+    seen: list[tuple[list[Diagnostic], threading.Thread]] = []
+
+    async def scenario() -> None:
+        runner = TypeCheckRunner(
+            doc, lambda d: seen.append((d, threading.current_thread())), delay=0.01,
+            background_nodes=0,
+        )  # fmt: skip
+        break_model(doc)
+        for _ in range(400):
+            await asyncio.sleep(0.025)
+            if seen:
+                break
+        runner.close()
+
+    asyncio.run(scenario())
+    assert seen, "no result arrived"
+    diagnostics, thread = seen[-1]
+    assert thread is threading.main_thread()
+    assert [d.node for d in diagnostics] == ["bad_cast"]
+
+
+def test_snapshot_check_sorts_nodes_that_edits_left_out_of_order() -> None:
+    proto = chain_model()
+    reordered = list(proto.graph.node)[::-1]
+    del proto.graph.node[:]
+    proto.graph.node.extend(reordered)
+    assert check_snapshot(proto) == []
+    assert [n.name for n in proto.graph.node] == ["relu", "sigmoid", "neg"]
+
+
+def test_panel_lists_problems_marks_the_graph_and_jumps(doc: ModelDocument) -> None:
+    view = GraphView(doc)
+    panel = TypeCheckPanel(doc, graph_view=view, delay=0.05)
+    assert "no problems" in panel.status.value and panel.list.layout.display == "none"
+    break_model(doc)
+    panel.runner.wait()
+    assert "1 error" in panel.status.value
+    assert panel.list.options == (("✖ bad_cast: Required attribute 'to' is missing.", 0),)
+    assert view._marks == {"bad_cast": "error"}
+    panel.list.value = 0
+    assert panel.selected == ["bad_cast"]
+    doc.set_attribute("bad_cast", "to", 1)
+    panel.runner.wait()
+    assert view._marks == {} and "no problems" in panel.status.value
+    panel.close()
+    view.close()
