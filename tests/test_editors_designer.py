@@ -32,7 +32,7 @@ def test_selection_is_shared_both_ways(model_file: Path) -> None:
     for tool in designer.tools:
         assert tool.selected == ["/conv1/Conv"], type(tool).__name__
     assert "Conv" in designer.parameters.header.value
-    assert [s.tensor for s in designer.initializers.slots][0] == "input"
+    assert designer.initializers.slots[0].tensor == "input"
     designer.explorer.go_to("/relu/Relu")
     assert designer.graph.selected == ["/relu/Relu"] == designer.parameters.selected
     name = designer.palette.add("Sigmoid")
