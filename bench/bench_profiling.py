@@ -30,6 +30,7 @@ import onnx
 
 from nsdl_jupyter import examples
 from nsdl_jupyter.profiling import parse_ort_trace, profile_ort, provider_name
+from nsdl_jupyter.profiling._ort_runner import _random_inputs as random_inputs
 
 
 def build_model(name: str, batch: int) -> onnx.ModelProto:
@@ -45,7 +46,7 @@ def build_model(name: str, batch: int) -> onnx.ModelProto:
 def bare_loop(
     model_path: Path, provider: str, iterations: int, warmup: int, seed: int
 ) -> list[float]:
-    """What a user would time by hand: one session, the runner's inputs, perf_counter."""
+    """What a user would time by hand: one session, the same inputs, perf_counter."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
@@ -54,11 +55,7 @@ def bare_loop(
         ["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else []
     )
     sess = ort.InferenceSession(str(model_path), so, providers=providers)
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for arg in sess.get_inputs():  # same recipe as the runner: float inputs, free dims = 1
-        shape = [d if isinstance(d, int) and d >= 0 else 1 for d in arg.shape]
-        feeds[arg.name] = rng.standard_normal(shape).astype(np.float32)
+    feeds, _ = random_inputs(sess, {}, seed)  # the runner's own recipe: identical inputs
     names = [o.name for o in sess.get_outputs()]
     for _ in range(warmup):
         sess.run(names, feeds)
