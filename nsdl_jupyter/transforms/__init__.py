@@ -4,6 +4,7 @@ and user tools (external programs run on the current model)."""
 from __future__ import annotations
 
 from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
+from nsdl_jupyter.transforms._sanitize import sanitize
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import TransformError
 
@@ -12,4 +13,5 @@ __all__ = [
     "TransformError",
     "TransformStatus",
     "convert_to_fp16",
+    "sanitize",
 ]

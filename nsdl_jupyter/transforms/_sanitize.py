@@ -1,0 +1,472 @@
+"""Sanitize a graph: constant folding, dead node removal and shape inference.
+
+One pass: Constant nodes become initializers; onnx shape inference runs so that `Shape` and
+`Size` of statically shaped tensors are known; every node whose inputs are all constant is
+evaluated (onnxruntime, else onnx's reference evaluator) and replaced by initializers, unless
+one of its outputs is larger than the fold size threshold; nodes and initializers nothing
+uses are removed. Passes repeat until nothing changes (or `passes` is reached); shape
+inference runs once more at the end so the result carries every shape it can.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx_ir as ir
+from onnx_ir.passes.common import RemoveUnusedFunctionsPass, ShapeInferencePass
+
+from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
+from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.transforms._working_copy import (
+    ModelSource,
+    TransformError,
+    check_output_path,
+    validate_model,
+    working_copy,
+)
+
+# Never folded: their value changes from run to run.
+_NONDETERMINISTIC = frozenset(
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",  # in training mode it is random; inference mode is folded by removal
+    }
+)
+_LOGGED_NAMES = 12  # names listed per log line before "and N more"
+
+
+def sanitize(
+    model: ModelSource,
+    output: str | os.PathLike[str],
+    fold_size_threshold: int | None = None,
+    passes: int | None = None,
+    *,
+    fold_constants: bool = True,
+    remove_dead_nodes: bool = True,
+    infer_shapes: bool = True,
+) -> TransformStatus:
+    """Fold constants, remove dead nodes and infer shapes; write the result to `output`.
+
+    `fold_size_threshold`: largest folded tensor in bytes (None: no limit); a node whose
+    output would be larger stays. `passes`: how many fold/remove passes (None: repeat until
+    nothing changes). Returns a TransformStatus whose log says what was folded, what was
+    removed and which nodes could not be evaluated.
+    """
+    if fold_size_threshold is not None and (
+        isinstance(fold_size_threshold, bool)
+        or not isinstance(fold_size_threshold, int)
+        or fold_size_threshold < 0
+    ):
+        raise TransformError(
+            f"fold_size_threshold must be a number of bytes >= 0 or None, not "
+            f"{fold_size_threshold!r}"
+        )
+    if passes is not None and (
+        isinstance(passes, bool) or not isinstance(passes, int) or passes < 1
+    ):
+        raise TransformError(f"passes must be an int >= 1 or None (until stable), not {passes!r}")
+    target = check_output_path(output)
+    copy = working_copy(model)
+    status = TransformStatus("sanitize")
+    before = _node_count(copy.model)
+    folder = _Sanitizer(copy.model, fold_size_threshold, status)
+    done = 0
+    while passes is None or done < passes:
+        done += 1
+        changed = False
+        if fold_constants:
+            changed |= folder.fold_pass(done)
+        if remove_dead_nodes:
+            changed |= folder.remove_dead(done)
+        if not changed:
+            break
+    status.count("passes", done)
+    if infer_shapes:
+        _infer(copy.model)
+        status.info("shape inference: done")
+    after = _node_count(copy.model)
+    status.info(f"nodes: {before} -> {after}")
+    validate_model(copy.model, status, model)
+    return status.finish(copy.save(target))
+
+
+def _node_count(model: ir.Model) -> int:
+    return sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
+
+
+def _infer(model: ir.Model) -> None:
+    ShapeInferencePass(check_type=False, strict_mode=False, data_prop=True)(model)
+
+
+def _names(nodes: Iterable[str]) -> str:
+    listed = sorted(nodes)
+    shown = ", ".join(listed[:_LOGGED_NAMES])
+    more = len(listed) - _LOGGED_NAMES
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _by_op(nodes: Iterable[ir.Node]) -> str:
+    counts = Counter(node.op_type for node in nodes)
+    return ", ".join(f"{op} {count}" for op, count in counts.most_common())
+
+
+@dataclass
+class _Sanitizer:
+    model: ir.Model
+    threshold: int | None
+    status: TransformStatus
+    skipped: set[ir.Node] = field(default_factory=set)
+    number: int = 0
+
+    # ---------------------------------------------------------------- folding
+    def fold_pass(self, number: int) -> bool:
+        graph = self.model.graph
+        graph.sort()
+        self.number = number
+        lifted = self._lift_constants(graph)
+        if lifted:
+            self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
+        _infer(self.model)
+        folded = self._fold(graph)
+        return bool(lifted or folded)
+
+    def _lift_constants(self, graph: ir.Graph) -> int:
+        lifted = 0
+        for node in list(graph):
+            if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+                continue
+            array = _constant_value(node)
+            if array is None:
+                continue
+            self._replace_with_initializer(graph, node.outputs[0], array)
+            graph.remove(node, safe=True)
+            lifted += 1
+        self.status.count("constants_lifted", lifted)
+        return lifted
+
+    def _fold(self, graph: ir.Graph) -> int:
+        constants: dict[ir.Value, np.ndarray] = {}
+        for value in graph.initializers.values():
+            if not value.is_graph_input() and value.const_value is not None:
+                constants[value] = value.const_value.numpy()
+        shapes: dict[ir.Node, dict[ir.Value, np.ndarray]] = {}
+        batch: list[ir.Node] = []
+        pending: set[ir.Value] = set()
+        for node in graph:
+            if not self._foldable(node):
+                continue
+            static = _static_shape_result(node) or _shape_part_result(node, constants)
+            if static is not None:
+                shapes[node] = static
+                constants.update(static)
+                continue
+            inputs = [v for v in node.inputs if v is not None]
+            if inputs and all(v in constants or v in pending for v in inputs):
+                batch.append(node)
+                pending.update(node.outputs)
+        pinned = self._pin_reshapes(graph, constants)
+        if not shapes and not batch:
+            return pinned
+        values = dict(constants)
+        values.update(self._evaluate(batch, constants))
+        return pinned + self._apply(graph, [*shapes, *batch], values)
+
+    def _pin_reshapes(self, graph: ir.Graph, constants: dict[ir.Value, np.ndarray]) -> int:
+        """Reshape to a computed shape whose result has at most one free dimension gets a
+        constant shape, -1 for the free one (what onnxsim does): the shape arithmetic
+        feeding it (Shape, Gather, Unsqueeze, Concat) then dies."""
+        pinned = []
+        for node in graph:
+            if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx"):
+                continue
+            if len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[1] in constants:
+                continue
+            allowzero = node.attributes.get("allowzero")
+            if allowzero is not None and allowzero.as_int():
+                continue
+            dims = _known_dims(node.outputs[0].shape)
+            if dims is None:
+                continue
+            free = [i for i, dim in enumerate(dims) if dim is None]
+            if len(free) > 1 or any(dim == 0 for dim in dims):
+                continue
+            target = np.array([-1 if dim is None else dim for dim in dims], dtype=np.int64)
+            shape_value = node.inputs[1]
+            name = f"{shape_value.name}_pinned"
+            while name in graph.initializers:
+                name += "_"
+            tensor = ir.tensor(target, name=name)
+            constant = ir.Value(
+                name=name,
+                type=ir.TensorType(tensor.dtype),
+                shape=ir.Shape([len(dims)]),
+                const_value=tensor,
+            )
+            graph.register_initializer(constant)
+            node.replace_input_with(1, constant)
+            constants[constant] = target
+            pinned.append(node.name or "Reshape")
+        if pinned:
+            self.status.count("reshapes_pinned", len(pinned))
+            self.status.info(
+                f"pass {self.number}: {len(pinned)} Reshape(s) got a constant shape "
+                f"(-1 for the free dimension): {_names(pinned)}"
+            )
+        return len(pinned)
+
+    def _foldable(self, node: ir.Node) -> bool:
+        if node in self.skipped or node.op_type in _NONDETERMINISTIC:
+            return False
+        if any(
+            attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+            for attr in (node.attributes.values())
+        ):
+            return False
+        return all(output.name for output in node.outputs)
+
+    def _evaluate(
+        self, batch: Sequence[ir.Node], constants: dict[ir.Value, np.ndarray]
+    ) -> dict[ir.Value, np.ndarray]:
+        """Values of the batch's outputs; nodes that cannot be evaluated are skipped."""
+        if not batch:
+            return {}
+        needed = _inputs_from_outside(batch)
+        feeds = {v.name or "": constants[v] for v in needed}
+        outputs = [v for node in batch for v in node.outputs]
+        try:
+            computed = evaluate(batch, feeds, [v.name or "" for v in outputs], self.model)
+            return {v: computed[v.name or ""] for v in outputs}
+        except EvaluationError:
+            pass
+        results: dict[ir.Value, np.ndarray] = {}
+        for node in batch:
+            sources = [v for v in node.inputs if v is not None]
+            if not all(v in constants or v in results for v in sources):
+                continue  # an input could not be evaluated
+            known = {**constants, **results}
+            feeds = {v.name or "": known[v] for v in sources}
+            names = [v.name or "" for v in node.outputs]
+            try:
+                computed = evaluate([node], feeds, names, self.model)
+            except EvaluationError as error:
+                self.skipped.add(node)
+                self.status.warn(f"not folded: {node.name} ({node.op_type}): {error}")
+                self.status.count("nodes_not_evaluated")
+                continue
+            results.update({v: computed[v.name or ""] for v in node.outputs})
+        return results
+
+    def _apply(
+        self, graph: ir.Graph, candidates: list[ir.Node], values: dict[ir.Value, np.ndarray]
+    ) -> int:
+        folded: list[ir.Node] = []
+        too_big: list[ir.Node] = []
+        for node in candidates:
+            if not all(v in values for v in node.outputs):
+                continue
+            if self.threshold is not None and any(
+                values[v].nbytes > self.threshold for v in node.outputs
+            ):
+                too_big.append(node)
+                continue
+            folded.append(node)
+        if too_big:
+            self.skipped.update(too_big)
+            self.status.info(
+                f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
+                f"{self.threshold} bytes: {_names(n.name or '' for n in too_big)}"
+            )
+            self.status.count("nodes_over_threshold", len(too_big))
+        if not folded:
+            return 0
+        members = set(folded)
+        for node in folded:
+            for value in node.outputs:
+                outside = any(user not in members for user, _ in value.uses())
+                if outside or value.is_graph_output():
+                    self._replace_with_initializer(graph, value, values[value])
+        for node in reversed(folded):
+            graph.remove(node, safe=True)
+        self.status.count("nodes_folded", len(folded))
+        self.status.info(f"pass {self.number}: folded {len(folded)} node(s): {_by_op(folded)}")
+        return len(folded)
+
+    def _replace_with_initializer(
+        self, graph: ir.Graph, value: ir.Value, array: np.ndarray
+    ) -> None:
+        name = value.name or ""
+        value.name = f"{name}__folded"
+        # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
+        tensor = ir.tensor(np.array(array, order="C"), name=name)
+        constant = ir.Value(
+            name=name,
+            type=ir.TensorType(tensor.dtype),
+            shape=ir.Shape(tensor.shape.numpy()),
+            const_value=tensor,
+        )
+        value.replace_all_uses_with(constant, replace_graph_outputs=True)
+        graph.register_initializer(constant)
+
+    # ---------------------------------------------------------- dead nodes
+    def remove_dead(self, number: int) -> bool:
+        removed = list(_remove_dead_nodes(self.model.graph))
+        initializers = _remove_unused_initializers(self.model.graph)
+        functions = len(self.model.functions)
+        RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
+        dropped_functions = functions - len(self.model.functions)
+        if removed:
+            self.status.count("nodes_removed", len(removed))
+            self.status.info(
+                f"pass {number}: removed {len(removed)} dead node(s): {_names(removed)}"
+            )
+        if initializers:
+            self.status.count("initializers_removed", len(initializers))
+            self.status.info(
+                f"pass {number}: removed {len(initializers)} unused initializer(s): "
+                f"{_names(initializers)}"
+            )
+        if dropped_functions:
+            self.status.count("functions_removed", dropped_functions)
+        return bool(removed or initializers or dropped_functions)
+
+
+def _constant_value(node: ir.Node) -> np.ndarray | None:
+    """The value of a Constant node (None for sparse constants, which stay nodes)."""
+    for name, attr in node.attributes.items():
+        if name == "value":
+            return attr.as_tensor().numpy()
+        if name == "value_float":
+            return np.array(attr.as_float(), dtype=np.float32)
+        if name == "value_floats":
+            return np.array(attr.as_floats(), dtype=np.float32)
+        if name == "value_int":
+            return np.array(attr.as_int(), dtype=np.int64)
+        if name == "value_ints":
+            return np.array(attr.as_ints(), dtype=np.int64)
+        if name == "value_string":
+            return np.array(attr.as_string().encode(), dtype=object)
+        if name == "value_strings":
+            return np.array([s.encode() for s in attr.as_strings()], dtype=object)
+    return None
+
+
+def _static_shape_result(node: ir.Node) -> dict[ir.Value, np.ndarray] | None:
+    """`Shape`/`Size` of a tensor whose shape is fully known."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in ("Shape", "Size"):
+        return None
+    source = node.inputs[0] if node.inputs else None
+    shape = source.shape if source is not None else None
+    if shape is None or not all(isinstance(dim, int) for dim in shape):
+        return None
+    dims = [dim for dim in shape if isinstance(dim, int)]
+    if node.op_type == "Size":
+        return {node.outputs[0]: np.array(int(np.prod(dims)), dtype=np.int64)}
+    start_attr = node.attributes.get("start")
+    end_attr = node.attributes.get("end")
+    start = start_attr.as_int() if start_attr is not None else 0
+    end = end_attr.as_int() if end_attr is not None else len(dims)
+    return {node.outputs[0]: np.array(dims[slice(start, end)], dtype=np.int64)}
+
+
+def _known_dims(shape: ir.Shape | None) -> list[int | None] | None:
+    """Dimensions of a shape of known rank: ints, None for symbolic ones."""
+    if shape is None:
+        return None
+    return [dim if isinstance(dim, int) else None for dim in shape]
+
+
+def _shape_part_result(
+    node: ir.Node, constants: dict[ir.Value, np.ndarray]
+) -> dict[ir.Value, np.ndarray] | None:
+    """Gather/Slice picking static dimensions out of `Shape(x)` when x has free ones."""
+    if node.domain not in ("", "ai.onnx") or node.op_type not in ("Gather", "Slice"):
+        return None
+    source = node.inputs[0] if node.inputs else None
+    shape_node = source.producer() if source is not None else None
+    if (
+        shape_node is None
+        or shape_node.op_type != "Shape"
+        or shape_node.domain
+        not in (
+            "",
+            "ai.onnx",
+        )
+    ):
+        return None
+    data = shape_node.inputs[0]
+    dims = _known_dims(data.shape if data is not None else None)
+    if dims is None:
+        return None
+    start_attr = shape_node.attributes.get("start")
+    end_attr = shape_node.attributes.get("end")
+    start = start_attr.as_int() if start_attr is not None else 0
+    end = end_attr.as_int() if end_attr is not None else len(dims)
+    dims = dims[slice(start, end)]
+    operands = node.inputs[1:]
+    if any(v is not None and v not in constants for v in operands):
+        return None
+    arrays = [constants[v] if v is not None else None for v in operands]
+    picked: np.ndarray | list[int | None]
+    try:
+        if node.op_type == "Gather":
+            axis = node.attributes.get("axis")
+            if axis is not None and axis.as_int() not in (0, -1):
+                return None
+            indices = arrays[0]
+            assert indices is not None
+            picked = np.array([dims[int(i)] for i in indices.reshape(-1)], dtype=object)
+            picked = picked.reshape(indices.shape)
+        else:
+            starts, ends = arrays[0], arrays[1]
+            steps = arrays[3] if len(arrays) > 3 else None
+            if starts is None or ends is None or starts.size != 1:
+                return None
+            step = int(steps.reshape(-1)[0]) if steps is not None else 1
+            picked = dims[slice(int(starts.reshape(-1)[0]), int(ends.reshape(-1)[0]), step)]
+    except (IndexError, ValueError, AssertionError):
+        return None
+    flat = list(np.asarray(picked, dtype=object).reshape(-1))
+    if any(dim is None for dim in flat):
+        return None
+    return {node.outputs[0]: np.array(picked, dtype=np.int64)}
+
+
+def _inputs_from_outside(nodes: Sequence[ir.Node]) -> list[ir.Value]:
+    produced = {v for node in nodes for v in node.outputs}
+    seen: dict[ir.Value, None] = {}
+    for node in nodes:
+        for value in node.inputs:
+            if value is not None and value not in produced:
+                seen[value] = None
+    return list(seen)
+
+
+def _remove_dead_nodes(graph: ir.Graph) -> Iterator[str]:
+    for node in reversed(list(graph)):
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from _remove_dead_nodes(attr.as_graph())
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for subgraph in attr.as_graphs():
+                    yield from _remove_dead_nodes(subgraph)
+        if all(not value.uses() and not value.is_graph_output() for value in node.outputs):
+            graph.remove(node, safe=True)
+            yield node.name or node.op_type
+
+
+def _remove_unused_initializers(graph: ir.Graph) -> list[str]:
+    removed = []
+    for name, value in list(graph.initializers.items()):
+        if not value.uses() and not value.is_graph_output() and not value.is_graph_input():
+            graph.initializers.pop(name)
+            removed.append(name)
+    return removed
