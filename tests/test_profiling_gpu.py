@@ -1,0 +1,33 @@
+"""On a machine with an NVIDIA GPU and onnxruntime-gpu: the activity with CUDAExecutionProvider.
+
+Deselected elsewhere (tests/conftest.py). The same calls made tests/fixtures/
+ort_cuda_resnet50_b8_*_report.json on an H200 (tests/fixtures/make_gpu_reports.sh).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from nsdl_jupyter.examples import resnet50
+from nsdl_jupyter.profiling import available_providers, profile_ort
+
+pytestmark = pytest.mark.gpu
+
+
+def test_resnet50_on_cuda(tmp_path: Path) -> None:
+    statuses = {s.name: s for s in available_providers()}
+    cuda = statuses["CUDAExecutionProvider"]
+    assert cuda.available, f"a GPU machine needs onnxruntime-gpu with CUDA: {cuda.reason}"
+    path = tmp_path / "resnet50_b8.onnx"
+    onnx.save(resnet50(batch=8), path)
+    report = profile_ort(path, provider="cuda", iterations=50, warmup=10,
+                         trace_path=tmp_path / "trace.json")  # fmt: skip
+    assert set(report.layers["provider"]) == {"CUDAExecutionProvider"}
+    assert len(report.layers) == 122 and report.layers["in_graph"].all()
+    assert report.metadata["device"].startswith("GPU 0: ")
+    # the bare pass is faster than the profiled runs: the profiler syncs after each node
+    assert report.latency["p50"] < np.median(report.metadata["profiled_run_ms"])
