@@ -154,6 +154,11 @@ class LocalTarget:
     def get(self, target_path: str, local_path: Path) -> None:
         local_path = Path(local_path)
         local_path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # same filesystem: a rename, no copy of a trace that can be hundreds of MB
+            os.replace(target_path, local_path)
+            return
+        except OSError:
+            pass
         partial = local_path.with_name(f".{local_path.name}.partial")
         shutil.copyfile(target_path, partial)
         os.replace(partial, local_path)
