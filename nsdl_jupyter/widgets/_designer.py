@@ -89,6 +89,9 @@ class Designer(widgets.VBox):  # type: ignore[misc]
         right.set_title(0, "Parameters")
         right.set_title(1, "Initializers")
         self.left, self.right = left, right
+        for pane in (self.palette, self.explorer, self.parameters, self.initializers):
+            pane.layout.max_height = f"{height + 40}px"  # scroll inside, beside the graph
+            pane.layout.overflow_y = "auto"
         self.graph.layout.flex = "1 1 auto"
         self.graph.layout.min_width = "300px"
         body = widgets.HBox([left, self.graph, right], layout=widgets.Layout(width="100%"))

@@ -93,7 +93,10 @@ class ToolWindow(widgets.VBox):  # type: ignore[misc]
 def button(
     description: str, tooltip: str = "", *, icon: str = "", width: str = ""
 ) -> widgets.Button:
-    layout = widgets.Layout(width=width) if width else widgets.Layout(width="auto")
+    """A button that keeps its size in a crowded row (flex items shrink and clip otherwise)."""
+    layout = widgets.Layout(width=width or "auto", flex="0 0 auto")
+    if width:
+        layout.padding = "0"
     return widgets.Button(
         description=description, tooltip=tooltip or description, icon=icon, layout=layout
     )

@@ -110,13 +110,18 @@ class InitializerEditor(ToolWindow):
             description="shape", placeholder="[64, 3, 7, 7]", continuous_update=True
         )
         self.new_source = widgets.ToggleButtons(options=list(_SOURCES), value="generate")
+        self.new_source.style.button_width = "92px"
         self.new_value = widgets.Text(
             description="value", placeholder="[[1.0, 2.0], [3.0, 4.0]]", continuous_update=True
         )
         self.new_value.add_class("nsdl-mono")
         self.new_path = widgets.Text(description=".npy path", continuous_update=True)
         self.method_buttons = {
-            method: widgets.ToggleButton(description=method, value=method == "zeros")
+            method: widgets.ToggleButton(
+                description=method,
+                value=method == "zeros",
+                layout=widgets.Layout(width="auto", flex="0 0 auto"),
+            )
             for method in FILL_METHODS
         }
         for method, toggle in self.method_buttons.items():
@@ -316,7 +321,7 @@ class InitializerEditor(ToolWindow):
         label = widgets.HTML(
             f"<span class='nsdl-attr-label' title='{'optional' if slot.optional else 'required'}'>"
             f"{slot.index} {html.escape(slot.label)}{'?' if slot.optional else ''}</span>",
-            layout=widgets.Layout(width="90px", min_width="90px"),
+            layout=widgets.Layout(width="70px", min_width="70px"),
         )
         error = MessageLine("nsdl-slot-error")
         self._slot_errors[slot.index] = error
@@ -331,7 +336,7 @@ class InitializerEditor(ToolWindow):
                 placeholder="connect initializer…" if slot.free else "",
                 ensure_option=True,
                 continuous_update=False,
-                layout=widgets.Layout(flex="1 1 auto", width="auto"),
+                layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
             )
             choose.add_class("nsdl-mono")
             choose.add_class("nsdl-slot-choice")

@@ -48,9 +48,9 @@ class _AttributeRowWidgets:
         self.kind = kind
         self.row: AttributeRow | None = None
         self.binding = False
-        self.label = widgets.HTML(layout=widgets.Layout(width="130px", min_width="130px"))
+        self.label = widgets.HTML(layout=widgets.Layout(width="112px", min_width="112px"))
         self.label.add_class("nsdl-attr-label")
-        wide = widgets.Layout(flex="1 1 auto", width="auto")
+        wide = widgets.Layout(flex="1 1 auto", width="auto", min_width="0")
         if kind == "int":
             self.input = widgets.IntText(continuous_update=False, layout=wide)
         elif kind == "float":
@@ -61,8 +61,8 @@ class _AttributeRowWidgets:
             )
             self.input.add_class("nsdl-mono")
         self.input.add_class("nsdl-attr-input")
-        self.grid = button("▦", "show the values in the tensor editor", width="34px")
-        self.reset = button("↺", "reset to the default value", width="34px")
+        self.grid = button("▦", "show the values in the tensor editor", width="30px")
+        self.reset = button("↺", "reset to the default value", width="30px")
         self.reset.add_class("nsdl-attr-reset")
         self.error = MessageLine("nsdl-attr-error")
         self.box = widgets.VBox(
