@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes.common import RemoveUnusedFunctionsPass, ShapeInferencePass
+from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
+from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
@@ -104,7 +105,7 @@ def _node_count(model: ir.Model) -> int:
 
 
 def _infer(model: ir.Model) -> None:
-    ShapeInferencePass(check_type=False, strict_mode=False, data_prop=True)(model)
+    infer_shapes(model)
 
 
 def _names(nodes: Iterable[str]) -> str:
