@@ -1,11 +1,12 @@
-"""Sanitize a graph: constant folding, dead node removal and shape inference.
+"""Sanitize a graph: constant folding, no-op removal, dead node removal, shape inference.
 
 One pass: Constant nodes become initializers; onnx shape inference runs so that `Shape` and
 `Size` of statically shaped tensors are known; every node whose inputs are all constant is
 evaluated (onnxruntime, else onnx's reference evaluator) and replaced by initializers, unless
-one of its outputs is larger than the fold size threshold; nodes and initializers nothing
-uses are removed. Passes repeat until nothing changes (or `passes` is reached); shape
-inference runs once more at the end so the result carries every shape it can.
+one of its outputs is larger than the fold size threshold; nodes that compute nothing
+(Identity, a Cast to the same type, `x * 1`, ...; see `_simplify`) are bypassed; nodes and
+initializers nothing uses are removed. Passes repeat until nothing changes (or `passes` is
+reached); shape inference runs once more at the end so the result carries every shape it can.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
 from nsdl_jupyter.transforms._shapes import infer_shapes
+from nsdl_jupyter.transforms._simplify import Simplifier
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
@@ -52,6 +54,7 @@ def sanitize(
     passes: int | None = None,
     *,
     fold_constants: bool = True,
+    simplify: bool = True,
     remove_dead_nodes: bool = True,
     infer_shapes: bool = True,
 ) -> TransformStatus:
@@ -86,6 +89,8 @@ def sanitize(
         changed = False
         if fold_constants:
             changed |= folder.fold_pass(done)
+        if simplify:
+            changed |= folder.simplify(done)
         if remove_dead_nodes:
             changed |= folder.remove_dead(done)
         if not changed:
@@ -120,6 +125,39 @@ def _by_op(nodes: Iterable[ir.Node]) -> str:
     return ", ".join(f"{op} {count}" for op, count in counts.most_common())
 
 
+class _Constants:
+    """Constant tensors visible in a graph: its initializers and those of enclosing graphs
+    (read lazily: a weight's bytes are only touched when a folded node reads them), plus
+    values computed during this pass (`extra`)."""
+
+    def __init__(self, values: dict[ir.Value, None] | None = None) -> None:
+        self.values: dict[ir.Value, None] = dict(values or {})
+        self.extra: dict[ir.Value, np.ndarray] = {}
+
+    def child(self, graph: ir.Graph) -> _Constants:
+        scope = _Constants(self.values)
+        scope.extra = dict(self.extra)
+        for value in graph.initializers.values():
+            if not value.is_graph_input() and value.const_value is not None:
+                scope.values[value] = None
+        return scope
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.extra or value in self.values
+
+    def __getitem__(self, value: ir.Value) -> np.ndarray:
+        if value in self.extra:
+            return self.extra[value]
+        assert value.const_value is not None
+        return value.const_value.numpy()
+
+    def update(self, values: dict[ir.Value, np.ndarray]) -> None:
+        self.extra.update(values)
+
+    def __setitem__(self, value: ir.Value, array: np.ndarray) -> None:
+        self.extra[value] = array
+
+
 @dataclass
 class _Sanitizer:
     model: ir.Model
@@ -133,12 +171,26 @@ class _Sanitizer:
         graph = self.model.graph
         graph.sort()
         self.number = number
-        lifted = self._lift_constants(graph)
+        lifted = sum(self._lift_constants(g) for g in list(self.model.graphs()))
         if lifted:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
         _infer(self.model)
-        folded = self._fold(graph)
+        folded = self._fold_tree(graph, _Constants())
         return bool(lifted or folded)
+
+    def _fold_tree(self, graph: ir.Graph, outer: _Constants) -> int:
+        """Fold in `graph`, then in its subgraphs (which see this graph's constants)."""
+        folded = self._fold(graph, outer.child(graph))
+        scope = outer.child(graph)  # again: folding registered new initializers
+        scope.extra.clear()
+        for node in list(graph):
+            for attr in node.attributes.values():
+                if attr.type == ir.AttributeType.GRAPH:
+                    folded += self._fold_tree(attr.as_graph(), scope)
+                elif attr.type == ir.AttributeType.GRAPHS:
+                    for subgraph in attr.as_graphs():
+                        folded += self._fold_tree(subgraph, scope)
+        return folded
 
     def _lift_constants(self, graph: ir.Graph) -> int:
         lifted = 0
@@ -154,11 +206,7 @@ class _Sanitizer:
         self.status.count("constants_lifted", lifted)
         return lifted
 
-    def _fold(self, graph: ir.Graph) -> int:
-        constants: dict[ir.Value, np.ndarray] = {}
-        for value in graph.initializers.values():
-            if not value.is_graph_input() and value.const_value is not None:
-                constants[value] = value.const_value.numpy()
+    def _fold(self, graph: ir.Graph, constants: _Constants) -> int:
         shapes: dict[ir.Node, dict[ir.Value, np.ndarray]] = {}
         batch: list[ir.Node] = []
         pending: set[ir.Value] = set()
@@ -177,11 +225,11 @@ class _Sanitizer:
         pinned = self._pin_reshapes(graph, constants)
         if not shapes and not batch:
             return pinned
-        values = dict(constants)
+        values = constants.extra.copy()
         values.update(self._evaluate(batch, constants))
         return pinned + self._apply(graph, [*shapes, *batch], values)
 
-    def _pin_reshapes(self, graph: ir.Graph, constants: dict[ir.Value, np.ndarray]) -> int:
+    def _pin_reshapes(self, graph: ir.Graph, constants: _Constants) -> int:
         """Reshape to a computed shape whose result has at most one free dimension gets a
         constant shape, -1 for the free one (what onnxsim does): the shape arithmetic
         feeding it (Shape, Gather, Unsqueeze, Concat) then dies."""
@@ -235,7 +283,7 @@ class _Sanitizer:
         return all(output.name for output in node.outputs)
 
     def _evaluate(
-        self, batch: Sequence[ir.Node], constants: dict[ir.Value, np.ndarray]
+        self, batch: Sequence[ir.Node], constants: _Constants
     ) -> dict[ir.Value, np.ndarray]:
         """Values of the batch's outputs; nodes that cannot be evaluated are skipped."""
         if not batch:
@@ -253,8 +301,7 @@ class _Sanitizer:
             sources = [v for v in node.inputs if v is not None]
             if not all(v in constants or v in results for v in sources):
                 continue  # an input could not be evaluated
-            known = {**constants, **results}
-            feeds = {v.name or "": known[v] for v in sources}
+            feeds = {v.name or "": results[v] if v in results else constants[v] for v in sources}
             names = [v.name or "" for v in node.outputs]
             try:
                 computed = evaluate([node], feeds, names, self.model)
@@ -316,6 +363,19 @@ class _Sanitizer:
         )
         value.replace_all_uses_with(constant, replace_graph_outputs=True)
         graph.register_initializer(constant)
+
+    # ---------------------------------------------------------- simplify
+    def simplify(self, number: int) -> bool:
+        _infer(self.model)
+        simplifier = Simplifier()
+        count = simplifier.run(self.model.graph)
+        if count:
+            self.status.count("nodes_simplified", count)
+            breakdown = ", ".join(
+                f"{op} {n}" for op, n in sorted(simplifier.removed.items(), key=lambda i: -i[1])
+            )
+            self.status.info(f"pass {number}: removed {count} no-op node(s): {breakdown}")
+        return bool(count)
 
     # ---------------------------------------------------------- dead nodes
     def remove_dead(self, number: int) -> bool:
@@ -385,9 +445,7 @@ def _known_dims(shape: ir.Shape | None) -> list[int | None] | None:
     return [dim if isinstance(dim, int) else None for dim in shape]
 
 
-def _shape_part_result(
-    node: ir.Node, constants: dict[ir.Value, np.ndarray]
-) -> dict[ir.Value, np.ndarray] | None:
+def _shape_part_result(node: ir.Node, constants: _Constants) -> dict[ir.Value, np.ndarray] | None:
     """Gather/Slice picking static dimensions out of `Shape(x)` when x has free ones."""
     if node.domain not in ("", "ai.onnx") or node.op_type not in ("Gather", "Slice"):
         return None

@@ -1,0 +1,431 @@
+"""Exact peephole simplifications for sanitize: nodes that compute nothing go away.
+
+Each rule leaves every output bit-identical (up to the sign of a zero for `x + 0`): Identity,
+Dropout at inference, Casts to the type a tensor already has, reshapes/expands/slices/tiles
+whose result has the input's static shape, pads of zero, single-input Concat, Transposes that
+cancel, chains of reshapes that collapse into one, `x*1`, `x/1`, `x+0`, `x-0`, and If nodes
+with a constant condition (the taken branch is inlined). A graph output keeps its name: the
+tensor that replaces it is renamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx_ir as ir
+
+_RESHAPES = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten"})
+# Same static shape in and out means the identity for these (given the extra checks below).
+_SHAPE_NOOPS = frozenset({"Expand", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Tile"})
+
+
+def _static(value: ir.Value | None) -> tuple[int, ...] | None:
+    if value is None or value.shape is None:
+        return None
+    dims = [dim for dim in value.shape if isinstance(dim, int)]
+    if len(dims) != len(value.shape):
+        return None
+    return tuple(dims)
+
+
+def _dtype(value: ir.Value | None) -> ir.DataType | None:
+    if value is None:
+        return None
+    if isinstance(value.type, ir.TensorType):
+        return value.type.dtype
+    return None
+
+
+def _constant(value: ir.Value | None) -> np.ndarray | None:
+    if value is None or value.const_value is None or value.is_graph_input():
+        return None
+    if value.producer() is not None:
+        return None
+    return value.const_value.numpy()
+
+
+def _standard(node: ir.Node) -> bool:
+    return node.domain in ("", "ai.onnx")
+
+
+@dataclass
+class Simplifier:
+    """Applies the rules to a graph and its subgraphs until none applies."""
+
+    removed: dict[str, int] = field(default_factory=dict)
+
+    def run(self, graph: ir.Graph) -> int:
+        total = 0
+        while True:
+            count = self._sweep(graph) + self._deduplicate(graph)
+            total += count
+            if not count:
+                return total
+
+    def _deduplicate(self, graph: ir.Graph) -> int:
+        """Common subexpressions: a node identical to an earlier one (same operator,
+        inputs and attributes) reuses its outputs."""
+        seen: dict[tuple[object, ...], ir.Node] = {}
+        count = 0
+        for node in list(graph):
+            for subgraph in _subgraphs(node):
+                count += self._deduplicate(subgraph)
+            key = _node_key(node)
+            if key is None:
+                continue
+            earlier = seen.get(key)
+            if earlier is None:
+                seen[key] = node
+                continue
+            if any(out.is_graph_output() for out in node.outputs):
+                continue
+            for out, kept in zip(node.outputs, earlier.outputs, strict=True):
+                out.replace_all_uses_with(kept)
+            graph.remove(node, safe=True)
+            self.removed["duplicate " + node.op_type] = (
+                self.removed.get("duplicate " + node.op_type, 0) + 1
+            )
+            count += 1
+        return count
+
+    def _sweep(self, graph: ir.Graph) -> int:
+        count = 0
+        for node in list(graph):
+            if node.graph is not graph:
+                continue  # removed by an earlier rule in this sweep
+            for subgraph in _subgraphs(node):
+                count += self._sweep(subgraph)
+            if not _standard(node):
+                continue
+            rule = _RULES.get(node.op_type)
+            if rule is not None and rule(self, graph, node):
+                self.removed[node.op_type] = self.removed.get(node.op_type, 0) + 1
+                count += 1
+        return count
+
+    # ------------------------------------------------------------ mechanics
+    def bypass(self, graph: ir.Graph, node: ir.Node, source: ir.Value | None) -> bool:
+        """Let `node`'s single used output be `source`; remove `node`."""
+        if source is None:
+            return False
+        result = node.outputs[0]
+        if any(out.uses() or out.is_graph_output() for out in node.outputs[1:]):
+            return False
+        known = _dtype(result) is not None and _dtype(source) is not None
+        if known and _dtype(result) != _dtype(source):
+            return False
+        if result.is_graph_output():
+            if not _can_take_name(graph, source):
+                return False
+            public = result.name
+            result.name = f"{public}__bypassed"
+            source.name = public
+            if result.shape is not None:
+                source.shape = result.shape
+            result.replace_all_uses_with(source, replace_graph_outputs=True)
+        else:
+            result.replace_all_uses_with(source)
+        graph.remove(node, safe=True)
+        return True
+
+    def replace(self, graph: ir.Graph, old: ir.Node, new: ir.Node) -> bool:
+        """Put `new` in place of `old`; `new`'s outputs take over names and uses."""
+        graph.insert_before(old, new)
+        for before, after in zip(old.outputs, new.outputs, strict=True):
+            public = before.name
+            before.name = f"{public}__replaced"
+            after.name = public
+            after.type = before.type
+            after.shape = before.shape
+            before.replace_all_uses_with(after, replace_graph_outputs=True)
+        graph.remove(old, safe=True)
+        return True
+
+    def constant(self, graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
+        name = stem
+        taken = {v.name for v in graph.initializers.values()}
+        while name in taken:
+            name += "_"
+        tensor = ir.tensor(array, name=name)
+        value = ir.Value(
+            name=name,
+            type=ir.TensorType(tensor.dtype),
+            shape=ir.Shape(tensor.shape.numpy()),
+            const_value=tensor,
+        )
+        graph.register_initializer(value)
+        return value
+
+
+_NONDETERMINISTIC = frozenset(
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
+    }
+)
+
+
+def _node_key(node: ir.Node) -> tuple[object, ...] | None:
+    if node.op_type in _NONDETERMINISTIC or not node.outputs:
+        return None
+    attributes: list[tuple[str, object]] = []
+    for name, attr in sorted(node.attributes.items()):
+        if attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
+            return None
+        value: object = attr.value
+        if attr.type == ir.AttributeType.TENSOR:
+            array = attr.as_tensor().numpy()
+            value = (array.shape, str(array.dtype), array.tobytes())
+        elif isinstance(value, list | tuple):
+            value = tuple(value)
+        elif not isinstance(value, int | float | str | bytes):
+            return None
+        attributes.append((name, value))
+    inputs = tuple(id(v) if v is not None else None for v in node.inputs)
+    return (node.op_identifier(), len(node.outputs), inputs, tuple(attributes))
+
+
+def _can_take_name(graph: ir.Graph, source: ir.Value) -> bool:
+    """A tensor can be renamed to a graph output's name when this graph produces it alone."""
+    producer = source.producer()
+    return (
+        producer is not None
+        and producer.graph is graph
+        and not source.is_graph_output()
+        and not source.is_graph_input()
+    )
+
+
+def _subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            yield attr.as_graph()
+        elif attr.type == ir.AttributeType.GRAPHS:
+            yield from attr.as_graphs()
+
+
+# ------------------------------------------------------------------ rules
+def _identity(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    return s.bypass(graph, node, node.inputs[0] if node.inputs else None)
+
+
+def _dropout(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    training = node.inputs[2] if len(node.inputs) > 2 else None
+    if training is not None:
+        flag = _constant(training)
+        if flag is None or bool(flag.reshape(-1)[0]):
+            return False
+    if "is_test" in node.attributes and not node.attributes["is_test"].as_int():
+        return False
+    return s.bypass(graph, node, node.inputs[0])
+
+
+def _cast(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    source = node.inputs[0]
+    to = node.attributes.get("to")
+    dtype = _dtype(source)
+    if to is None or dtype is None or int(dtype) != to.as_int():
+        return False
+    return s.bypass(graph, node, source)
+
+
+def _cast_like(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    source, like = node.inputs[0], node.inputs[1]
+    if _dtype(source) is None or _dtype(source) != _dtype(like):
+        return False
+    return s.bypass(graph, node, source)
+
+
+def _same_shape(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    source = node.inputs[0]
+    shape_in, shape_out = _static(source), _static(node.outputs[0])
+    if shape_in is None or shape_in != shape_out:
+        return False
+    return s.bypass(graph, node, source)
+
+
+def _reshape_like(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    if _same_shape(s, graph, node):
+        return True
+    return _collapse_chain(s, graph, node)
+
+
+def _collapse_chain(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    """reshape(reshape(x)) -> one Reshape to the final static shape."""
+    inner = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if inner is None or inner.graph is not graph or not _standard(inner):
+        return False
+    if inner.op_type not in _RESHAPES:
+        return False
+    middle = inner.outputs[0]
+    if middle.is_graph_output() or any(user is not node for user, _ in middle.uses()):
+        return False
+    final = _static(node.outputs[0])
+    source = inner.inputs[0]
+    if final is None or source is None:
+        return False
+    if _static(source) == final:
+        node.replace_input_with(0, source)  # the chain is the identity: bypass both
+        return s.bypass(graph, node, source) and _drop(graph, inner)
+    shape = s.constant(graph, f"{node.name}_shape", np.array(final, dtype=np.int64))
+    merged = ir.Node(
+        "",
+        "Reshape",
+        [source, shape],
+        num_outputs=1,
+        name=node.name,
+    )
+    s.replace(graph, node, merged)
+    return _drop(graph, inner)
+
+
+def _drop(graph: ir.Graph, node: ir.Node) -> bool:
+    if all(not out.uses() and not out.is_graph_output() for out in node.outputs):
+        graph.remove(node, safe=True)
+    return True
+
+
+def _slice(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    steps = node.inputs[4] if len(node.inputs) > 4 else None
+    if steps is not None:
+        array = _constant(steps)
+        if array is None or (array <= 0).any():
+            return False
+    return _same_shape(s, graph, node)
+
+
+def _pad(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    if "pads" in node.attributes:
+        pads = np.array(node.attributes["pads"].as_ints())
+    else:
+        array = _constant(node.inputs[1]) if len(node.inputs) > 1 else None
+        if array is None:
+            return False
+        pads = array
+    if pads.any():
+        return False
+    return s.bypass(graph, node, node.inputs[0])
+
+
+def _concat(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    if len(node.inputs) != 1:
+        return False
+    return s.bypass(graph, node, node.inputs[0])
+
+
+def _split(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    if len(node.outputs) != 1:
+        return False
+    return _same_shape(s, graph, node)
+
+
+def _transpose(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    perm_attr = node.attributes.get("perm")
+    if perm_attr is None:
+        return False
+    perm = list(perm_attr.as_ints())
+    if perm == list(range(len(perm))):
+        return s.bypass(graph, node, node.inputs[0])
+    inner = node.inputs[0].producer() if node.inputs[0] is not None else None
+    if inner is None or inner.graph is not graph or inner.op_type != "Transpose":
+        return False
+    inner_perm_attr = inner.attributes.get("perm")
+    middle = inner.outputs[0]
+    if inner_perm_attr is None or middle.is_graph_output():
+        return False
+    if any(user is not node for user, _ in middle.uses()):
+        return False
+    inner_perm = list(inner_perm_attr.as_ints())
+    combined = [inner_perm[axis] for axis in perm]
+    node.replace_input_with(0, inner.inputs[0])
+    node.attributes["perm"] = ir.AttrInt64s("perm", combined)
+    _drop(graph, inner)
+    if combined == list(range(len(combined))):
+        s.bypass(graph, node, node.inputs[0])
+    return True
+
+
+def _neutral(value: float, commutative: bool) -> Callable[[Simplifier, ir.Graph, ir.Node], bool]:
+    """x op c -> x when c is all `value` and broadcasting changes neither shape nor type."""
+
+    def rule(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+        if len(node.inputs) != 2:
+            return False
+        orders = [(0, 1), (1, 0)] if commutative else [(0, 1)]
+        for x_index, c_index in orders:
+            x, array = node.inputs[x_index], _constant(node.inputs[c_index])
+            if array is None or array.size == 0 or not (array == value).all():
+                continue
+            if _static(x) is None or _static(x) != _static(node.outputs[0]):
+                continue
+            return s.bypass(graph, node, x)
+        return False
+
+    return rule
+
+
+def _if(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    condition = _constant(node.inputs[0])
+    if condition is None or condition.size != 1:
+        return False
+    branch = node.attributes["then_branch" if bool(condition.reshape(-1)[0]) else "else_branch"]
+    body = branch.as_graph()
+    if len(body.outputs) != len(node.outputs):
+        return False
+    results = list(body.outputs)
+    body.outputs.clear()  # a branch may output an initializer: release it first
+    taken = {v.name for v in graph.initializers.values()}
+    for name, value in list(body.initializers.items()):
+        del body.initializers[name]
+        if name in taken:
+            value.name = f"{name}_inlined"
+        graph.register_initializer(value)
+    for inner in list(body):
+        body.remove(inner)
+        graph.insert_before(node, inner)
+    for branch_result, out in zip(results, node.outputs, strict=True):
+        result = branch_result
+        if out.is_graph_output():
+            if not _can_take_name(graph, result):
+                identity = ir.Node("", "Identity", [result], num_outputs=1)
+                graph.insert_before(node, identity)
+                result = identity.outputs[0]
+            public = out.name
+            out.name = f"{public}__if"
+            result.name = public
+            result.type = out.type or result.type
+            result.shape = out.shape or result.shape
+        out.replace_all_uses_with(result, replace_graph_outputs=True)
+    graph.remove(node, safe=True)
+    return True
+
+
+_RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {
+    "Identity": _identity,
+    "Dropout": _dropout,
+    "Cast": _cast,
+    "CastLike": _cast_like,
+    "Expand": _same_shape,
+    "Tile": _same_shape,
+    "Reshape": _reshape_like,
+    "Squeeze": _reshape_like,
+    "Unsqueeze": _reshape_like,
+    "Flatten": _reshape_like,
+    "Slice": _slice,
+    "Pad": _pad,
+    "Concat": _concat,
+    "Split": _split,
+    "Transpose": _transpose,
+    "Add": _neutral(0.0, commutative=True),
+    "Sub": _neutral(0.0, commutative=False),
+    "Mul": _neutral(1.0, commutative=True),
+    "Div": _neutral(1.0, commutative=False),
+    "If": _if,
+}
