@@ -88,6 +88,8 @@ class Designer(widgets.VBox):  # type: ignore[misc]
         )
         right.set_title(0, "Parameters")
         right.set_title(1, "Initializers")
+        self.initializers.active = False
+        right.observe(self._on_right_tab, names="selected_index")
         self.left, self.right = left, right
         for pane in (self.palette, self.explorer, self.parameters, self.initializers):
             pane.layout.max_height = f"{height + 40}px"  # scroll inside, beside the graph
@@ -177,6 +179,9 @@ class Designer(widgets.VBox):  # type: ignore[misc]
 
     def _on_document_event(self, _event: ChangeEvent) -> None:
         self._sync_toolbar()
+
+    def _on_right_tab(self, change: dict[str, Any]) -> None:
+        self.initializers.active = change["new"] == 1
 
     # ------------------------------------------------------------------ actions
     def save(self, path: str | os.PathLike[str] | None = None) -> Path | None:

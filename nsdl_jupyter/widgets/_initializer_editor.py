@@ -54,6 +54,8 @@ class InitializerEditor(ToolWindow):
         self._slot_widgets: list[widgets.Widget] = []
         self._slot_errors: dict[int, MessageLine] = {}
         self._binding = False
+        self._active = True
+        self._slots_stale = False
         # ---- upper part: the table
         self.filter_box = widgets.Text(
             placeholder="filter by name", continuous_update=False, layout=widgets.Layout(flex="1")
@@ -297,7 +299,23 @@ class InitializerEditor(ToolWindow):
         return None
 
     # ------------------------------------------------------------------ node inputs
+    @property
+    def active(self) -> bool:
+        """False while hidden (a Designer tab in the back): the node inputs part waits."""
+        return self._active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self._active = bool(value)
+        if self._active and self._slots_stale:
+            self._render_slots()
+
     def _render_slots(self) -> None:
+        if not self._active:
+            # built when shown: its dropdowns can list thousands of initializers
+            self._slots_stale = True
+            return
+        self._slots_stale = False
         for old in self._slot_widgets:
             old.close()
         self._slot_widgets = []
