@@ -120,7 +120,10 @@ class Designer(widgets.VBox):  # type: ignore[misc]
         self.redo_button = button("Redo", "redo (Ctrl+Y)", icon="repeat")
         self.arrange_button = button("Arrange", "recompute the layout", icon="sitemap")
         self.grid_toggle = widgets.ToggleButton(
-            value=self.graph.show_grid, description="Grid", icon="th"
+            value=self.graph.show_grid,
+            description="Grid",
+            icon="th",
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
         self.export_button = button(
             "Export image", "write the canvas as PNG, JPEG or SVG to the path"

@@ -40,6 +40,7 @@ class TypeCheckPanel(ToolWindow):
         self.check_button = button("Check now", "run the checks at once")
         self.list = widgets.Select(options=[], rows=5, layout=widgets.Layout(width="auto"))
         self.list.add_class("nsdl-check-list")
+        self.list.layout.display = "none"  # shown when there is something to list
         self.list.observe(self._on_choice, names="value")
         self.check_button.on_click(lambda _b: self.check_now())
         self.children = [style_widget(), widgets.HBox([self.status, self.check_button]), self.list]
