@@ -3,6 +3,7 @@ and user tools (external programs run on the current model)."""
 
 from __future__ import annotations
 
+from nsdl_jupyter.transforms._extract import extract_body, extract_function, extract_subgraph
 from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
 from nsdl_jupyter.transforms._sanitize import sanitize
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -13,5 +14,8 @@ __all__ = [
     "TransformError",
     "TransformStatus",
     "convert_to_fp16",
+    "extract_body",
+    "extract_function",
+    "extract_subgraph",
     "sanitize",
 ]

@@ -197,7 +197,7 @@ class _Sanitizer:
         for node in list(graph):
             if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
                 continue
-            array = _constant_value(node)
+            array = constant_value(node)
             if array is None:
                 continue
             self._replace_with_initializer(graph, node.outputs[0], array)
@@ -400,7 +400,7 @@ class _Sanitizer:
         return bool(removed or initializers or dropped_functions)
 
 
-def _constant_value(node: ir.Node) -> np.ndarray | None:
+def constant_value(node: ir.Node) -> np.ndarray | None:
     """The value of a Constant node (None for sparse constants, which stay nodes)."""
     for name, attr in node.attributes.items():
         if name == "value":
