@@ -366,7 +366,7 @@ class ModelDocument:
                 if value.is_graph_output():
                     for position in reversed(_positions(graph.outputs, value)):
                         edits.append(e.ListInsert(graph.outputs, position, value, remove=True))
-        edits += [_DetachInputs(target) for target in targets]
+        edits += [e.DetachInputs(target) for target in targets]
         edits += [e.RemoveNode(_graph_of(target), target) for target in targets]
         names = frozenset(target.name or "" for target in targets)
         description = f"remove {', '.join(sorted(names))}"
@@ -758,21 +758,6 @@ class ModelDocument:
         where = str(self._path) if self._path else "unsaved"
         star = "*" if self.dirty else ""
         return f"<ModelDocument {where}{star}: {len(self.graph)} nodes>"
-
-
-class _DetachInputs(e.Edit):
-    """Clear every input of a node being removed (so its producers lose the use)."""
-
-    def __init__(self, node: ir.Node) -> None:
-        self._edits = [e.SetInput(node, i, None) for i in range(len(node.inputs))]
-
-    def apply(self) -> None:
-        for edit in self._edits:
-            edit.apply()
-
-    def revert(self) -> None:
-        for edit in reversed(self._edits):
-            edit.revert()
 
 
 def open_model(path: str | os.PathLike[str]) -> ModelDocument:

@@ -66,6 +66,21 @@ class SetInput(Edit):
             self.node.resize_inputs(self._old_count)
 
 
+class DetachInputs(Edit):
+    """Clear every input of a node being removed, so its producers lose the use."""
+
+    def __init__(self, node: ir.Node) -> None:
+        self._edits = [SetInput(node, i, None) for i in range(len(node.inputs))]
+
+    def apply(self) -> None:
+        for edit in self._edits:
+            edit.apply()
+
+    def revert(self) -> None:
+        for edit in reversed(self._edits):
+            edit.revert()
+
+
 class TrimInputs(Edit):
     """Drop trailing empty input slots (a disconnected last optional input)."""
 
