@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import onnx
@@ -148,12 +148,7 @@ class ModelDocument:
             if ref.graph is None:
                 raise GraphEditError(f"node {ref.name!r} is not part of this model any more")
             return ref
-        found = self.nodes.get(ref)
-        if found is None:
-            raise GraphEditError(
-                f"no node named {ref!r} in the main graph{_close(ref, self.nodes)}"
-            )
-        return found
+        return _lookup(self.nodes, ref, "node", GraphEditError)
 
     def schema(self, node: ir.Node | str) -> Any:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
@@ -452,12 +447,7 @@ class ModelDocument:
     def _tensor(self, ref: str | ir.Value) -> ir.Value:
         if isinstance(ref, ir.Value):
             return ref
-        found = self.tensors.get(ref)
-        if found is None:
-            raise GraphEditError(
-                f"no tensor named {ref!r} in the main graph{_close(ref, self.tensors)}"
-            )
-        return found
+        return _lookup(self.tensors, ref, "tensor", GraphEditError)
 
     # ------------------------------------------------------- graph inputs/outputs
     def add_graph_input(
@@ -663,12 +653,7 @@ class ModelDocument:
         return None
 
     def _initializer(self, name: str) -> ir.Value:
-        value = self.graph.initializers.get(name)
-        if value is None:
-            raise InitializerError(
-                f"no initializer named {name!r}{_close(name, self.graph.initializers)}"
-            )
-        return value
+        return _lookup(self.graph.initializers, name, "initializer", InitializerError)
 
     # ------------------------------------------------------------------ checks
     def check(self) -> list[Diagnostic]:
@@ -932,6 +917,17 @@ def _convert_attribute(name: str, value: Any, attr_type: ir.AttributeType) -> ir
 def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:
     known = ", ".join(sorted(schema.attributes)) or "none"
     return f"{node.op_type} has no attribute {name!r}; its attributes are: {known}"
+
+
+_T = TypeVar("_T")
+
+
+def _lookup(items: Mapping[str, _T], name: str, kind: str, error: type[DocumentError]) -> _T:
+    """`items[name]`, or an error that suggests close names."""
+    found = items.get(name)
+    if found is None:
+        raise error(f"no {kind} named {name!r} in the main graph{_close(name, items)}")
+    return found
 
 
 def _close(name: str, names: Iterable[str]) -> str:
