@@ -7,15 +7,31 @@ from nsdl_jupyter.transforms._extract import extract_body, extract_function, ext
 from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
 from nsdl_jupyter.transforms._sanitize import sanitize
 from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.transforms._tensor_dtype import (
+    ConversionItem,
+    ConversionPreview,
+    TensorRef,
+    convert_tensors,
+    list_tensors,
+    preview_tensor_conversion,
+    replace_initializer_value,
+)
 from nsdl_jupyter.transforms._working_copy import TransformError
 
 __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
+    "ConversionItem",
+    "ConversionPreview",
+    "TensorRef",
     "TransformError",
     "TransformStatus",
+    "convert_tensors",
     "convert_to_fp16",
     "extract_body",
     "extract_function",
     "extract_subgraph",
+    "list_tensors",
+    "preview_tensor_conversion",
+    "replace_initializer_value",
     "sanitize",
 ]
