@@ -16,6 +16,15 @@ from nsdl_jupyter.transforms._tensor_dtype import (
     preview_tensor_conversion,
     replace_initializer_value,
 )
+from nsdl_jupyter.transforms._tools import (
+    ToolError,
+    ToolRun,
+    ToolStore,
+    UserTool,
+    config_dir,
+    run_tool,
+    run_tool_in_notebook,
+)
 from nsdl_jupyter.transforms._working_copy import TransformError
 
 __all__ = [
@@ -23,8 +32,13 @@ __all__ = [
     "ConversionItem",
     "ConversionPreview",
     "TensorRef",
+    "ToolError",
+    "ToolRun",
+    "ToolStore",
     "TransformError",
     "TransformStatus",
+    "UserTool",
+    "config_dir",
     "convert_tensors",
     "convert_to_fp16",
     "extract_body",
@@ -33,5 +47,7 @@ __all__ = [
     "list_tensors",
     "preview_tensor_conversion",
     "replace_initializer_value",
+    "run_tool",
+    "run_tool_in_notebook",
     "sanitize",
 ]
