@@ -14,6 +14,19 @@ from nsdl_jupyter._version import __version__
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
+    from nsdl_jupyter.transforms import (
+        ToolStore,
+        UserTool,
+        convert_tensors,
+        convert_to_fp16,
+        extract_body,
+        extract_function,
+        extract_subgraph,
+        list_tensors,
+        preview_tensor_conversion,
+        run_tool,
+        sanitize,
+    )
     from nsdl_jupyter.widgets import GraphView
     from nsdl_jupyter.widgets._activity_panel import ActivityPanel
     from nsdl_jupyter.widgets._designer import Designer
@@ -33,6 +46,17 @@ _LAZY: dict[str, str] = {
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
+    "convert_to_fp16": "nsdl_jupyter.transforms",
+    "sanitize": "nsdl_jupyter.transforms",
+    "extract_subgraph": "nsdl_jupyter.transforms",
+    "extract_body": "nsdl_jupyter.transforms",
+    "extract_function": "nsdl_jupyter.transforms",
+    "convert_tensors": "nsdl_jupyter.transforms",
+    "preview_tensor_conversion": "nsdl_jupyter.transforms",
+    "list_tensors": "nsdl_jupyter.transforms",
+    "UserTool": "nsdl_jupyter.transforms",
+    "ToolStore": "nsdl_jupyter.transforms",
+    "run_tool": "nsdl_jupyter.transforms",
     "ActivityPanel": "nsdl_jupyter.widgets._activity_panel",
     "Designer": "nsdl_jupyter.widgets._designer",
     "ParameterEditor": "nsdl_jupyter.widgets._parameter_editor",
