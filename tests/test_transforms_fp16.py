@@ -174,7 +174,8 @@ def test_loop_body_is_converted(tmp_path: Path) -> None:
         """<ir_version: 8, opset_import: ["": 18]>
         g (int64 n, float[2] x) => (float[2] y) {
             t = Constant<value: tensor = bool {1}>()
-            y = Loop(n, t, x) <body = body (int64 i, bool cond, float[2] acc) => (bool c, float[2] nacc) {
+            y = Loop(n, t, x) <body = body (int64 i, bool cond, float[2] acc)
+                                            => (bool c, float[2] nacc) {
                 c = Identity(cond)
                 one = Constant<value_float: float = 1.5>()
                 nacc = Add(acc, one)
