@@ -368,14 +368,16 @@ class _Sanitizer:
     def simplify(self, number: int) -> bool:
         _infer(self.model)
         simplifier = Simplifier()
-        count = simplifier.run(self.model.graph)
-        if count:
+        before = _node_count(self.model)
+        applied = simplifier.run(self.model.graph)
+        count = before - _node_count(self.model)  # a rule may remove two nodes (Transposes)
+        if applied:
             self.status.count("nodes_simplified", count)
             breakdown = ", ".join(
                 f"{op} {n}" for op, n in sorted(simplifier.removed.items(), key=lambda i: -i[1])
             )
             self.status.info(f"pass {number}: removed {count} no-op node(s): {breakdown}")
-        return bool(count)
+        return bool(applied)
 
     # ---------------------------------------------------------- dead nodes
     def remove_dead(self, number: int) -> bool:

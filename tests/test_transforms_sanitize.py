@@ -1,0 +1,274 @@
+"""sanitize: folding, thresholds, passes, unfoldable operators, no-op removal, dead nodes,
+shape inference, identical outputs, errors."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import bert_base, small_transformer
+from nsdl_jupyter.transforms import TransformError, sanitize
+
+
+def _save_text(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
+    path = tmp_path / name
+    ir.save(ir.from_onnx_text(text), path)
+    return path
+
+
+def _run(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return list(session.run(None, feeds))
+
+
+def _ops(path: Path) -> Counter[str]:
+    return Counter(node.op_type for node in onnx.load(str(path)).graph.node)
+
+
+CHAIN = """<ir_version: 8, opset_import: ["": 18]>
+g (float[2, 3] x) => (float[2, 3] y) {
+    a = Constant<value: tensor = float[2, 3] {1, 2, 3, 4, 5, 6}>()
+    b = Constant<value_float: float = 2.0>()
+    c = Mul(a, b)
+    d = Add(c, b)
+    unused = Neg(x)
+    y = Add(x, d)
+}"""
+
+
+def test_folds_a_constant_chain_and_removes_dead_nodes(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, CHAIN)
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.ok
+    assert _ops(out) == Counter({"Add": 1})
+    assert status.counts["nodes_folded"] == 2
+    assert status.counts["constants_lifted"] == 2
+    assert status.counts["nodes_removed"] == 1
+    assert any("folded 2 node(s): Mul 1, Add 1" in line for line in status.log)
+    assert any("removed 1 dead node(s)" in line for line in status.log)
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+
+
+def test_fold_size_threshold_keeps_large_results(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[256] x) => (float[256] y) {
+            s = Constant<value: tensor = int64[1] {256}>()
+            big = ConstantOfShape<value: tensor = float[1] {1.5}>(s)
+            y = Add(x, big)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out, fold_size_threshold=512)
+    assert _ops(out)["ConstantOfShape"] == 1  # 1024 bytes > 512
+    assert any("exceeds 512 bytes" in line for line in status.log)
+    sanitize(source, out, fold_size_threshold=4096)
+    assert _ops(out)["ConstantOfShape"] == 0
+
+
+def test_passes_limit_and_repeat_until_stable(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, CHAIN)
+    one = sanitize(source, tmp_path / "one.onnx", passes=1)
+    assert one.counts["passes"] == 1
+    until_stable = sanitize(source, tmp_path / "all.onnx")
+    assert until_stable.counts["passes"] >= 2  # the last pass finds nothing to do
+
+
+def test_unsupported_operator_folds_what_it_can_and_says_what_it_skipped(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18, "custom.ops": 1]>
+        g (float[3] x) => (float[3] y) {
+            a = Constant<value: tensor = float[3] {1, 2, 3}>()
+            b = Mul(a, a)
+            c = custom.ops.Mystery(b)
+            d = Add(c, a)
+            y = Add(x, d)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    ops = _ops(out)
+    assert ops["Mul"] == 0  # folded
+    assert ops["Mystery"] == 1  # cannot be evaluated: kept
+    assert ops["Add"] == 2  # depends on Mystery
+    skipped = [w for w in status.warnings if "not folded" in w and "Mystery" in w]
+    assert skipped, status
+    assert status.counts["nodes_not_evaluated"] == 1
+
+
+def test_no_op_nodes_are_removed_and_output_names_kept(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x, bool c) => (float[2, 3] y, float[2, 3] z) {
+            one = Constant<value_float: float = 1.0>()
+            zero = Constant<value: tensor = float[3] {0, 0, 0}>()
+            i = Identity(x)
+            k = Cast<to = 1>(i)
+            m = Mul(k, one)
+            a = Add(m, zero)
+            t1 = Transpose<perm = [1, 0]>(a)
+            t2 = Transpose<perm = [1, 0]>(t1)
+            y = Relu(t2)
+            z = Identity(y)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    model = onnx.load(str(out))
+    assert Counter(n.op_type for n in model.graph.node) == Counter({"Relu": 1, "Identity": 1})
+    assert [o.name for o in model.graph.output] == ["y", "z"]
+    assert status.counts["nodes_simplified"] >= 6
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    feeds = {"x": x, "c": np.array(True)}
+    for before, after in zip(_run(source, feeds), _run(out, feeds), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_if_with_constant_condition_is_inlined(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[3] x) => (float[3] y) {
+            c = Constant<value: tensor = bool {0}>()
+            y = If(c) <
+                then_branch = t () => (float[3] a) { a = Neg(x) },
+                else_branch = e () => (float[3] b) { b = Abs(x) }
+            >
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    sanitize(source, out)
+    assert _ops(out) == Counter({"Abs": 1})
+    x = np.array([-1, 2, -3], np.float32)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], [1, 2, 3])
+
+
+def test_shape_inference_annotates_intermediate_tensors(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x) => (float[3, 2] y) {
+            t = Transpose<perm = [1, 0]>(x)
+            y = Relu(t)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    infos = {v.name: v for v in onnx.load(str(out)).graph.value_info}
+    assert "t" in infos
+    dims = [d.dim_value for d in infos["t"].type.tensor_type.shape.dim]
+    assert dims == [3, 2]
+    assert "shape inference: done" in status.log
+
+
+def test_dynamic_batch_shape_arithmetic_is_folded(tmp_path: Path) -> None:
+    """Shape -> Gather of a static dim folds; a Reshape with one free dim gets -1."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[batch, 4, 6] x) => (float[batch, 4, 2, 3] y) {
+            s = Shape(x)
+            i0 = Constant<value: tensor = int64 {0}>()
+            i1 = Constant<value: tensor = int64 {1}>()
+            b = Gather(s, i0)
+            h = Gather(s, i1)
+            ax = Constant<value: tensor = int64[1] {0}>()
+            bu = Unsqueeze(b, ax)
+            hu = Unsqueeze(h, ax)
+            rest = Constant<value: tensor = int64[2] {2, 3}>()
+            shape = Concat<axis = 0>(bu, hu, rest)
+            y = Reshape(x, shape)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert _ops(out) == Counter({"Reshape": 1})
+    assert status.counts["reshapes_pinned"] == 1
+    x = np.arange(48, dtype=np.float32).reshape(2, 4, 6)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(2, 4, 2, 3))
+
+
+def test_function_body_constants_are_untouched(tmp_path: Path) -> None:
+    """Peers turn Constant(value_float) inside function bodies into DOUBLE tensors."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18, "local": 1]>
+        g (float[3] x) => (float[3] y) { y = local.scale(x) }
+        <domain: "local", opset_import: ["": 18]>
+        scale (a) => (b) {
+            c = Constant<value_float: float = 3.0>()
+            b = Mul(a, c)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    sanitize(source, out)
+    (function,) = onnx.load(str(out)).functions
+    constant = next(n for n in function.node if n.op_type == "Constant")
+    assert constant.attribute[0].name == "value_float"
+    x = np.array([1, 2, 3], np.float32)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], [3, 6, 9])
+
+
+def test_document_source_and_transformer_outputs_identical(tmp_path: Path) -> None:
+    source = tmp_path / "small.onnx"
+    onnx.save(small_transformer(), str(source))
+    doc = nj.open_model(source)
+    out = tmp_path / "out.onnx"
+    status = sanitize(doc, out)
+    before = len(onnx.load(str(source)).graph.node)
+    after = len(onnx.load(str(out)).graph.node)
+    assert after < before * 0.6, status
+    rng = np.random.default_rng(0)
+    feeds = {
+        "input_ids": rng.integers(0, 100, (1, 16)).astype(np.int64),
+        "attention_mask": np.ones((1, 16), np.int64),
+        "token_type_ids": np.zeros((1, 16), np.int64),
+    }
+    names = {i.name for i in onnx.load(str(source)).graph.input}
+    feeds = {k: v for k, v in feeds.items() if k in names}
+    for x, y in zip(_run(source, feeds), _run(out, feeds), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, CHAIN)
+    with pytest.raises(TransformError, match="fold_size_threshold"):
+        sanitize(source, tmp_path / "o.onnx", fold_size_threshold=-1)
+    with pytest.raises(TransformError, match="passes"):
+        sanitize(source, tmp_path / "o.onnx", passes=0)
+    with pytest.raises(TransformError, match="folder"):
+        sanitize(source, tmp_path)
+    assert not (tmp_path / "o.onnx").exists()
+
+
+@pytest.mark.slow
+def test_bert_base_shrinks_below_peers_and_stays_identical(tmp_path: Path) -> None:
+    source = tmp_path / "bert.onnx"
+    onnx.save(bert_base(), str(source))
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    nodes = len(onnx.load(str(out), load_external_data=False).graph.node)
+    print(status.summary(), f"nodes={nodes}")
+    assert nodes <= 425  # onnxsim 0.8.1: 425, polygraphy 0.53.6: 613 (bench/bench_transforms.py)
+    feeds = {
+        "input_ids": np.random.default_rng(0).integers(0, 1000, (2, 128)).astype(np.int64),
+        "attention_mask": np.ones((2, 128), np.int64),
+        "token_type_ids": np.zeros((2, 128), np.int64),
+    }
+    for x, y in zip(_run(source, feeds), _run(out, feeds), strict=True):
+        np.testing.assert_array_equal(x, y)
