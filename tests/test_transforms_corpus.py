@@ -1,0 +1,262 @@
+"""FP16 and sanitize on every ONNX backend node test case (~1,900 models).
+
+A child process (this file run as a script) converts and sanitizes each case and runs the
+results in onnxruntime, one JSON line per case, so a crash inside onnxruntime costs one
+case and names it instead of ending the test session. Cases onnxruntime cannot run in the
+original are skipped. Checked:
+
+- FP16: the converted model loads and runs; its float outputs stay within 1e-2 of the
+  float32 model run on the same (float16-representable) inputs, relative to the output's
+  largest magnitude; elements beyond float16's range are left out of the comparison.
+- sanitize: the result loads and runs and gives identical outputs (random operators: same
+  shapes and dtypes). Where folding materializes float16 constants, onnxruntime's CPU, which
+  runs float16 chains in float32 internally, may differ in the last float16 bit: those
+  are compared with a float16 tolerance and listed.
+
+Lists land in test-output/transforms_corpus/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+FP16_MAX = 65504.0
+FP16_LIMIT = 1e-2
+RANDOM_OPS = frozenset(
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Bernoulli",
+        "Multinomial",
+        "Dropout",
+    }
+)
+
+
+# ------------------------------------------------------------------ worker
+def _session(model: Any) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    data = model if isinstance(model, (str, Path)) else model.SerializeToString()
+    return ort.InferenceSession(
+        str(data) if isinstance(data, Path) else data, options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _fp16_error(reference: list[Any], converted: list[Any]) -> float:
+    worst = 0.0
+    for x, y in zip(reference, converted, strict=True):
+        if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or x.size == 0:
+            continue
+        a = x.astype(np.float64)
+        b = np.asarray(y).astype(np.float64)
+        if a.shape != b.shape:
+            return float("inf")
+        valid = np.isfinite(a) & (np.abs(a) <= FP16_MAX)
+        if not valid.any():
+            continue
+        scale = max(float(np.max(np.abs(a[valid]))), 1e-6)
+        worst = max(worst, float(np.max(np.abs(a[valid] - b[valid]))) / scale)
+    return worst
+
+
+def _same(a: list[Any], b: list[Any], random: bool) -> str:
+    """'identical', 'close' (float16 tolerance) or a description of the difference."""
+    verdict = "identical"
+    for x, raw in zip(a, b, strict=True):
+        if not isinstance(x, np.ndarray):
+            continue
+        y = np.asarray(raw)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return f"shape/dtype {x.shape}/{x.dtype} vs {y.shape}/{y.dtype}"
+        if random:
+            continue
+        equal_nan = x.dtype.kind in "fc"
+        if np.array_equal(x, y, equal_nan=equal_nan):
+            continue
+        if x.dtype == np.float16 and np.allclose(x, y, rtol=2e-3, atol=1e-3, equal_nan=True):
+            verdict = "close"
+            continue
+        return "values differ"
+    return verdict
+
+
+def _case(case: Any, folder: Path) -> dict[str, Any]:
+    import onnx
+
+    from nsdl_jupyter.transforms import convert_to_fp16, sanitize
+
+    record: dict[str, Any] = {"name": case.name}
+    inputs = case.data_sets[0][0]
+    try:
+        original = _session(case.model)
+        names = [i.name for i in original.get_inputs()]
+        feeds = dict(zip(names, inputs, strict=False))
+        expected = original.run(None, feeds)
+    except Exception:
+        record["status"] = "ort_cannot_run_original"
+        return record
+    source = folder / "model.onnx"
+    onnx.save(case.model, str(source))
+    random = any(n.op_type in RANDOM_OPS for n in case.model.graph.node)
+    # sanitize
+    try:
+        status = sanitize(source, folder / "sanitized.onnx")
+        result = _session(folder / "sanitized.onnx")
+        kept = {i.name for i in result.get_inputs()}
+        record["sanitize"] = _same(
+            expected, result.run(None, {k: v for k, v in feeds.items() if k in kept}), random
+        )
+        record["nodes"] = [len(case.model.graph.node), _count(folder / "sanitized.onnx")]
+        record["sanitize_warnings"] = len(status.warnings)
+    except Exception as error:
+        record["sanitize"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
+    # fp16
+    try:
+        status = convert_to_fp16(source, folder / "fp16.onnx")
+        converted = _session(folder / "fp16.onnx")
+        rounded = {
+            k: v.astype(np.float16).astype(np.float32)
+            if isinstance(v, np.ndarray) and v.dtype == np.float32
+            else v
+            for k, v in feeds.items()
+        }
+        reference = original.run(None, rounded)
+        fp16_types = {i.name for i in converted.get_inputs() if i.type == "tensor(float16)"}
+        fp16_feeds = {k: v.astype(np.float16) if k in fp16_types else v for k, v in rounded.items()}
+        outputs = converted.run(None, fp16_feeds)
+        record["fp16"] = "converted" if status.counts["nodes_converted"] else "unchanged"
+        record["fp16_error"] = 0.0 if random else _fp16_error(reference, outputs)
+    except Exception as error:
+        record["fp16"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
+    record["status"] = "ran"
+    return record
+
+
+def _count(path: Path) -> int:
+    import onnx
+
+    return len(onnx.load(str(path)).graph.node)
+
+
+def worker(output: Path) -> None:
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    folder = Path(tempfile.mkdtemp(prefix="nsdl-corpus-"))
+    with output.open("w") as stream:
+        for case in cases:
+            stream.write(json.dumps({"start": case.name}) + "\n")
+            stream.flush()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                stream.write(json.dumps(_case(case, folder)) + "\n")
+            stream.flush()
+
+
+# -------------------------------------------------------------------- tests
+@pytest.fixture(scope="module")
+def corpus(test_output_dir: Path) -> dict[str, dict[str, Any]]:
+    folder = test_output_dir / "transforms_corpus"
+    folder.mkdir(exist_ok=True)
+    lines = folder / "cases.jsonl"
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, __file__, "--out", str(lines)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    records: dict[str, dict[str, Any]] = {}
+    last = None
+    for line in lines.read_text().splitlines():
+        entry = json.loads(line)
+        if "start" in entry:
+            last = entry["start"]
+        else:
+            records[entry["name"]] = entry
+            last = None
+    assert done.returncode == 0 and last is None, (
+        f"the corpus worker died in case {last} (exit {done.returncode}): {done.stderr[-2000:]}"
+    )
+    print(f"corpus: {len(records)} cases in {time.perf_counter() - started:.0f} s")
+    return records
+
+
+@pytest.mark.slow
+def test_fp16_every_backend_case_runs_and_stays_close(
+    corpus: dict[str, dict[str, Any]], test_output_dir: Path
+) -> None:
+    ran = [r for r in corpus.values() if r["status"] == "ran"]
+    failed = {r["name"]: r["fp16"] for r in ran if str(r["fp16"]).startswith("failed")}
+    errors = {r["name"]: r.get("fp16_error", 0.0) for r in ran if "fp16_error" in r}
+    far = {name: e for name, e in errors.items() if e > FP16_LIMIT}
+    tally = Counter(r["fp16"] if not str(r["fp16"]).startswith("failed") else "failed" for r in ran)
+    summary = {
+        "cases": len(corpus),
+        "ran": len(ran),
+        "tally": dict(tally),
+        "max_relative_error": max(errors.values(), default=0.0),
+        "median_relative_error": float(np.median([e for e in errors.values() if e > 0] or [0])),
+        "failed": failed,
+        "beyond_limit": far,
+    }
+    (test_output_dir / "transforms_corpus" / "fp16.json").write_text(json.dumps(summary, indent=1))
+    print(f"fp16: {dict(tally)}, max relative error {summary['max_relative_error']:.2e}")
+    assert tally["converted"] > 1000
+    assert not failed, failed
+    assert not far, far
+
+
+@pytest.mark.slow
+def test_sanitize_every_backend_case_runs_with_identical_outputs(
+    corpus: dict[str, dict[str, Any]], test_output_dir: Path
+) -> None:
+    ran = [r for r in corpus.values() if r["status"] == "ran"]
+    verdicts = Counter(
+        r["sanitize"] if r["sanitize"] in ("identical", "close") else "other" for r in ran
+    )
+    wrong = {r["name"]: r["sanitize"] for r in ran if r["sanitize"] not in ("identical", "close")}
+    close = sorted(r["name"] for r in ran if r["sanitize"] == "close")
+    before = sum(r["nodes"][0] for r in ran if "nodes" in r)
+    after = sum(r["nodes"][1] for r in ran if "nodes" in r)
+    summary = {
+        "verdicts": dict(verdicts),
+        "nodes_before": before,
+        "nodes_after": after,
+        "float16_tolerance": close,
+        "wrong": wrong,
+    }
+    (test_output_dir / "transforms_corpus" / "sanitize.json").write_text(
+        json.dumps(summary, indent=1)
+    )
+    print(f"sanitize: {dict(verdicts)}, nodes {before} -> {after}")
+    assert not wrong, wrong
+    assert all("fp16" in name or "float16" in name or "half" in name for name in close), close
+    assert after < before * 0.5
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path, required=True)
+    worker(parser.parse_args().out)
