@@ -38,6 +38,7 @@ class Item:
     scope: tuple[str, ...]
     key: str  # unique among items: the node name, or "input:x" / "output:y" for pseudo nodes
     alive: bool = True
+    node: ir.Node | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_node(self) -> bool:
@@ -179,11 +180,18 @@ class TableBuilder:
         return table
 
     def _add_item(
-        self, name: str, op: str, flags: int, key: str, scope: tuple[str, ...] = ()
+        self,
+        name: str,
+        op: str,
+        flags: int,
+        key: str,
+        *,
+        scope: tuple[str, ...] = (),
+        node: ir.Node | None = None,
     ) -> int:
         table = self.table
         index = len(table.items)
-        table.items.append(Item(name=name, op=op, flags=flags, scope=scope, key=key))
+        table.items.append(Item(name=name, op=op, flags=flags, scope=scope, key=key, node=node))
         table.by_key[key] = index
         return index
 
@@ -196,7 +204,7 @@ class TableBuilder:
         if (node.domain, node.op_type, node.overload) in self.functions:
             flags |= FUNCTION_CALL
         name = node.name or ""
-        return self._add_item(name, op_label(node), flags, name, scope_of(node))
+        return self._add_item(name, op_label(node), flags, name, scope=scope_of(node), node=node)
 
     def tensor(self, value: ir.Value) -> int:
         table = self.table
@@ -252,7 +260,6 @@ class TableBuilder:
         table = self.table
         table.edges = [e for e in table.edges if e.src not in items and e.dst not in items]
         table.initializer_inputs = [s for s in table.initializer_inputs if s[0] not in items]
-        nodes = {n.name: n for n in self.graph}
         for index in sorted(items):
             item = table.items[index]
             if not item.alive:
@@ -263,7 +270,7 @@ class TableBuilder:
                 if value is not None and src is not None:
                     table.edges.append(Edge(src, index, self.tensor(value)))
                 continue
-            node = nodes.get(item.name)
+            node = item.node
             if node is None:
                 continue
             self._add_input_edges(node)

@@ -250,7 +250,12 @@ class GraphScene:
             edge_refresh.update(e.dst for e in table.edges if e.src == index)
             self.positions.pop(name, None)
         by_key = None
-        for name in sorted(edit.added, key=lambda n: _node_order(nodes, n)):
+        added = (
+            sorted(edit.added, key=lambda n: _node_order(nodes, n))
+            if len(edit.added) > 1
+            else edit.added
+        )
+        for name in added:
             node = nodes.get(name)
             if node is None or name in table.by_key:
                 raise NeedsRebuild(f"added node {name!r} not found")
@@ -271,7 +276,7 @@ class GraphScene:
             if index is None:
                 continue
             touched.add(index)
-            node = nodes.get(name)
+            node = table.items[index].node
             if node is not None:
                 fresh = TableBuilder(self.graph, self._functions)
                 probe = fresh.add_node_item(node)

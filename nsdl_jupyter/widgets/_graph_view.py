@@ -11,7 +11,7 @@ import concurrent.futures
 import itertools
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -398,7 +398,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             or edit.graph_io
         ):
             return
-        nodes = {n.name: n for n in scene.graph if n.name}
+        nodes = _NodesByName(scene.graph)
         try:
             patch = scene.apply_edit(edit, nodes)
         except NeedsRebuild:
@@ -437,6 +437,29 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             unsubscribe()
             self._unsubscribe = None
         super().close()
+
+
+class _NodesByName(Mapping[str, ir.Node]):
+    """Nodes of a graph by name, indexed only if an edit asks for a node it does not know yet
+    (an attribute change or a rename never walks a 50,000-node graph)."""
+
+    def __init__(self, graph: ir.Graph | ir.Function) -> None:
+        self._graph = graph
+        self._index: dict[str, ir.Node] | None = None
+
+    def _nodes(self) -> dict[str, ir.Node]:
+        if self._index is None:
+            self._index = {n.name: n for n in self._graph if n.name}
+        return self._index
+
+    def __getitem__(self, name: str) -> ir.Node:
+        return self._nodes()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes())
+
+    def __len__(self) -> int:
+        return len(self._nodes())
 
 
 def _write_atomic(target: Path, data: bytes) -> None:

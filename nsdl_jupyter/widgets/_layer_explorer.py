@@ -45,7 +45,7 @@ class LayerExplorer(ToolWindow):
         )
         self.filters_button.add_class("nsdl-filters-button")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="none")
-        self.group_by.style.button_width = "72px"
+        self.group_by.style.button_width = "84px"
         self.show_constants = widgets.Checkbox(
             value=self.state.filter.show_constants, description="show constants", indent=False,
             layout=widgets.Layout(width="auto"),

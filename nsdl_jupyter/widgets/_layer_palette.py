@@ -35,7 +35,7 @@ class LayerPalette(ToolWindow):
         )
         self.filter_box.add_class("nsdl-palette-filter")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="category")
-        self.group_by.style.button_width = "72px"
+        self.group_by.style.button_width = "84px"
         self.groups = widgets.Accordion()
         self.groups.add_class("nsdl-palette-list")
         self.details = widgets.HTML()

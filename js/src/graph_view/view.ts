@@ -79,6 +79,7 @@ export class GraphViewElement {
     layoutDecodes: 0,
     patches: 0,
     frameMs: [] as number[],
+    patchMs: [] as number[], // applying patches + rebuilding the visible edges
   };
 
   constructor(
@@ -286,6 +287,7 @@ export class GraphViewElement {
   private applyEdits(): void {
     const graph = this.graph;
     if (!graph) return;
+    const t0 = performance.now();
     for (const patch of this.model.get("_edits") ?? []) {
       if (patch.topology !== graph.version || patch.seq <= graph.patchSeq) continue;
       applyPatch(graph, patch);
@@ -293,6 +295,7 @@ export class GraphViewElement {
     }
     this.root.dataset.patchSeq = String(graph.patchSeq);
     this.rebuildScene();
+    this.stats.patchMs.push(performance.now() - t0);
   }
 
   private loadLayout(): void {
@@ -817,7 +820,11 @@ export class GraphViewElement {
 
   private testApi() {
     return {
-      stats: () => ({ ...this.stats, frameMs: [...this.stats.frameMs] }),
+      stats: () => ({
+        ...this.stats,
+        frameMs: [...this.stats.frameMs],
+        patchMs: [...this.stats.patchMs],
+      }),
       /** client coordinates of the centre of the box drawing node `name` (or group key). */
       locate: (name: string): [number, number] | null => {
         const { layout } = this;

@@ -1,0 +1,212 @@
+"""Benchmark of the GraphView in a real JupyterLab + headless Chromium (median of N runs).
+
+Measures, per model (synthetic network-shaped DAGs of 1k/5k/20k/50k nodes and BERT-base):
+- cell run -> first drawing: from the Ctrl+Enter that runs ``GraphView(doc)`` to the
+  widget's own "drawn" signal (data-ready, set one frame after the first paint);
+- bytes sent to the browser (topology + layout buffers);
+- frame time while panning (the renderer's draw time per frame, 120 frames), in the default
+  (collapsed) view and with every group expanded;
+- edit -> updated drawing: from the Ctrl+Enter of a cell that renames a node to the frame
+  that shows the patch (the widget's patch counter and draw counter both moved).
+
+Prints a table and one JSON line. Never asserts a time.
+
+    python bench/bench_graph_view.py [--sizes 1000 5000 20000 50000] [--repeat 3] [--no-bert]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _harness() -> Any:
+    """The project's UI harness (tests/ui/conftest.py), loaded as a module."""
+    spec = importlib.util.spec_from_file_location("nsdl_ui_harness", REPO / "tests/ui/conftest.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+SETUP = """
+import time, onnx, tempfile
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import synthetic_dag, bert_base
+folder = tempfile.mkdtemp()
+proto = bert_base() if {n} == 0 else synthetic_dag({n}, seed=0)
+onnx.save(proto, folder + "/model.onnx", save_as_external_data={n} == 0)
+doc = nj.open_model(folder + "/model.onnx")
+names = list(doc.nodes)
+print("NODES", len(names))
+"""
+SHOW = "view = nj.GraphView(doc, height=600)\nview"
+BYTES = "print('BYTES', len(view._topology) + len(view._layout), len(view._topology))"
+EDIT = """k = len(names) // 2
+new = f"renamed_{time.time_ns()}"
+doc.rename_node(names[k], new)
+names[k] = new"""
+EXPAND = "view.expand()\nprint('EXPANDED', sum(view.groups.values()))"
+
+CELL_READY = """([i]) => {
+  const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell');
+  return !!cells[i]?.querySelector('.nsdl-graph-view[data-ready="1"]');
+}"""
+ROOT = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view')"
+
+
+def timed_run(nb: Any, index: int, until: str, arg: Any) -> float:
+    """Seconds from the Ctrl+Enter that runs cell `index` to `until(arg)` being true."""
+    cell = nb.cell(index)
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    nb.page.wait_for_function(
+        "e => e.classList.contains('jp-mod-active')", arg=cell.element_handle(), timeout=30_000
+    )
+    start = time.perf_counter()
+    nb.page.keyboard.press("Control+Enter")
+    nb.page.wait_for_function(until, arg=arg, timeout=90_000, polling="raf")
+    elapsed = time.perf_counter() - start
+    nb.wait_idle()
+    return elapsed
+
+
+def pan_frames(nb: Any, frames: int = 120) -> dict[str, float]:
+    """Draw time per frame while the camera moves every frame (a steady drag)."""
+    ms = nb.page.evaluate(
+        f"""async (frames) => {{
+      const root = {ROOT}; const api = root.__nsdl;
+      api.fit();
+      await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+      const before = api.stats().frameMs.length;
+      const wall = [];
+      for (let k = 0; k < frames; k++) {{
+        const t = performance.now();
+        api.pan(k % 60 < 30 ? 7 : -7, k % 40 < 20 ? 3 : -3);
+        await new Promise(r => requestAnimationFrame(r));
+        wall.push(performance.now() - t);
+      }}
+      await new Promise(r => requestAnimationFrame(r));
+      return {{ draw: api.stats().frameMs.slice(before), wall }};
+    }}""",
+        frames,
+    )
+    draw = sorted(ms["draw"])
+    wall = sorted(ms["wall"])
+    return {
+        "draw_median_ms": round(statistics.median(draw), 2),
+        "draw_p95_ms": round(draw[int(0.95 * (len(draw) - 1))], 2),
+        "frame_median_ms": round(statistics.median(wall), 2),
+        "frame_p95_ms": round(wall[int(0.95 * (len(wall) - 1))], 2),
+    }
+
+
+def bench_model(harness: Any, browser: Any, lab: Any, n: int, repeat: int) -> dict[str, Any]:
+    name = f"bench_{n or 'bert'}_{int(time.time())}.ipynb"
+    harness.write_notebook(lab.root / name, [SETUP.format(n=n), SHOW, BYTES, EDIT, EXPAND])
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    nb = harness.NotebookPage(context.new_page(), lab, name, Path(tempfile.mkdtemp()))
+    try:
+        nb.open()
+        out = nb.run_cell(0)
+        nodes = int(out.split("NODES", 1)[1].split()[0])
+        first = [timed_run(nb, 1, CELL_READY, [1]) for _ in range(repeat)]
+        nbytes, topology = (int(v) for v in nb.run_cell(2).split("BYTES", 1)[1].split()[:2])
+        nb.two_frames()
+        pan_collapsed = pan_frames(nb)
+        edits = []
+        for _ in range(repeat):
+            seq = int(nb.page.evaluate(f"() => Number({ROOT}.dataset.patchSeq || 0)"))
+            draws = int(nb.page.evaluate(f"() => Number({ROOT}.dataset.draws || 0)"))
+            until = f"""([seq, draws]) => {{ const r = {ROOT};
+                return Number(r.dataset.patchSeq) > seq && Number(r.dataset.draws) > draws; }}"""
+            edits.append(timed_run(nb, 3, until, [seq, draws]))
+        patch_ms = nb.page.evaluate(f"() => {ROOT}.__nsdl.stats().patchMs.slice(-{repeat})")
+        boxes_before = int(nb.page.evaluate(f"() => Number({ROOT}.dataset.visibleBoxes)"))
+        layout_seq = nb.page.evaluate(f"() => {ROOT}.dataset.layoutSeq")
+        expand_s = timed_run(nb, 4, f"(s) => {ROOT}.dataset.layoutSeq !== s", layout_seq)
+        nb.two_frames()
+        boxes_after = int(nb.page.evaluate(f"() => Number({ROOT}.dataset.visibleBoxes)"))
+        pan_expanded = pan_frames(nb)
+        return {
+            "model": "bert_base" if n == 0 else f"synthetic_{n}",
+            "nodes": nodes,
+            "first_draw_s": round(statistics.median(first), 3),
+            "first_draw_runs_s": [round(v, 3) for v in first],
+            "bytes_sent": nbytes,
+            "topology_bytes": topology,
+            "boxes_collapsed": boxes_before,
+            "pan_collapsed": pan_collapsed,
+            "edit_to_drawing_ms": round(1000 * statistics.median(edits), 1),
+            "edit_browser_patch_ms": round(statistics.median(patch_ms), 2) if patch_ms else None,
+            "expand_all_s": round(expand_s, 3),
+            "boxes_expanded": boxes_after,
+            "pan_expanded": pan_expanded,
+            "errors": nb.error_outputs(),
+        }
+    except Exception:
+        failure = REPO / "bench" / "results" / "graph_view_failure.png"
+        failure.parent.mkdir(parents=True, exist_ok=True)
+        nb.page.screenshot(path=str(failure))
+        print(f"failed: screenshot in {failure}; errors: {nb.error_outputs()} console: {nb.console_errors}", file=sys.stderr)
+        raise
+    finally:
+        context.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 5000, 20000, 50000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-bert", action="store_true")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "graph_view.json")
+    args = parser.parse_args()
+    harness = _harness()
+    from playwright.sync_api import sync_playwright
+
+    results = []
+    with tempfile.TemporaryDirectory() as state:
+        lab = harness._start_lab(Path(state))
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(
+                    executable_path=harness.CHROMIUM, args=harness.CHROMIUM_FLAGS, headless=True
+                )
+                sizes = list(args.sizes) + ([] if args.no_bert else [0])
+                for n in sizes:
+                    result = bench_model(harness, browser, lab, n, args.repeat)
+                    results.append(result)
+                    print(
+                        f"{result['model']:>16} {result['nodes']:>6} nodes | first draw "
+                        f"{result['first_draw_s']:.2f} s | {result['bytes_sent'] / 1e6:.2f} MB | "
+                        f"pan {result['pan_collapsed']['draw_median_ms']:.1f} ms "
+                        f"({result['boxes_collapsed']} boxes), expanded "
+                        f"{result['pan_expanded']['draw_median_ms']:.1f} ms "
+                        f"p95 {result['pan_expanded']['draw_p95_ms']:.1f} ms "
+                        f"({result['boxes_expanded']} boxes) | edit {result['edit_to_drawing_ms']:.0f} ms"
+                        f" (browser {result['edit_browser_patch_ms']} ms)"
+                        f" | expand all {result['expand_all_s']:.2f} s",
+                        flush=True,
+                    )
+                browser.close()
+        finally:
+            harness._stop_lab(lab.process)
+    summary = {"bench": "graph_view", "repeat": args.repeat, "results": results}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
