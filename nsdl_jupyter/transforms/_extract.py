@@ -26,7 +26,7 @@ from nsdl_jupyter.transforms._working_copy import (
     TransformError,
     WorkingCopy,
     check_output_path,
-    validate_model,
+    validate_saved,
     working_copy,
 )
 
@@ -128,9 +128,9 @@ def _finish(model: ir.Model, status: TransformStatus, target: Path) -> Transform
         else "inputs: none"
     )
     status.info("outputs: " + ", ".join(v.name or "" for v in model.graph.outputs))
-    validate_model(model, status)
-    copy = WorkingCopy(ModelDocument(model), None)
-    return status.finish(copy.save(target))
+    saved = WorkingCopy(ModelDocument(model), None).save(target)
+    validate_saved(saved, status)
+    return status.finish(saved)
 
 
 def _fill_types(model: ir.Model) -> None:

@@ -38,7 +38,7 @@ from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
     check_output_path,
-    validate_model,
+    validate_saved,
     working_copy,
 )
 
@@ -132,8 +132,9 @@ def convert_to_fp16(
     status = TransformStatus("convert_to_fp16")
     converter = _Fp16Converter(copy.model, keep_io_types, blocked_ops, blocked_nodes, status)
     converter.run()
-    validate_model(copy.model, status, model)
-    return status.finish(copy.save(target))
+    saved = copy.save(target)
+    validate_saved(saved, status, model)
+    return status.finish(saved)
 
 
 def _io_names(model: ir.Model) -> set[str]:

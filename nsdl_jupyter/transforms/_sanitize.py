@@ -28,7 +28,7 @@ from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
     check_output_path,
-    validate_model,
+    validate_saved,
     working_copy,
 )
 
@@ -83,26 +83,44 @@ def sanitize(
     status = TransformStatus("sanitize")
     before = _node_count(copy.model)
     folder = _Sanitizer(copy.model, fold_size_threshold, status)
+    untyped = [] if infer_shapes else _untyped_values(copy.model)
     done = 0
-    while passes is None or done < passes:
+    changed = True
+    while changed and (passes is None or done < passes):
         done += 1
-        changed = False
+        changed = folder.lift_constants(done) if fold_constants else False
+        # Every pass starts from fresh shapes; edits never invalidate the shapes of the
+        # tensors that remain, so the rules below need no inference of their own.
+        _infer(copy.model)
         if fold_constants:
-            changed |= folder.fold_pass(done)
+            changed |= folder.fold(done)
         if simplify:
             changed |= folder.simplify(done)
         if remove_dead_nodes:
             changed |= folder.remove_dead(done)
-        if not changed:
-            break
     status.count("passes", done)
     if infer_shapes:
-        _infer(copy.model)
+        if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
+            _infer(copy.model)
         status.info("shape inference: done")
+    else:
+        for value in untyped:
+            value.type, value.shape = None, None
     after = _node_count(copy.model)
     status.info(f"nodes: {before} -> {after}")
-    validate_model(copy.model, status, model)
-    return status.finish(copy.save(target))
+    saved = copy.save(target)
+    validate_saved(saved, status, model)
+    return status.finish(saved)
+
+
+def _untyped_values(model: ir.Model) -> list[ir.Value]:
+    """Intermediate tensors without a declared type (kept so when shapes are not wanted)."""
+    return [
+        value
+        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+        for value in node.outputs
+        if value.type is None and not value.is_graph_output()
+    ]
 
 
 def _node_count(model: ir.Model) -> int:
@@ -167,16 +185,17 @@ class _Sanitizer:
     number: int = 0
 
     # ---------------------------------------------------------------- folding
-    def fold_pass(self, number: int) -> bool:
-        graph = self.model.graph
-        graph.sort()
+    def lift_constants(self, number: int) -> bool:
         self.number = number
+        self.model.graph.sort()
         lifted = sum(self._lift_constants(g) for g in list(self.model.graphs()))
         if lifted:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
-        _infer(self.model)
-        folded = self._fold_tree(graph, _Constants())
-        return bool(lifted or folded)
+        return bool(lifted)
+
+    def fold(self, number: int) -> bool:
+        self.number = number
+        return bool(self._fold_tree(self.model.graph, _Constants()))
 
     def _fold_tree(self, graph: ir.Graph, outer: _Constants) -> int:
         """Fold in `graph`, then in its subgraphs (which see this graph's constants)."""
@@ -366,7 +385,6 @@ class _Sanitizer:
 
     # ---------------------------------------------------------- simplify
     def simplify(self, number: int) -> bool:
-        _infer(self.model)
         simplifier = Simplifier()
         before = _node_count(self.model)
         applied = simplifier.run(self.model.graph)

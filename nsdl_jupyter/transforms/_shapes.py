@@ -53,36 +53,70 @@ def infer_shapes(model: ir.Model) -> bool:
         )
     except Exception:  # onnx raises its own error types; the model is left as it was
         return False
-    _merge(model, ir.serde.deserialize_model(inferred))
+    _merge(model, inferred)
     return True
 
 
-def _merge(model: ir.Model, inferred: ir.Model) -> None:
-    for original_graph, inferred_graph in zip(model.graphs(), inferred.graphs(), strict=False):
-        found = ir.convenience.create_value_mapping(inferred_graph)
-        for name, value in ir.convenience.create_value_mapping(original_graph).items():
-            twin = found.get(name)
-            if twin is None or value.const_value is not None:
+def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
+    """Copy inferred types into the model, reading the proto's value_info directly (turning
+    the whole inferred proto back into onnx_ir would cost more than the inference)."""
+    for graph, proto in _graph_pairs(model.graph, inferred.graph):
+        found: dict[str, onnx.ValueInfoProto] = {}
+        for info in [*proto.input, *proto.value_info, *proto.output]:
+            found[info.name] = info
+        for value in _graph_values(graph):
+            info = found.get(value.name or "")
+            if info is None or value.const_value is not None or not info.type.WhichOneof("value"):
                 continue
+            if value.type is not None and _static(value.shape):
+                continue  # nothing left to learn
+            twin_type = ir.serde.deserialize_type_proto_for_type(info.type)
+            twin_shape = ir.serde.deserialize_type_proto_for_shape(info.type)
             current = value.type
-            if twin.type is not None and (
-                current is None or (current != twin.type and _same_kind(current, twin.type))
+            if twin_type is not None and (
+                current is None or (current != twin_type and _same_kind(current, twin_type))
             ):
-                value.type = twin.type
-            if twin.shape is not None and (value.shape is None or _more_known(twin, value)):
-                value.shape = twin.shape
+                value.type = twin_type
+            if twin_shape is not None and (
+                value.shape is None or _more_known(twin_shape, value.shape)
+            ):
+                value.shape = twin_shape
+
+
+def _graph_values(graph: ir.Graph) -> list[ir.Value]:
+    values = list(graph.inputs)
+    for node in graph:
+        values.extend(node.outputs)
+    return values
+
+
+def _graph_pairs(graph: ir.Graph, proto: onnx.GraphProto) -> list[tuple[ir.Graph, onnx.GraphProto]]:
+    """The graph and every subgraph, each with its inferred proto (matched by position)."""
+    pairs = [(graph, proto)]
+    for node, node_proto in zip(graph, proto.node, strict=False):
+        inner = {attr.name: attr for attr in node_proto.attribute}
+        for name, attr in node.attributes.items():
+            twin = inner.get(name)
+            if twin is None:
+                continue
+            if attr.type == ir.AttributeType.GRAPH:
+                pairs.extend(_graph_pairs(attr.as_graph(), twin.g))
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub, sub_proto in zip(attr.as_graphs(), twin.graphs, strict=False):
+                    pairs.extend(_graph_pairs(sub, sub_proto))
+    return pairs
+
+
+def _static(shape: ir.Shape | None) -> bool:
+    return shape is not None and all(isinstance(dim, int) for dim in shape)
 
 
 def _same_kind(a: ir.TypeProtocol, b: ir.TypeProtocol) -> bool:
     return type(a) is type(b)
 
 
-def _more_known(inferred: ir.Value, value: ir.Value) -> bool:
+def _more_known(inferred: ir.Shape, current: ir.Shape) -> bool:
     """True when the inferred shape fixes dims the current one leaves open."""
-    assert inferred.shape is not None
-    assert value.shape is not None
-    if len(inferred.shape) != len(value.shape):
+    if len(inferred) != len(current):
         return False
-    known_now = sum(isinstance(d, int) for d in value.shape)
-    known_then = sum(isinstance(d, int) for d in inferred.shape)
-    return known_then > known_now
+    return sum(isinstance(d, int) for d in inferred) > sum(isinstance(d, int) for d in current)

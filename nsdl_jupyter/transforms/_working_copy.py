@@ -98,26 +98,29 @@ def _weight_bytes(model: ir.Model) -> int:
     return total
 
 
-def validate_model(
-    model: ir.Model, status: TransformStatus, source: ModelSource | None = None
-) -> None:
-    """Run onnx's checker with strict type inference on the result. A failure is a status
-    warning, or only a log line when `source` (the unmodified model) fails the same way."""
-    if _weight_bytes(model) > _EXTERNAL_DATA_BYTES:
-        status.info("result not checked: too large for onnx's in-memory checker")
-        return
-    problem = _checker_problem(model)
+def validate_saved(path: Path, status: TransformStatus, source: ModelSource | None = None) -> None:
+    """Run onnx's checker (with strict type inference) on the written result. A failure is a
+    status warning, or only a log line when `source` (the unmodified model) fails too."""
+    problem = _checker_problem(path)
     if problem is None:
         return
-    if source is not None and _checker_problem(working_copy(source).model) is not None:
+    if source is not None and _source_problem(source) is not None:
         status.info(f"onnx's checker rejects the source model too: {problem}")
         return
     status.warn(f"the result does not pass onnx's checker: {problem}")
 
 
-def _checker_problem(model: ir.Model) -> str | None:
+def _source_problem(source: ModelSource) -> str | None:
+    if isinstance(source, (str, os.PathLike)):
+        return _checker_problem(Path(source))
+    if isinstance(source, onnx.ModelProto):
+        return _checker_problem(source)
+    return _checker_problem(ir.serde.serialize_model(working_copy(source).model))
+
+
+def _checker_problem(model: Path | onnx.ModelProto) -> str | None:
     try:
-        onnx.checker.check_model(ir.serde.serialize_model(model), full_check=True)
+        onnx.checker.check_model(str(model) if isinstance(model, Path) else model, full_check=True)
     except Exception as error:  # the checker raises several unrelated types
         text = str(error).strip()
         return text.splitlines()[0] if text else repr(error)
