@@ -200,3 +200,25 @@ def test_export_png_and_svg(notebook: Any, tmp_path: Path) -> None:
     (out_dir / "export.png").write_bytes(png.read_bytes())
     (out_dir / "export.svg").write_bytes(svg.read_bytes())
     nb.screenshot("export", VIEW)
+
+
+def test_quickstart_notebook_draws_in_jupyterlab(notebook: Any) -> None:
+    import json
+
+    source = Path(__file__).resolve().parents[2] / "example_notebooks" / "quickstart.ipynb"
+    cells = [
+        "".join(c["source"])
+        for c in json.loads(source.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
+    nb = notebook(cells)
+    nb.run_all()
+    nb.wait_for(READY)
+    nb.wait_idle()
+    nb.two_frames()
+    assert nb.error_outputs() == []
+    # the edit cells ran after the view was drawn: patches, never a second topology
+    stats = api(nb, "(a) => a.stats()")
+    assert stats["topologyDecodes"] == 1 and stats["patches"] >= 2
+    assert api(nb, "(a) => a.visible('attention_probs')") is True
+    nb.screenshot("quickstart", VIEW)

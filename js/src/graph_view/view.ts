@@ -80,7 +80,9 @@ export class GraphViewElement {
     patches: 0,
     frameMs: [] as number[],
     patchMs: [] as number[], // applying patches + rebuilding the visible edges
+    patchPaintedAt: 0, // wall clock (ms) of the first paint showing the last patch
   };
+  private patchUnpainted = false;
 
   constructor(
     private readonly model: Model,
@@ -296,6 +298,7 @@ export class GraphViewElement {
     this.root.dataset.patchSeq = String(graph.patchSeq);
     this.rebuildScene();
     this.stats.patchMs.push(performance.now() - t0);
+    this.patchUnpainted = true;
   }
 
   private loadLayout(): void {
@@ -410,6 +413,10 @@ export class GraphViewElement {
     if (!this.scene || this.width === 0) return;
     const result = draw(this.ctx, this.scene, this.drawOptions());
     this.stats.draws++;
+    if (this.patchUnpainted) {
+      this.patchUnpainted = false;
+      this.stats.patchPaintedAt = Date.now();
+    }
     this.stats.frameMs.push(result.ms);
     if (this.stats.frameMs.length > 500) this.stats.frameMs.shift();
     this.root.dataset.draws = String(this.stats.draws);
