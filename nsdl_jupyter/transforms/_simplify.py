@@ -3,9 +3,11 @@
 Each rule leaves every output bit-identical (up to the sign of a zero for `x + 0`): Identity,
 Dropout at inference, Casts to the type a tensor already has, reshapes/expands/slices/tiles
 whose result has the input's static shape, pads of zero, single-input Concat, Transposes that
-cancel, chains of reshapes that collapse into one, `x*1`, `x/1`, `x+0`, `x-0`, and If nodes
-with a constant condition (the taken branch is inlined). A graph output keeps its name: the
-tensor that replaces it is renamed.
+cancel, chains of reshapes that collapse into one, `x*1`, `x/1`, `x+0`, `x-0`, `Relu(Relu(x))`
+and other idempotent pairs, `Neg(Neg(x))`, If nodes with a constant condition (the taken
+branch is inlined) and common subexpressions. Rewrites that change rounding (merging
+`(x*a)*b` into `x*(a*b)`, fusing BatchNormalization into Conv) are not done. A graph output
+keeps its name: the tensor that replaces it is renamed.
 """
 
 from __future__ import annotations
@@ -371,6 +373,42 @@ def _neutral(value: float, commutative: bool) -> Callable[[Simplifier, ir.Graph,
     return rule
 
 
+# f(f(x)) = f(x); and Relu(Abs(x)) = Abs(x): the outer node is redundant.
+_IDEMPOTENT = frozenset({"Relu", "Abs", "Floor", "Ceil", "Round", "Sign"})
+_NONNEGATIVE = frozenset({"Abs", "Relu"})
+# f(f(x)) = x
+_INVOLUTIONS = frozenset({"Neg", "Not"})
+
+
+def _inner(graph: ir.Graph, node: ir.Node) -> ir.Node | None:
+    source = node.inputs[0] if node.inputs else None
+    producer = source.producer() if source is not None else None
+    if producer is None or producer.graph is not graph or not _standard(producer):
+        return None
+    if producer.attributes or node.attributes or len(producer.inputs) != 1:
+        return None
+    return producer
+
+
+def _idempotent(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    inner = _inner(graph, node)
+    if inner is None:
+        return False
+    if inner.op_type == node.op_type or (node.op_type == "Relu" and inner.op_type in _NONNEGATIVE):
+        return s.bypass(graph, node, inner.outputs[0])
+    return False
+
+
+def _involution(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    inner = _inner(graph, node)
+    if inner is None or inner.op_type != node.op_type:
+        return False
+    if s.bypass(graph, node, inner.inputs[0]):
+        _drop(graph, inner)
+        return True
+    return False
+
+
 def _if(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     condition = _constant(node.inputs[0])
     if condition is None or condition.size != 1:
@@ -428,4 +466,6 @@ _RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {
     "Mul": _neutral(1.0, commutative=True),
     "Div": _neutral(1.0, commutative=False),
     "If": _if,
+    **dict.fromkeys(_IDEMPOTENT, _idempotent),
+    **dict.fromkeys(_INVOLUTIONS, _involution),
 }

@@ -1,0 +1,488 @@
+"""Global modifications against their peers, on real architectures and the ONNX backend
+node tests (models built in code, random weights).
+
+- sanitize vs onnxsim and `polygraphy surgeon sanitize --fold-constants`: nodes left,
+  seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
+- FP16 vs onnxconverter-common's `convert_float_to_float16`: does onnxruntime load and run
+  the result, and the max relative error against float32 (max |a-b| / max |a|);
+- the same on every ONNX backend node case (totals; cases where a peer removes more nodes).
+
+A peer that is not installed is reported as such. Prints tables, then one JSON line.
+
+    python bench/bench_transforms.py [--no-corpus] [--no-dag]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import logging
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+from _common import emit_json, fmt_seconds, print_table
+
+from nsdl_jupyter.examples import bert_base, resnet50, small_transformer, synthetic_dag
+from nsdl_jupyter.transforms import convert_to_fp16, sanitize
+
+PEER_TIMEOUT_S = 600
+POLYGRAPHY = str(Path(sys.executable).with_name("polygraphy"))
+RANDOM_OPS = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+
+
+# ------------------------------------------------------------------ helpers
+def _session(model: Path | onnx.ModelProto, optimize: bool = False) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 4
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    data = str(model) if isinstance(model, Path) else model.SerializeToString()
+    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def _feeds(session: ort.InferenceSession) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for spec in session.get_inputs():
+        shape = [d if isinstance(d, int) else 2 for d in spec.shape]
+        if "int" in spec.type:
+            feeds[spec.name] = rng.integers(0, 2, shape).astype(np.int64)
+        else:
+            feeds[spec.name] = rng.standard_normal(shape).astype(np.float32)
+    return feeds
+
+
+def _nodes(path: Path) -> int:
+    return len(onnx.load(str(path), load_external_data=False).graph.node)
+
+
+def _quiet(fn: Callable[[], Any]) -> Any:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return fn()
+
+
+def _peer(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        print(f"peer not installed: {module} (pip install it into the dev environment)")
+        return False
+    return True
+
+
+def _diff(reference: list[np.ndarray], other: list[np.ndarray]) -> float:
+    worst = 0.0
+    for x, y in zip(reference, other, strict=True):
+        if x.dtype.kind in "fc":
+            worst = max(worst, float(np.max(np.abs(x - np.asarray(y).astype(x.dtype)), initial=0)))
+        elif not np.array_equal(x, y):
+            return float("inf")
+    return worst
+
+
+def _relative(reference: list[np.ndarray], other: list[np.ndarray]) -> float:
+    worst = 0.0
+    for x, y in zip(reference, other, strict=True):
+        if x.dtype.kind != "f":
+            continue
+        scale = max(float(np.max(np.abs(x))), 1e-6)
+        worst = max(worst, float(np.max(np.abs(x - y.astype(np.float32)))) / scale)
+    return worst
+
+
+# --------------------------------------------------------------- sanitize
+def _sanitize_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
+    reference_session = _session(source)
+    feeds = _feeds(reference_session)
+    reference = reference_session.run(None, feeds)
+    rows = []
+
+    def record(name: str, run: Callable[[Path], None]) -> None:
+        out = folder / f"{source.stem}_{name}.onnx"
+        start = time.perf_counter()
+        try:
+            run(out)
+            seconds = time.perf_counter() - start
+            diff = _diff(reference, _session(out).run(None, feeds))
+            rows.append(
+                {
+                    "tool": name,
+                    "nodes": _nodes(out),
+                    "seconds": fmt_seconds(seconds),
+                    "identical": "yes" if diff == 0 else f"max diff {diff:.2g}",
+                    "_s": seconds,
+                }
+            )
+        except Exception as error:
+            rows.append({"tool": name, "nodes": "-", "seconds": "-", "identical": str(error)[:60]})
+
+    rows.append(
+        {"tool": "original", "nodes": _nodes(source), "seconds": "", "identical": "", "_s": 0}
+    )
+    record("nsdl_jupyter", lambda out: sanitize(source, out))
+    if _peer("onnxsim"):
+        import onnxsim
+
+        def simplify(out: Path) -> None:
+            model, _ = _quiet(lambda: onnxsim.simplify(str(source)))
+            onnx.save(model, str(out))
+
+        record("onnxsim", simplify)
+    if _peer("onnx_graphsurgeon"):
+
+        def polygraphy(out: Path) -> None:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "polygraphy",
+                    "surgeon",
+                    "sanitize",
+                    "--fold-constants",
+                    str(source),
+                    "-o",
+                    str(out),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=PEER_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr.strip().splitlines()[-1])
+
+        record("polygraphy (CLI)", polygraphy)
+    return rows
+
+
+# ------------------------------------------------------------------- fp16
+def _fp16_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
+    reference_session = _session(source, optimize=True)
+    feeds = _feeds(reference_session)
+    reference = reference_session.run(None, feeds)
+    rows = []
+
+    def record(name: str, convert: Callable[[Path], None]) -> None:
+        out = folder / f"{source.stem}_{name}_fp16.onnx"
+        start = time.perf_counter()
+        try:
+            convert(out)
+        except Exception as error:
+            rows.append({"tool": name, "runs": "convert failed", "max_rel_error": str(error)[:60]})
+            return
+        seconds = time.perf_counter() - start
+        try:
+            session = _session(out, optimize=True)
+            halves = {i.name for i in session.get_inputs() if i.type == "tensor(float16)"}
+            converted = {k: v.astype(np.float16) if k in halves else v for k, v in feeds.items()}
+            error = _relative(reference, session.run(None, converted))
+            rows.append(
+                {
+                    "tool": name,
+                    "runs": "yes",
+                    "max_rel_error": f"{error:.2e}",
+                    "seconds": fmt_seconds(seconds),
+                    "_e": error,
+                }
+            )
+        except Exception as problem:
+            text = str(problem).replace("\n", " ")
+            rows.append({"tool": name, "runs": "NO", "max_rel_error": text[:90], "seconds": ""})
+
+    record("nsdl_jupyter", lambda out: convert_to_fp16(source, out))
+    if _peer("onnxconverter_common"):
+        from onnxconverter_common import float16
+
+        def peer(out: Path) -> None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = float16.convert_float_to_float16(onnx.load(str(source)))
+            onnx.save(model, str(out))
+
+        record("onnxconverter-common", peer)
+    return rows
+
+
+def _special_models(folder: Path) -> dict[str, Path]:
+    """Small models with the structures converters get wrong (If, local functions)."""
+    texts = {
+        "if_subgraph": """<ir_version: 8, opset_import: ["": 18]>
+            g (float[4] x) => (float[4] y) {
+                s = ReduceSum<keepdims = 0>(x)
+                z = Constant<value_float: float = 0.0>()
+                c = Greater(s, z)
+                y = If(c) <
+                    then_branch = t () => (float[4] a) { a = Mul(x, x) },
+                    else_branch = e () => (float[4] b) {
+                        h = Constant<value_float: float = 0.5>()
+                        b = Mul(x, h)
+                    }
+                >
+            }""",
+        "local_function": """<ir_version: 8, opset_import: ["": 18, "local": 1]>
+            g (float[4] x) => (float[4] y) { y = local.scale(x) }
+            <domain: "local", opset_import: ["": 18]>
+            scale (a) => (b) {
+                c = Constant<value_float: float = 3.0>()
+                b = Mul(a, c)
+            }""",
+    }
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = folder / f"{name}.onnx"
+        ir.save(ir.from_onnx_text(text), paths[name])
+    return paths
+
+
+def _fused_bert(source: Path, folder: Path) -> Path | None:
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+    except ImportError:
+        print("onnxruntime.transformers is not available: no ORT-fused BERT")
+        return None
+    logging.disable(logging.WARNING)
+    fused = _quiet(
+        lambda: optimize_model(
+            str(source), model_type="bert", num_heads=12, hidden_size=768, opt_level=0
+        )
+    )
+    path = folder / "bert_base_ort_fused.onnx"
+    fused.save_model_to_file(str(path))
+    return path
+
+
+# ----------------------------------------------------------------- corpus
+def _corpus(folder: Path) -> dict[str, Any]:
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = node.collect_testcases(None)
+    has_sim = _peer("onnxsim")
+    has_poly = _peer("onnx_graphsurgeon")
+    has_occ = _peer("onnxconverter_common")
+    totals = dict.fromkeys(
+        [
+            "cases",
+            "original",
+            "ours",
+            "onnxsim",
+            "polygraphy",
+            "ours_s",
+            "onnxsim_s",
+            "polygraphy_s",
+            "fp16_runs",
+            "fp16_fails",
+            "occ_runs",
+            "occ_fails",
+        ],
+        0.0,
+    )
+    fewer: dict[str, list[str]] = {"onnxsim": [], "polygraphy": []}
+    worst_fp16 = 0.0
+    source = folder / "case.onnx"
+    logging.disable(logging.WARNING)
+    for case in cases:
+        try:
+            original = _session(case.model)
+            feeds = dict(
+                zip([i.name for i in original.get_inputs()], case.data_sets[0][0], strict=False)
+            )
+            original.run(None, feeds)
+        except Exception:
+            continue
+        totals["cases"] += 1
+        onnx.save(case.model, str(source))
+        count = len(case.model.graph.node)
+        totals["original"] += count
+        start = time.perf_counter()
+        sanitize(source, folder / "ours.onnx")
+        totals["ours_s"] += time.perf_counter() - start
+        ours = _nodes(folder / "ours.onnx")
+        totals["ours"] += ours
+        if has_sim:
+            import onnxsim
+
+            start = time.perf_counter()
+            try:
+                sim, _ = _quiet(lambda model=case.model: onnxsim.simplify(model))
+                sim_nodes = len(sim.graph.node)
+            except Exception:
+                sim_nodes = count
+            totals["onnxsim_s"] += time.perf_counter() - start
+            totals["onnxsim"] += sim_nodes
+            if sim_nodes < ours:
+                fewer["onnxsim"].append(case.name)
+        if has_poly:
+            from polygraphy.backend.onnx import fold_constants
+
+            start = time.perf_counter()
+            try:
+                copy = onnx.ModelProto.FromString(case.model.SerializeToString())
+                poly = _quiet(lambda copy=copy: fold_constants(copy, error_ok=True))
+                poly_nodes = len(poly.graph.node)
+            except Exception:
+                poly_nodes = count
+            totals["polygraphy_s"] += time.perf_counter() - start
+            totals["polygraphy"] += poly_nodes
+            if poly_nodes < ours:
+                fewer["polygraphy"].append(case.name)
+        fp16_ok, error = _fp16_case(source, folder / "ours16.onnx", feeds, original, ours=True)
+        totals["fp16_runs" if fp16_ok else "fp16_fails"] += 1
+        worst_fp16 = max(worst_fp16, error)
+        if has_occ:
+            ok, _ = _fp16_case(source, folder / "occ16.onnx", feeds, original, ours=False)
+            totals["occ_runs" if ok else "occ_fails"] += 1
+    return {"totals": totals, "fewer": fewer, "fp16_max_rel_error": worst_fp16}
+
+
+def _fp16_case(
+    source: Path,
+    out: Path,
+    feeds: dict[str, Any],
+    original: ort.InferenceSession,
+    *,
+    ours: bool,
+) -> tuple[bool, float]:
+    try:
+        if ours:
+            convert_to_fp16(source, out)
+        else:
+            from onnxconverter_common import float16
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                onnx.save(float16.convert_float_to_float16(onnx.load(str(source))), str(out))
+        session = _session(out)
+        halves = {i.name for i in session.get_inputs() if i.type == "tensor(float16)"}
+        rounded = {
+            k: v.astype(np.float16).astype(np.float32)
+            if isinstance(v, np.ndarray) and v.dtype == np.float32
+            else v
+            for k, v in feeds.items()
+        }
+        outputs = session.run(
+            None, {k: v.astype(np.float16) if k in halves else v for k, v in rounded.items()}
+        )
+        reference = original.run(None, rounded)
+    except Exception:
+        return False, 0.0
+    worst = 0.0
+    for x, y in zip(reference, outputs, strict=False):
+        if isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size:
+            a, b = x.astype(np.float64), np.asarray(y).astype(np.float64)
+            valid = np.isfinite(a) & (np.abs(a) <= 65504)
+            if valid.any() and a.shape == b.shape:
+                scale = max(float(np.max(np.abs(a[valid]))), 1e-6)
+                worst = max(worst, float(np.max(np.abs(a[valid] - b[valid]))) / scale)
+    return True, worst
+
+
+# ------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-corpus", action="store_true", help="skip the backend node tests")
+    parser.add_argument("--no-dag", action="store_true", help="skip the 20,000-node DAG")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="bench-transforms-"))
+    models = {
+        "resnet50": resnet50(),
+        "resnet50_unfolded_bn": resnet50(fold_batchnorm=False),
+        "bert_base": bert_base(),
+        "small_transformer": small_transformer(),
+    }
+    if not args.no_dag:
+        models["dag_20000"] = synthetic_dag(20000)
+    paths = {}
+    for name, proto in models.items():
+        paths[name] = folder / f"{name}.onnx"
+        onnx.save(proto, str(paths[name]))
+    results: dict[str, Any] = {"sanitize": {}, "fp16": {}}
+
+    for name, path in paths.items():
+        rows = _sanitize_peers(path, folder)
+        print_table(
+            f"sanitize: {name}", [{k: v for k, v in r.items() if k[0] != "_"} for r in rows]
+        )
+        results["sanitize"][name] = {
+            r["tool"]: {"nodes": r["nodes"], "seconds": r.get("_s")} for r in rows
+        }
+
+    fp16_models = {k: v for k, v in paths.items() if k != "dag_20000"}
+    fp16_models.update(_special_models(folder))
+    fused = _fused_bert(paths["bert_base"], folder)
+    if fused is not None:
+        fp16_models["bert_base_ort_fused"] = fused
+    for name, path in fp16_models.items():
+        rows = _fp16_peers(path, folder)
+        print_table(f"fp16: {name}", [{k: v for k, v in r.items() if k[0] != "_"} for r in rows])
+        results["fp16"][name] = {
+            r["tool"]: {"runs": r["runs"], "max_rel_error": r.get("_e")} for r in rows
+        }
+
+    if not args.no_corpus:
+        corpus = _corpus(folder)
+        t = corpus["totals"]
+        print_table(
+            f"ONNX backend node tests: {int(t['cases'])} cases onnxruntime runs",
+            [
+                {"tool": "original", "nodes": int(t["original"]), "seconds": ""},
+                {
+                    "tool": "nsdl_jupyter sanitize",
+                    "nodes": int(t["ours"]),
+                    "seconds": fmt_seconds(t["ours_s"]),
+                },
+                {
+                    "tool": "onnxsim",
+                    "nodes": int(t["onnxsim"]),
+                    "seconds": fmt_seconds(t["onnxsim_s"]),
+                },
+                {
+                    "tool": "polygraphy fold_constants",
+                    "nodes": int(t["polygraphy"]),
+                    "seconds": fmt_seconds(t["polygraphy_s"]),
+                },
+            ],
+        )
+        for peer, names in corpus["fewer"].items():
+            shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+            print(f"cases where {peer} leaves fewer nodes than ours: {len(names)} {shown}")
+        print_table(
+            "FP16 on the same cases",
+            [
+                {
+                    "tool": "nsdl_jupyter",
+                    "runs": int(t["fp16_runs"]),
+                    "fails": int(t["fp16_fails"]),
+                    "max_rel_error": f"{corpus['fp16_max_rel_error']:.2e}",
+                },
+                {
+                    "tool": "onnxconverter-common",
+                    "runs": int(t["occ_runs"]),
+                    "fails": int(t["occ_fails"]),
+                    "max_rel_error": "",
+                },
+            ],
+        )
+        results["corpus"] = {
+            **t,
+            "fp16_max_rel_error": corpus["fp16_max_rel_error"],
+            "fewer_than_onnxsim": len(corpus["fewer"]["onnxsim"]),
+            "fewer_than_polygraphy": len(corpus["fewer"]["polygraphy"]),
+        }
+    emit_json("transforms", results)
+
+
+if __name__ == "__main__":
+    main()
