@@ -197,8 +197,8 @@ def test_export_png_and_svg(notebook: Any, tmp_path: Path) -> None:
     assert root.tag.endswith("svg")
     assert len(re.findall(r"<rect", svg.read_text())) >= 60
     out_dir = nb.shots
-    (out_dir / "export.png").write_bytes(png.read_bytes())
-    (out_dir / "export.svg").write_bytes(svg.read_bytes())
+    (out_dir / "exported_graph.png").write_bytes(png.read_bytes())
+    (out_dir / "exported_graph.svg").write_bytes(svg.read_bytes())
     nb.screenshot("export", VIEW)
 
 
