@@ -61,6 +61,7 @@ from nsdl_jupyter.editors._type_check import (
     check_snapshot,
     diagnostic_label,
     marks_of,
+    snapshot,
     summary_of,
 )
 
@@ -113,6 +114,7 @@ __all__ = [
     "reset_attribute",
     "set_setting",
     "settings_path",
+    "snapshot",
     "summary_of",
     "tensor_stats",
 ]

@@ -1,9 +1,10 @@
-"""State of the TypeCheckPanel: `doc.check()` diagnostics, refreshed after edits.
+"""State of the TypeCheckPanel: the document's checks, refreshed after edits.
 
 Checks are debounced (a burst of edits gives one check). Small models are checked on the
 kernel's thread; big ones in a worker thread that reads the model without changing it (a
 check that overlapped an edit is thrown away and redone), and the result is applied on the
-kernel's event loop, so widgets are only touched from the thread that owns them.
+kernel's event loop, so widgets are only touched from the thread that owns them. Node names
+in the diagnostics are the names the views use (generated names included).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import onnx_ir as ir
 from nsdl_jupyter.document import ChangeEvent, Diagnostic, ModelDocument
 
 BACKGROUND_NODES = 2000
+_WEIGHT_BYTES = 4096  # as nsdl_jupyter.document's check: bigger initializers become inputs
 DEBOUNCE_S = 0.4
 
 ResultListener = Callable[[list[Diagnostic]], None]
@@ -54,14 +56,58 @@ def diagnostic_label(diagnostic: Diagnostic) -> str:
     return f"{icon} {where}: {diagnostic.message}"
 
 
+def snapshot(model: ir.Model) -> onnx.ModelProto:
+    """The model as a proto for checking, built without changing the model.
+
+    Safe off the kernel's thread (it only reads). As in the document's own check, big
+    initializers become typed graph inputs: checking needs their types, not their bytes, and
+    external weights are never read.
+    """
+    graph = model.graph
+    small: list[ir.Value] = []
+    big: list[ir.Value] = []
+    for value in graph.initializers.values():
+        tensor = value.const_value
+        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
+    inputs = [*graph.inputs, *(v for v in big if not v.is_graph_input())]
+    view = ir.GraphView(
+        inputs,
+        graph.outputs,
+        nodes=list(graph),
+        initializers=small,
+        opset_imports=dict(graph.opset_imports),
+        name=graph.name,
+    )
+    proto = onnx.ModelProto(ir_version=model.ir_version)
+    for domain, version in graph.opset_imports.items():
+        proto.opset_import.add(domain=domain, version=version)
+    # onnx_ir's GraphView serializes fine but its typing does not match GraphViewProtocol
+    ir.serde.serialize_graph_into(proto.graph, view, model_ir_version=model.ir_version)  # type: ignore[arg-type]
+    for function in model.functions.values():
+        ir.serde.serialize_function_into(proto.functions.add(), from_=function)
+    return proto
+
+
 def check_snapshot(proto: onnx.ModelProto) -> list[Diagnostic]:
-    """The document's checks on a serialized model (what `doc.check()` runs after saving it)."""
+    """The document's checks (ONNX checker per node, then strict shape inference) on a proto.
+
+    Unlike a plain checker run, a node so broken that even lenient inference stops (a missing
+    required input) is reported on that node instead of failing the whole check.
+    """
     # Shim: nsdl_jupyter.document checks an ir.Model; these are its proto-level steps, used
-    # here so that a worker thread never needs the live model beyond serializing it.
+    # here so that a worker thread never needs the live model beyond reading it.
     from nsdl_jupyter.document import _check
 
     _topological(proto.graph)
-    inferred = onnx.shape_inference.infer_shapes(proto)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
+        message = _check._first_line(str(error))
+        node = _check._node_named_in(message, proto)
+        found: list[Diagnostic] = _check._node_diagnostics(proto)
+        if not any(d.node == node for d in found):
+            found.append(Diagnostic("error", node, message, "shape_inference"))
+        return found
     diagnostics: list[Diagnostic] = _check._checker_diagnostics(inferred)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
@@ -167,9 +213,12 @@ class TypeCheckRunner:
         with self._lock:
             self._cancel_timer()
             self._version += 1
-        result = self._checked(self.doc.check)
+        result = self._checked(self._check_here)
         self._deliver(result)
         return result
+
+    def _check_here(self) -> list[Diagnostic]:
+        return check_snapshot(snapshot(self.doc.model))
 
     def _start(self) -> None:
         with self._lock:
@@ -178,7 +227,7 @@ class TypeCheckRunner:
         if self._on_start is not None:
             self._on_start()
         if len(self.doc.graph) < self.background_nodes and self._loop is not None:
-            self._deliver(self._checked(self.doc.check))
+            self._deliver(self._checked(self._check_here))
             return
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(1, "nsdl-type-check")
@@ -186,8 +235,7 @@ class TypeCheckRunner:
 
     def _background(self, version: int) -> None:
         try:
-            proto = ir.to_proto(self.doc.model)
-            result = check_snapshot(proto)
+            result = check_snapshot(snapshot(self.doc.model))
         except Exception as error:  # may be a read that overlapped an edit: judged below
             result = [Diagnostic("error", None, f"type check failed: {error}")]
         with self._lock:

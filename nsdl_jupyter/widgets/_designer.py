@@ -247,14 +247,23 @@ class Designer(widgets.VBox):  # type: ignore[misc]
                 self.redo()
             elif action == "save":
                 self.save()
+        elif content.get("type") == "quick_add":
+            self.palette.add_by_text(str(content.get("text") or ""))
         elif content.get("type") == "activate":
+            # the double-clicked option comes with the message (see js/src/designer_keys)
             target = content.get("target")
+            index = content.get("index")
+            position = index if isinstance(index, int) and index >= 0 else None
             if target == "explorer":
-                self.explorer.go_to()
+                self.explorer.activate(position)
             elif target == "type_check":
-                self.type_check.go_to()
+                self.type_check.go_to(position)
             elif target == "palette":
-                self.palette.add_current()
+                label = str(content.get("label") or "").strip()
+                if label:
+                    self.palette.add(label)
+                else:
+                    self.palette.add_current()
 
     def close(self) -> None:
         unsubscribe = getattr(self, "_unsubscribe", None)

@@ -1,6 +1,7 @@
-"""DesignerKeys: the Designer's keyboard shortcuts (Ctrl+Z, Ctrl+Y, Ctrl+S, "/" for quick add)
-and double-clicks on its lists. A tiny invisible anywidget (js/src/designer_keys/) that
-listens on the Designer box around it and sends what happened to the kernel."""
+"""DesignerKeys: the Designer's keyboard shortcuts (Ctrl+Z, Ctrl+Y, Ctrl+S, "/" for quick add,
+Enter in the quick-add box) and double-clicks on its lists. A tiny invisible anywidget
+(js/src/designer_keys/) that listens on the Designer box around it and sends what happened
+to the kernel."""
 
 from __future__ import annotations
 
@@ -24,5 +25,5 @@ class DesignerKeys(anywidget.AnyWidget):  # type: ignore[misc]
         self.on_msg(self._on_custom_msg)
 
     def _on_custom_msg(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
-        if isinstance(content, dict) and content.get("type") in ("key", "activate"):
+        if isinstance(content, dict) and content.get("type") in ("key", "activate", "quick_add"):
             self._handler(content)

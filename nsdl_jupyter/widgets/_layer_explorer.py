@@ -221,6 +221,16 @@ class LayerExplorer(ToolWindow):
             return None
         return self.entries[index].node
 
+    def activate(self, index: int | None = None) -> None:
+        """A double-click on row `index` (default: the chosen row): go to its node."""
+        position = self.list.value if index is None else index
+        if not isinstance(position, int) or not 0 <= position < len(self.entries):
+            self.message.show("choose a layer in the list first")
+            return
+        node = self.entries[position].node
+        if node is not None:  # a group header opened or closed on the first click already
+            self.go_to(node)
+
     def go_to(self, name: str | None = None) -> None:
         """Select node `name` (default: the chosen row), which the graph view centres on."""
         target = name if name is not None else self.current

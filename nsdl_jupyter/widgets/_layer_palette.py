@@ -143,6 +143,8 @@ class LayerPalette(ToolWindow):
 
     def add_by_text(self, text: str) -> str | None:
         """The quick-add box: the exact operator, else the best match of the typed text."""
+        if not text.strip():
+            return None  # Enter on an empty box
         entry = self.index.get(text.strip())
         if entry is None:
             found = self.index.search(text)

@@ -224,3 +224,45 @@ def test_generate_zeros_initializer_connect_and_see_the_terminal(notebook: Any) 
     nb.screenshot("after", ".nsdl-graph-view")
     nb.screenshot("initializers", ".nsdl-initializer-editor")
     assert nb.error_outputs() == []
+
+
+def test_double_click_a_layer_and_quick_add_with_the_slash_key(notebook: Any) -> None:
+    nb = notebook([RESNET, "print('SEL=' + repr(designer.graph.selected), len(doc.nodes))"],
+                  width=1600, height=1100)  # fmt: skip
+    nb.run_all()
+    nb.wait_for(GRAPH_READY)
+    nb.wait_for(KEYS_READY)
+    nb.wait_idle()
+    nb.page.locator(f"{NB} .nsdl-designer .lm-TabBar-tab", has_text="Layers").first.click()
+    search = field(nb, ".nsdl-layer-filter input")
+    search.fill("downsample.0/Conv")
+    search.press("Enter")
+    nb.page.locator(f"{NB} .nsdl-layer-explorer", has_text="3 of 49 layers").first.wait_for(
+        timeout=30_000
+    )
+    option = nb.page.locator(f"{NB} .nsdl-layer-list select option").nth(1)
+    option.wait_for(state="attached", timeout=30_000)
+    target = option.inner_text().split("·")[0].strip()
+    assert target == "/layer3/layer3.0/downsample/downsample.0/Conv"
+    option.dblclick()
+    nb.page.wait_for_function(
+        f"(n) => document.querySelector('{NB} .nsdl-graph-view').dataset.selected === n",
+        arg=target,
+        timeout=30_000,
+    )
+    wait_value(nb, ".nsdl-node-name input", target)
+    nb.screenshot("double_clicked", ".nsdl-designer")
+    assert f"SEL=['{target}'] 49" in state_of(nb, 1)
+
+    # "/" inside the Designer jumps to the quick-add box; Enter adds the best match
+    field(nb, ".nsdl-dirty").click()
+    nb.page.keyboard.press("/")
+    nb.page.wait_for_function(
+        "() => document.activeElement?.closest('.nsdl-quick-add') !== null", timeout=10_000
+    )
+    nb.page.keyboard.type("sigmo")
+    nb.page.keyboard.press("Enter")
+    wait_value(nb, ".nsdl-node-name input", "Sigmoid")
+    assert "SEL=['Sigmoid'] 50" in state_of(nb, 1)
+    nb.screenshot("quick_added", ".nsdl-designer")
+    assert nb.error_outputs() == []

@@ -21,6 +21,16 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
     const ev = event as KeyboardEvent;
     if (!inside(ev.target) && !inside(document.activeElement)) return;
     const editing = isTextField(ev.target);
+    // Enter in the quick-add box sends the text itself: the box's value sync is throttled
+    // by ipywidgets and could reach the kernel after a plain "submit" event.
+    if (ev.key === "Enter" && ev.target instanceof HTMLInputElement) {
+      if (ev.target.closest(".nsdl-quick-add")) {
+        ev.preventDefault(); // no keypress, so no second (value-less) submit
+        ev.stopPropagation();
+        send({ type: "quick_add", text: ev.target.value });
+        return;
+      }
+    }
     const action = actionFor(ev, editing);
     if (action) {
       ev.preventDefault();
@@ -39,14 +49,20 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
     }
   };
 
+  // The option rides along with the message: the list's own "value changed" sync may reach
+  // the kernel after this message (ipywidgets throttles model syncs), so Python must not
+  // read the list's current value.
   const onDoubleClick = (event: Event) => {
     const target = event.target;
     if (!(target instanceof Element)) return;
     for (const [cls, what] of ACTIVATE) {
-      if (target.closest(`.${cls}`)) {
-        send({ type: "activate", target: what });
-        return;
-      }
+      const list = target.closest(`.${cls}`);
+      if (!list) continue;
+      const select = target.closest("select") ?? list.querySelector("select");
+      const option = target.closest("option") ?? select?.selectedOptions[0] ?? null;
+      const index = option && select ? Array.from(select.options).indexOf(option) : -1;
+      send({ type: "activate", target: what, index, label: option?.textContent ?? "" });
+      return;
     }
   };
 

@@ -10,7 +10,13 @@ export type KeyAction = "undo" | "redo" | "save";
 // browser -> kernel custom messages
 export type DesignerMessage =
   | { type: "key"; action: KeyAction }
-  | { type: "activate"; target: "explorer" | "type_check" | "palette" };
+  | { type: "quick_add"; text: string } // Enter in a quick-add box, with the text typed
+  | {
+      type: "activate";
+      target: "explorer" | "type_check" | "palette";
+      index: number; // the double-clicked option's position in its list (-1 if none)
+      label: string; // its text
+    };
 
 // double-click targets: CSS class of a list inside the Designer -> what it activates
 export const ACTIVATE: ReadonlyArray<[string, "explorer" | "type_check" | "palette"]> = [
