@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parent.parent
 def _harness() -> Any:
     """The project's UI harness (tests/ui/conftest.py), loaded as a module."""
     spec = importlib.util.spec_from_file_location("nsdl_ui_harness", REPO / "tests/ui/conftest.py")
-    assert spec and spec.loader
+    if spec is None or spec.loader is None:
+        raise RuntimeError("tests/ui/conftest.py not found: run from a checkout of the repo")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
@@ -62,7 +63,8 @@ print("EDIT_T0", repr(t0))"""
 EXPAND = "view.expand()\nprint('EXPANDED', sum(view.groups.values()))"
 
 CELL_READY = """([i]) => {
-  const cells = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell');
+  const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+  const cells = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell');
   return !!cells[i]?.querySelector('.nsdl-graph-view[data-ready="1"]');
 }"""
 ROOT = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view')"
@@ -166,14 +168,20 @@ def bench_model(harness: Any, browser: Any, lab: Any, n: int, repeat: int) -> di
         failure = REPO / "bench" / "results" / "graph_view_failure.png"
         failure.parent.mkdir(parents=True, exist_ok=True)
         nb.page.screenshot(path=str(failure))
-        print(f"failed: screenshot in {failure}; errors: {nb.error_outputs()} console: {nb.console_errors}", file=sys.stderr)
+        print(
+            f"failed: screenshot in {failure}; errors: {nb.error_outputs()}; "
+            f"console: {nb.console_errors}",
+            file=sys.stderr,
+        )
         raise
     finally:
         context.close()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 5000, 20000, 50000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-bert", action="store_true")
@@ -201,7 +209,8 @@ def main() -> int:
                         f"({result['boxes_collapsed']} boxes), expanded "
                         f"{result['pan_expanded']['draw_median_ms']:.1f} ms "
                         f"p95 {result['pan_expanded']['draw_p95_ms']:.1f} ms "
-                        f"({result['boxes_expanded']} boxes) | edit {result['edit_to_drawing_ms']:.0f} ms"
+                        f"({result['boxes_expanded']} boxes) | "
+                        f"edit {result['edit_to_drawing_ms']:.0f} ms"
                         f" (cell run {result['edit_cell_to_drawing_ms']:.0f} ms,"
                         f" browser {result['edit_browser_patch_ms']} ms)"
                         f" | expand all {result['expand_all_s']:.2f} s",

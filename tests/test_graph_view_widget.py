@@ -163,3 +163,15 @@ def test_open_subgraph_of_an_if_node() -> None:
     sub = view.open_subgraph("the_if", "then_branch")
     assert "Relu_in_branch" in sub._scene.table.by_key
     assert "input:x" in sub._scene.table.by_key  # the outer value appears as an input
+
+
+def test_patch_list_is_folded_into_a_new_topology_after_many_edits(doc: Any) -> None:
+    view = GraphView(doc)
+    first = next(iter(doc.nodes))
+    name = first
+    for k in range(70):
+        doc.rename_node(name, f"n{k}")
+        name = f"n{k}"
+    assert len(view._edits) < 64
+    assert decode_columns(view._topology)[0]["version"] == 2
+    assert name in view._scene.table.by_key and first not in view._scene.table.by_key

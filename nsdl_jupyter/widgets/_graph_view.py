@@ -26,6 +26,7 @@ from nsdl_jupyter.graph._svg import scene_svg
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
+_MAX_PATCHES = 64
 _VALID_OPTIONS = ("height", "direction", "show_constants", "show_grid", "selected")
 
 
@@ -397,6 +398,11 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             or edit.edges
             or edit.graph_io
         ):
+            return
+        if len(self._edits) >= _MAX_PATCHES:
+            # the patch list is state (new views and saved notebooks replay it): fold it into
+            # a fresh topology once in a while instead of letting it grow without bound
+            self._rebuild()
             return
         nodes = _NodesByName(scene.graph)
         try:
