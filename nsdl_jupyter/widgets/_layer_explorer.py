@@ -41,11 +41,14 @@ class LayerExplorer(ToolWindow):
         )
         self.filter_box.add_class("nsdl-layer-filter")
         self.filters_button = widgets.ToggleButton(
-            value=False, description="Filters", icon="filter"
+            value=False,
+            description="Filters",
+            icon="filter",
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
         )
         self.filters_button.add_class("nsdl-filters-button")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="none")
-        self.group_by.style.button_width = "84px"
+        self.group_by.style.button_width = "78px"
         self.show_constants = widgets.Checkbox(
             value=self.state.filter.show_constants, description="show constants", indent=False,
             layout=widgets.Layout(width="auto"),
@@ -74,7 +77,8 @@ class LayerExplorer(ToolWindow):
             style_widget(),
             widgets.HBox([self.filter_box, self.filters_button]),
             self.advanced,
-            widgets.HBox([self.group_by, self.show_constants]),
+            self.group_by,
+            self.show_constants,
             self.list,
             widgets.HBox([self.go_button, self.previous_page, self.page_label, self.next_page]),
             self.summary,
