@@ -187,3 +187,19 @@ def test_check_reports_node_errors() -> None:
     doc.add_graph_output(conv.outputs[0].name)
     found = doc.check()
     assert [d.node for d in found if d.severity == "error"] == ["conv_missing_weight"]
+
+
+def test_check_names_generated_nodes_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(conv_relu_model(), str(path))
+    doc = nj.open_model(path)
+    pre = doc.add_node("Relu", name="pre", inputs=["x"])  # appended after its consumer below
+    doc.connect(pre.outputs[0], "conv", 0, replace=True)
+    doc.add_node("Softmax", name="late", inputs=["y"], attributes={"axis": 9})
+    before = ir.to_proto(doc.model).SerializeToString()
+    found = doc.check()
+    assert [(d.node, d.severity) for d in found] == [("late", "error")]
+    assert ir.to_proto(doc.model).SerializeToString() == before  # not even re-sorted
+    doc.undo()
+    doc.disconnect("Relu_1", 0)
+    assert [d.node for d in doc.check() if d.severity == "error"] == ["Relu_1"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsdl_jupyter.document._check import Diagnostic
+from nsdl_jupyter.document._check import Diagnostic, check_proto
 from nsdl_jupyter.document._document import (
     COMPANION_SUFFIX,
     AttributeListing,
@@ -37,6 +37,7 @@ __all__ = [
     "ModelDocument",
     "ModelLoadError",
     "ModelSaveError",
+    "check_proto",
     "fill_methods",
     "new_model",
     "open_model",

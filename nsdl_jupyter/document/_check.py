@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import onnx
 import onnx_ir as ir
 
@@ -29,56 +29,106 @@ class Diagnostic:
 
 def check_model(model: ir.Model) -> list[Diagnostic]:
     """All checker findings per node, then the first shape-inference error (it stops there)."""
-    proto = _proto_without_big_weights(model)
-    # Types of new graph outputs are often unknown until inferred; the checker demands them.
-    proto = onnx.shape_inference.infer_shapes(proto)
-    diagnostics = _checker_diagnostics(proto)
+    return check_proto(check_snapshot(model))
+
+
+def check_snapshot(model: ir.Model) -> onnx.ModelProto:
+    """The model as a proto for checking, built without changing the model.
+
+    Safe off the kernel's thread (it only reads), so a panel can check big models in a worker.
+    Big initializers become typed graph inputs: checking needs their types, not their bytes
+    (serializing BERT-base's 440 MB for the checker and for inference made a check take 8 s),
+    and external weights are never read. Small ones (shape tensors, axes) stay, so inference
+    can still propagate their values. Node names are those of the document (generated ones
+    included), so diagnostics name what the views show.
+    """
+    graph = model.graph
+    small: list[ir.Value] = []
+    big: list[ir.Value] = []
+    for value in graph.initializers.values():
+        tensor = value.const_value
+        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
+    inputs = [*graph.inputs, *(v for v in big if not v.is_graph_input())]
+    view = ir.GraphView(
+        inputs,
+        graph.outputs,
+        nodes=list(graph),
+        initializers=small,
+        opset_imports=dict(graph.opset_imports),
+        name=graph.name,
+    )
+    proto = onnx.ModelProto(ir_version=model.ir_version)
+    for domain, version in graph.opset_imports.items():
+        proto.opset_import.add(domain=domain, version=version)
+    # onnx_ir's GraphView serializes fine but its typing does not match GraphViewProtocol
+    ir.serde.serialize_graph_into(proto.graph, view, model_ir_version=model.ir_version)  # type: ignore[arg-type]
+    for function in model.functions.values():
+        ir.serde.serialize_function_into(proto.functions.add(), from_=function)
+    return proto
+
+
+def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """The checks on a snapshot: ONNX checker per node, then strict shape inference.
+
+    A node so broken that even lenient inference stops (a missing required input) is
+    reported on that node instead of failing the whole check.
+    """
+    _sort_topologically(proto.graph)
+    try:
+        # Types of new graph outputs are often unknown until inferred; the checker demands them.
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
+        message = _first_line(str(error))
+        node = _node_named_in(message, proto)
+        found = _node_diagnostics(proto)
+        if not any(d.node == node for d in found):
+            found.append(Diagnostic("error", node, message, "shape_inference"))
+        return found
+    diagnostics = _checker_diagnostics(inferred)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
-    return diagnostics + _inference_diagnostics(proto)
+    return diagnostics + _inference_diagnostics(inferred)
 
 
-def _proto_without_big_weights(model: ir.Model) -> onnx.ModelProto:
-    """The model as a proto whose big initializers are typed graph inputs instead.
-
-    Checking needs types and shapes, not weights: serializing BERT-base's 440 MB of weights
-    for each of the checker and shape inference made a check take 8 s; small initializers
-    (shape tensors, axes) stay, so shape inference can still propagate their values.
-    """
-    big = [
-        value
-        for value in model.graph.initializers.values()
-        if value.const_value is not None and value.const_value.nbytes > _WEIGHT_BYTES
+def _sort_topologically(graph: onnx.GraphProto) -> None:
+    """Order nodes so each comes after its producers (ONNX requires it; edits may not keep it)."""
+    available = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    produced_by: dict[str, int] = {}
+    for index, node in enumerate(graph.node):
+        for name in node.output:
+            produced_by[name] = index
+    seen = set(available)
+    for node in graph.node:
+        if any(name not in seen and name in produced_by for name in node.input):
+            break
+        seen.update(node.output)
+    else:
+        return
+    nodes = list(graph.node)
+    waiting = [
+        {produced_by[n] for n in node.input if n in produced_by and n not in available}
+        for node in nodes
     ]
-    originals = [(value, value.const_value) for value in big]
-    try:
-        for value, tensor in originals:
-            assert tensor is not None
-            value.const_value = ir.Tensor(np.empty(0, tensor.dtype.numpy()), dtype=tensor.dtype)
-        proto = ir.to_proto(model)
-    finally:
-        for value, tensor in originals:
-            value.const_value = tensor
-    if not originals:
-        return proto
-    names = {value.name for value in big}
-    graph = proto.graph
-    kept = [tensor for tensor in graph.initializer if tensor.name not in names]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    infos = [info for info in graph.value_info if info.name not in names]
-    del graph.value_info[:]
-    graph.value_info.extend(infos)
-    inputs = {info.name for info in graph.input}
-    for value, tensor in originals:
-        assert tensor is not None
-        if value.name not in inputs:
-            graph.input.append(
-                onnx.helper.make_tensor_value_info(
-                    value.name or "", int(tensor.dtype), list(tensor.shape.numpy())
-                )
-            )
-    return proto
+    users: dict[int, list[int]] = {}
+    for index, needs in enumerate(waiting):
+        for producer in needs:
+            users.setdefault(producer, []).append(index)
+    ready = deque(i for i, needs in enumerate(waiting) if not needs)
+    order: list[int] = []
+    while ready:
+        current = ready.popleft()
+        order.append(current)
+        for user in users.get(current, ()):
+            waiting[user].discard(current)
+            if not waiting[user]:
+                ready.append(user)
+    placed = set(order)
+    order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep the rest as is
+    copies = [onnx.NodeProto() for _ in nodes]
+    for copy, index in zip(copies, order, strict=True):
+        copy.CopyFrom(nodes[index])
+    del graph.node[:]
+    graph.node.extend(copies)
 
 
 def _checker_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:

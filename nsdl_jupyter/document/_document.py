@@ -23,7 +23,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter.document import _edits as e
 from nsdl_jupyter.document._atomic import atomic_write_bytes
-from nsdl_jupyter.document._check import Diagnostic, check_model
+from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._errors import (
     AttributeEditError,
     DocumentError,
@@ -658,8 +658,11 @@ class ModelDocument:
     # ------------------------------------------------------------------ checks
     def check(self) -> list[Diagnostic]:
         """Diagnostics from the ONNX checker and strict shape inference, mapped to nodes."""
-        with self._serializable():
-            return check_model(self._model)
+        return check_model(self._model)
+
+    def check_snapshot(self) -> onnx.ModelProto:
+        """A read-only proto of the current state for `check_proto` in a worker thread."""
+        return check_snapshot(self._model)
 
     # -------------------------------------------------------------------- save
     def save(
