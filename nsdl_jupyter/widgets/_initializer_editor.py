@@ -58,7 +58,9 @@ class InitializerEditor(ToolWindow):
         self._slots_stale = False
         # ---- upper part: the table
         self.filter_box = widgets.Text(
-            placeholder="filter by name", continuous_update=False, layout=widgets.Layout(flex="1")
+            placeholder="filter by name",
+            continuous_update=False,
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )
         self.dtype_filter = widgets.Dropdown(
             options=[_ALL], value=_ALL, layout=widgets.Layout(width="130px")

@@ -37,7 +37,9 @@ class LayerExplorer(ToolWindow):
         self.entries: list[ListEntry] = []
         self._binding = False
         self.filter_box = widgets.Text(
-            placeholder="filter by name", continuous_update=False, layout=widgets.Layout(flex="1")
+            placeholder="filter by name",
+            continuous_update=False,
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )
         self.filter_box.add_class("nsdl-layer-filter")
         self.filters_button = widgets.ToggleButton(
@@ -102,8 +104,10 @@ class LayerExplorer(ToolWindow):
         self.condition_op = widgets.Dropdown(
             options=list(COMPARISONS), value="=", layout=widgets.Layout(width="90px")
         )
-        self.condition_value = widgets.Text(placeholder="value, e.g. 2 or [1, 1]",
-                                            layout=widgets.Layout(flex="1"))  # fmt: skip
+        self.condition_value = widgets.Text(
+            placeholder="value, e.g. 2 or [1, 1]",
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
+        )
         self.add_condition = button("+", "add this attribute condition", width="34px")
         self.conditions = widgets.SelectMultiple(
             options=[], rows=3, layout=widgets.Layout(width="auto")

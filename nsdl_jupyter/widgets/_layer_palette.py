@@ -31,7 +31,9 @@ class LayerPalette(ToolWindow):
         self._lists: list[widgets.Select] = []
         self._binding = False
         self.filter_box = widgets.Text(
-            placeholder="filter operators", continuous_update=True, layout=widgets.Layout(flex="1")
+            placeholder="filter operators",
+            continuous_update=True,
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )
         self.filter_box.add_class("nsdl-palette-filter")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="category")
