@@ -245,6 +245,31 @@ def test_document_source_and_transformer_outputs_identical(tmp_path: Path) -> No
         np.testing.assert_array_equal(x, y)
 
 
+def test_batchnorm_fusion_is_opt_in_and_close(tmp_path: Path) -> None:
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[1, 2, 5, 5] x) => (float[1, 3, 5, 5] y) {
+            w = Constant<value: tensor = float[3, 2, 1, 1] {1, 2, 3, 4, 5, 6}>()
+            c = Conv(x, w)
+            s = Constant<value: tensor = float[3] {0.5, 2, 1}>()
+            b = Constant<value: tensor = float[3] {0.1, 0.2, 0.3}>()
+            m = Constant<value: tensor = float[3] {1, -1, 0}>()
+            v = Constant<value: tensor = float[3] {4, 1, 0.25}>()
+            y = BatchNormalization<epsilon: float = 0.001>(c, s, b, m, v)
+        }""",
+    )
+    exact = tmp_path / "exact.onnx"
+    sanitize(source, exact)
+    assert _ops(exact) == Counter({"Conv": 1, "BatchNormalization": 1})
+    fused = tmp_path / "fused.onnx"
+    status = sanitize(source, fused, fuse_batchnorm=True)
+    assert _ops(fused) == Counter({"Conv": 1})
+    assert status.counts["batchnorms_fused"] == 1
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(_run(fused, {"x": x})[0], _run(source, {"x": x})[0], rtol=1e-5)
+
+
 def test_bad_arguments(tmp_path: Path) -> None:
     source = _save_text(tmp_path, CHAIN)
     with pytest.raises(TransformError, match="fold_size_threshold"):

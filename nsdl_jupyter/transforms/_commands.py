@@ -83,6 +83,11 @@ class _Sanitize:
         parser.add_argument("--no-simplify", action="store_true", help="keep no-op nodes")
         parser.add_argument("--keep-dead", action="store_true", help="keep unused nodes")
         parser.add_argument("--no-shape-inference", action="store_true")
+        parser.add_argument(
+            "--fuse-batchnorm",
+            action="store_true",
+            help="fold BatchNormalization into Conv (changes rounding slightly)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from nsdl_jupyter.transforms._sanitize import sanitize
@@ -96,6 +101,7 @@ class _Sanitize:
             simplify=not args.no_simplify,
             remove_dead_nodes=not args.keep_dead,
             infer_shapes=not args.no_shape_inference,
+            fuse_batchnorm=args.fuse_batchnorm,
         )
         return _report(status)
 

@@ -22,7 +22,7 @@ from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
 from nsdl_jupyter.transforms._shapes import infer_shapes
-from nsdl_jupyter.transforms._simplify import Simplifier
+from nsdl_jupyter.transforms._simplify import Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
@@ -57,13 +57,15 @@ def sanitize(
     simplify: bool = True,
     remove_dead_nodes: bool = True,
     infer_shapes: bool = True,
+    fuse_batchnorm: bool = False,
 ) -> TransformStatus:
     """Fold constants, remove dead nodes and infer shapes; write the result to `output`.
 
     `fold_size_threshold`: largest folded tensor in bytes (None: no limit); a node whose
     output would be larger stays. `passes`: how many fold/remove passes (None: repeat until
-    nothing changes). Returns a TransformStatus whose log says what was folded, what was
-    removed and which nodes could not be evaluated.
+    nothing changes). `fuse_batchnorm`: fold BatchNormalization into the Conv before it (not
+    bit-exact, hence off by default). Returns a TransformStatus whose log says what was
+    folded, what was removed and which nodes could not be evaluated.
     """
     if fold_size_threshold is not None and (
         isinstance(fold_size_threshold, bool)
@@ -96,6 +98,8 @@ def sanitize(
             changed |= folder.fold(done)
         if simplify:
             changed |= folder.simplify(done)
+        if fuse_batchnorm:
+            changed |= folder.fuse_batchnorm(done)
         if remove_dead_nodes:
             changed |= folder.remove_dead(done)
     status.count("passes", done)
@@ -396,6 +400,16 @@ class _Sanitizer:
             )
             self.status.info(f"pass {number}: removed {count} no-op node(s): {breakdown}")
         return bool(applied)
+
+    def fuse_batchnorm(self, number: int) -> bool:
+        fused = fuse_batchnorm(self.model.graph)
+        if fused:
+            self.status.count("batchnorms_fused", len(fused))
+            self.status.info(
+                f"pass {number}: fused {len(fused)} BatchNormalization(s) into Conv: "
+                f"{_names(fused)}"
+            )
+        return bool(fused)
 
     # ---------------------------------------------------------- dead nodes
     def remove_dead(self, number: int) -> bool:

@@ -469,3 +469,52 @@ _RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {
     **dict.fromkeys(_IDEMPOTENT, _idempotent),
     **dict.fromkeys(_INVOLUTIONS, _involution),
 }
+
+
+# ------------------------------------------------------- inexact (opt-in) fusions
+def fuse_batchnorm(graph: ir.Graph) -> list[str]:
+    """Fold inference-mode BatchNormalization into the Conv before it (new weights and bias).
+
+    Not exact: the folded weights round differently (relative error ~1e-7 per weight), so
+    sanitize only does it when asked. Returns the names of the removed BatchNormalizations.
+    """
+    fused = []
+    for node in list(graph):
+        if node.op_type != "BatchNormalization" or not _standard(node):
+            continue
+        if len(node.outputs) > 1 and any(
+            out.uses() or out.is_graph_output() for out in node.outputs[1:]
+        ):
+            continue
+        training = node.attributes.get("training_mode")
+        if training is not None and training.as_int():
+            continue
+        conv = node.inputs[0].producer() if node.inputs[0] is not None else None
+        if conv is None or conv.op_type != "Conv" or not _standard(conv) or conv.graph is not graph:
+            continue
+        middle = conv.outputs[0]
+        if middle.is_graph_output() or len(middle.uses()) != 1:
+            continue
+        params = [_constant(v) for v in node.inputs[1:5]]
+        weight = _constant(conv.inputs[1])
+        bias = _constant(conv.inputs[2]) if len(conv.inputs) > 2 else None
+        if weight is None or any(p is None for p in params):
+            continue
+        if len(conv.inputs) > 2 and conv.inputs[2] is not None and bias is None:
+            continue
+        scale, shift, mean, var = (p.astype(np.float64) for p in params)  # type: ignore[union-attr]
+        epsilon = node.attributes["epsilon"].as_float() if "epsilon" in node.attributes else 1e-5
+        factor = scale / np.sqrt(var + epsilon)
+        shape = (-1,) + (1,) * (weight.ndim - 1)
+        new_weight = (weight.astype(np.float64) * factor.reshape(shape)).astype(weight.dtype)
+        base = bias.astype(np.float64) if bias is not None else np.zeros_like(mean)
+        new_bias = ((base - mean) * factor + shift).astype(weight.dtype)
+        w_value = Simplifier().constant(graph, f"{conv.name}_weight_bn", new_weight)
+        b_value = Simplifier().constant(graph, f"{conv.name}_bias_bn", new_bias)
+        conv.replace_input_with(1, w_value)
+        if len(conv.inputs) < 3:
+            conv.resize_inputs(3)
+        conv.replace_input_with(2, b_value)
+        if Simplifier().bypass(graph, node, middle):
+            fused.append(node.name or "BatchNormalization")
+    return fused
