@@ -146,6 +146,8 @@ def _tensor_info(value: ir.Value) -> tuple[str, str]:
 
 
 def _has_subgraph(node: ir.Node) -> bool:
+    if not node.attributes:
+        return False
     return any(
         attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
         for attr in node.attributes.values()
@@ -164,9 +166,19 @@ class TableBuilder:
         opsets = graph.opset_imports if hasattr(graph, "opset_imports") else {}
         self.opsets: dict[str, int] = dict(opsets)
         self.table = GraphTable()
+        self._building = False
+        self._value_tensor: dict[int, int] = {}
 
     # ---------------------------------------------------------------------------- building
     def build(self) -> GraphTable:
+        self._building = True
+        try:
+            return self._build()
+        finally:
+            self._building = False
+            self._value_tensor.clear()
+
+    def _build(self) -> GraphTable:
         table = self.table
         for value in self.graph.inputs:
             if not value.is_initializer():
@@ -208,6 +220,10 @@ class TableBuilder:
 
     def tensor(self, value: ir.Value) -> int:
         table = self.table
+        if self._building:  # one value, one tensor row: skip the comparison below
+            known = self._value_tensor.get(id(value))
+            if known is not None:
+                return known
         name = value.name or ""
         index = table.tensor_index.get(name)
         dtype, shape = _tensor_info(value)
@@ -215,6 +231,8 @@ class TableBuilder:
             index = len(table.tensors)
             table.tensors.append(Tensor(name, dtype, shape))
             table.tensor_index[name] = index
+        if self._building:
+            self._value_tensor[id(value)] = index
         return index
 
     def _source_of(self, value: ir.Value) -> int | None:
