@@ -27,14 +27,17 @@ if TYPE_CHECKING:
         run_tool,
         sanitize,
     )
-    from nsdl_jupyter.widgets import GraphView
-    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
-    from nsdl_jupyter.widgets._designer import Designer
-    from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
-    from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
-    from nsdl_jupyter.widgets._layer_palette import LayerPalette
-    from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
-    from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+    from nsdl_jupyter.widgets import (
+        ActivityPanel,
+        Designer,
+        GraphView,
+        InitializerEditor,
+        LayerExplorer,
+        LayerPalette,
+        ParameterEditor,
+        ProfileView,
+        TypeCheckPanel,
+    )
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -57,16 +60,46 @@ _LAZY: dict[str, str] = {
     "UserTool": "nsdl_jupyter.transforms",
     "ToolStore": "nsdl_jupyter.transforms",
     "run_tool": "nsdl_jupyter.transforms",
-    "ActivityPanel": "nsdl_jupyter.widgets._activity_panel",
-    "Designer": "nsdl_jupyter.widgets._designer",
-    "ParameterEditor": "nsdl_jupyter.widgets._parameter_editor",
-    "InitializerEditor": "nsdl_jupyter.widgets._initializer_editor",
-    "LayerPalette": "nsdl_jupyter.widgets._layer_palette",
-    "LayerExplorer": "nsdl_jupyter.widgets._layer_explorer",
-    "TypeCheckPanel": "nsdl_jupyter.widgets._type_check_panel",
+    "ActivityPanel": "nsdl_jupyter.widgets",
+    "Designer": "nsdl_jupyter.widgets",
+    "ParameterEditor": "nsdl_jupyter.widgets",
+    "InitializerEditor": "nsdl_jupyter.widgets",
+    "LayerPalette": "nsdl_jupyter.widgets",
+    "LayerExplorer": "nsdl_jupyter.widgets",
+    "TypeCheckPanel": "nsdl_jupyter.widgets",
+    "ProfileView": "nsdl_jupyter.widgets",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
+    "__version__",
+    "ModelDocument",
+    "open_model",
+    "new_model",
+    "GraphView",
+    "ProfileReport",
+    "profile_ort",
+    "load_ort_profile",
+    "load_trtexec",
+    "convert_to_fp16",
+    "sanitize",
+    "extract_subgraph",
+    "extract_body",
+    "extract_function",
+    "convert_tensors",
+    "preview_tensor_conversion",
+    "list_tensors",
+    "UserTool",
+    "ToolStore",
+    "run_tool",
+    "ActivityPanel",
+    "Designer",
+    "ParameterEditor",
+    "InitializerEditor",
+    "LayerPalette",
+    "LayerExplorer",
+    "TypeCheckPanel",
+    "ProfileView",
+]
 
 
 def __getattr__(name: str) -> Any:
