@@ -58,6 +58,7 @@ from nsdl_jupyter.editors._tensor_view import (
 )
 from nsdl_jupyter.editors._type_check import (
     TypeCheckRunner,
+    check_in_child,
     check_snapshot,
     diagnostic_label,
     marks_of,
@@ -92,6 +93,7 @@ __all__ = [
     "apply_filter",
     "as_array",
     "candidates",
+    "check_in_child",
     "check_snapshot",
     "connect_initializer",
     "create_initializer",

@@ -1,9 +1,10 @@
 """State of the TypeCheckPanel: the document's checks, refreshed after edits.
 
 Checks are debounced (a burst of edits gives one check). Small models are checked on the
-kernel's thread; big ones in a worker thread that reads the model without changing it (a
-check that overlapped an edit is thrown away and redone), and the result is applied on the
-kernel's event loop, so widgets are only touched from the thread that owns them. Node names
+kernel's thread; for big ones a worker thread reads the model without changing it (a check
+that overlapped an edit is thrown away and redone), a child process runs onnx's checks (they
+hold the GIL), and the result is applied on the kernel's event loop, so widgets are only
+touched from the thread that owns them. Node names
 in the diagnostics are the names the views use (generated names included).
 """
 
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import concurrent.futures.process
+import multiprocessing
+import signal
 import threading
 from collections.abc import Callable
 
@@ -112,6 +116,46 @@ def check_snapshot(proto: onnx.ModelProto) -> list[Diagnostic]:
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
     return diagnostics + _check._inference_diagnostics(inferred)
+
+
+# onnx's checker and shape inference hold the GIL for their whole run (0.5 s on a 20,000-node
+# model), which would freeze the kernel even from a worker thread: big models are checked in
+# one child process (spawned once, reused), which also keeps a crash in onnx away from the kernel.
+_CHILD: dict[str, concurrent.futures.ProcessPoolExecutor] = {}
+_CHILD_LOCK = threading.Lock()
+
+
+def _child_pool() -> concurrent.futures.ProcessPoolExecutor:
+    with _CHILD_LOCK:
+        pool = _CHILD.get("pool")
+        if pool is None:
+            pool = _CHILD["pool"] = concurrent.futures.ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_ignore_interrupts,
+            )
+        return pool
+
+
+def _ignore_interrupts() -> None:
+    """In the child: interrupting the kernel (its process group gets SIGINT) is not for us."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _check_serialized(data: bytes) -> list[Diagnostic]:
+    """In the child process: the checks of a serialized snapshot."""
+    return check_snapshot(onnx.ModelProto.FromString(data))
+
+
+def check_in_child(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """`check_snapshot` in the child process; on this thread if no child can run."""
+    data = proto.SerializeToString()
+    try:
+        return _child_pool().submit(_check_serialized, data).result()
+    except concurrent.futures.process.BrokenProcessPool:
+        with _CHILD_LOCK:
+            _CHILD.pop("pool", None)  # a new child next time
+        return check_snapshot(proto)
 
 
 def _topological(graph: onnx.GraphProto) -> None:
@@ -235,7 +279,7 @@ class TypeCheckRunner:
 
     def _background(self, version: int) -> None:
         try:
-            result = check_snapshot(snapshot(self.doc.model))
+            result = check_in_child(snapshot(self.doc.model))
         except Exception as error:  # may be a read that overlapped an edit: judged below
             result = [Diagnostic("error", None, f"type check failed: {error}")]
         with self._lock:
