@@ -7,19 +7,16 @@ import asyncio
 import threading
 import time
 
-import numpy as np
 import onnx
 import onnx_ir as ir
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from nsdl_jupyter.document import Diagnostic, ModelDocument
 from nsdl_jupyter.editors import (
     TypeCheckRunner,
-    check_snapshot,
     diagnostic_label,
     marks_of,
-    snapshot,
     summary_of,
 )
 from nsdl_jupyter.widgets import GraphView
@@ -133,15 +130,6 @@ def test_results_are_applied_on_the_event_loop_thread(doc: ModelDocument) -> Non
     assert [d.node for d in diagnostics] == ["bad_cast"]
 
 
-def test_snapshot_check_sorts_nodes_that_edits_left_out_of_order() -> None:
-    proto = chain_model()
-    reordered = list(proto.graph.node)[::-1]
-    del proto.graph.node[:]
-    proto.graph.node.extend(reordered)
-    assert check_snapshot(proto) == []
-    assert [n.name for n in proto.graph.node] == ["relu", "sigmoid", "neg"]
-
-
 def test_panel_lists_problems_marks_the_graph_and_jumps(doc: ModelDocument) -> None:
     view = GraphView(doc)
     panel = TypeCheckPanel(doc, graph_view=view, delay=0.05)
@@ -164,29 +152,3 @@ def test_a_node_without_its_inputs_is_reported_not_raised(doc: ModelDocument) ->
     doc.add_node("Tanh", name="lonely")  # lenient shape inference already stops on it
     found = TypeCheckRunner(doc, lambda _d: None, auto=False).run_now()
     assert [d.node for d in found] == ["lonely"] and found[0].severity == "error"
-
-
-def test_snapshot_reads_the_model_without_changing_it() -> None:
-    weights = numpy_helper.from_array(np.ones((64, 64), np.float32), "big")
-    shape = numpy_helper.from_array(np.array([2, 2048], np.int64), "shape")
-    graph = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["x", "big"], ["m"], name="matmul"),
-            helper.make_node("Reshape", ["m", "shape"], ["y"], name="reshape"),
-        ],
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2048])],
-        initializer=[weights, shape],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    doc = ModelDocument(ir.from_proto(model))
-    before = ir.to_proto(doc.model).SerializeToString(deterministic=True)
-    tensors = {name: value.const_value for name, value in doc.graph.initializers.items()}
-    proto = snapshot(doc.model)
-    assert [t.name for t in proto.graph.initializer] == ["shape"]  # small ones stay
-    assert [i.name for i in proto.graph.input] == ["x", "big"]  # big ones become typed inputs
-    assert proto.graph.input[1].type.tensor_type.elem_type == TensorProto.FLOAT
-    assert check_snapshot(proto) == []
-    assert ir.to_proto(doc.model).SerializeToString(deterministic=True) == before
-    assert all(doc.graph.initializers[n].const_value is t for n, t in tensors.items())

@@ -59,10 +59,8 @@ from nsdl_jupyter.editors._tensor_view import (
 from nsdl_jupyter.editors._type_check import (
     TypeCheckRunner,
     check_in_child,
-    check_snapshot,
     diagnostic_label,
     marks_of,
-    snapshot,
     summary_of,
 )
 
@@ -94,7 +92,6 @@ __all__ = [
     "as_array",
     "candidates",
     "check_in_child",
-    "check_snapshot",
     "connect_initializer",
     "create_initializer",
     "delete_initializer",
@@ -116,7 +113,6 @@ __all__ = [
     "reset_attribute",
     "set_setting",
     "settings_path",
-    "snapshot",
     "summary_of",
     "tensor_stats",
 ]

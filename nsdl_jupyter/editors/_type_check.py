@@ -19,12 +19,10 @@ import threading
 from collections.abc import Callable
 
 import onnx
-import onnx_ir as ir
 
-from nsdl_jupyter.document import ChangeEvent, Diagnostic, ModelDocument
+from nsdl_jupyter.document import ChangeEvent, Diagnostic, ModelDocument, check_proto
 
 BACKGROUND_NODES = 2000
-_WEIGHT_BYTES = 4096  # as nsdl_jupyter.document's check: bigger initializers become inputs
 DEBOUNCE_S = 0.4
 
 ResultListener = Callable[[list[Diagnostic]], None]
@@ -60,64 +58,6 @@ def diagnostic_label(diagnostic: Diagnostic) -> str:
     return f"{icon} {where}: {diagnostic.message}"
 
 
-def snapshot(model: ir.Model) -> onnx.ModelProto:
-    """The model as a proto for checking, built without changing the model.
-
-    Safe off the kernel's thread (it only reads). As in the document's own check, big
-    initializers become typed graph inputs: checking needs their types, not their bytes, and
-    external weights are never read.
-    """
-    graph = model.graph
-    small: list[ir.Value] = []
-    big: list[ir.Value] = []
-    for value in graph.initializers.values():
-        tensor = value.const_value
-        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
-    inputs = [*graph.inputs, *(v for v in big if not v.is_graph_input())]
-    view = ir.GraphView(
-        inputs,
-        graph.outputs,
-        nodes=list(graph),
-        initializers=small,
-        opset_imports=dict(graph.opset_imports),
-        name=graph.name,
-    )
-    proto = onnx.ModelProto(ir_version=model.ir_version)
-    for domain, version in graph.opset_imports.items():
-        proto.opset_import.add(domain=domain, version=version)
-    # onnx_ir's GraphView serializes fine but its typing does not match GraphViewProtocol
-    ir.serde.serialize_graph_into(proto.graph, view, model_ir_version=model.ir_version)  # type: ignore[arg-type]
-    for function in model.functions.values():
-        ir.serde.serialize_function_into(proto.functions.add(), from_=function)
-    return proto
-
-
-def check_snapshot(proto: onnx.ModelProto) -> list[Diagnostic]:
-    """The document's checks (ONNX checker per node, then strict shape inference) on a proto.
-
-    Unlike a plain checker run, a node so broken that even lenient inference stops (a missing
-    required input) is reported on that node instead of failing the whole check.
-    """
-    # Shim: nsdl_jupyter.document checks an ir.Model; these are its proto-level steps, used
-    # here so that a worker thread never needs the live model beyond reading it.
-    from nsdl_jupyter.document import _check
-
-    _topological(proto.graph)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
-        message = _check._first_line(str(error))
-        node = _check._node_named_in(message, proto)
-        found: list[Diagnostic] = _check._node_diagnostics(proto)
-        if not any(d.node == node for d in found):
-            found.append(Diagnostic("error", node, message, "shape_inference"))
-        return found
-    diagnostics: list[Diagnostic] = _check._checker_diagnostics(inferred)
-    if any(d.severity == "error" for d in diagnostics):
-        return diagnostics
-    return diagnostics + _check._inference_diagnostics(inferred)
-
-
 # onnx's checker and shape inference hold the GIL for their whole run (0.5 s on a 20,000-node
 # model), which would freeze the kernel even from a worker thread: big models are checked in
 # one child process (spawned once, reused), which also keeps a crash in onnx away from the kernel.
@@ -144,60 +84,18 @@ def _ignore_interrupts() -> None:
 
 def _check_serialized(data: bytes) -> list[Diagnostic]:
     """In the child process: the checks of a serialized snapshot."""
-    return check_snapshot(onnx.ModelProto.FromString(data))
+    return check_proto(onnx.ModelProto.FromString(data))
 
 
 def check_in_child(proto: onnx.ModelProto) -> list[Diagnostic]:
-    """`check_snapshot` in the child process; on this thread if no child can run."""
+    """`check_proto` in the child process; on this thread if no child can run."""
     data = proto.SerializeToString()
     try:
         return _child_pool().submit(_check_serialized, data).result()
     except concurrent.futures.process.BrokenProcessPool:
         with _CHILD_LOCK:
             _CHILD.pop("pool", None)  # a new child next time
-        return check_snapshot(proto)
-
-
-def _topological(graph: onnx.GraphProto) -> None:
-    """Order nodes so each comes after its producers (ONNX requires it; edits may not keep it)."""
-    available = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
-    produced_by: dict[str, int] = {}
-    for index, node in enumerate(graph.node):
-        for name in node.output:
-            produced_by[name] = index
-    seen = set(available)
-    in_order = True
-    for node in graph.node:
-        if any(name not in seen and name in produced_by for name in node.input):
-            in_order = False
-            break
-        seen.update(node.output)
-    if in_order:
-        return
-    nodes = list(graph.node)
-    waiting = [
-        {produced_by[n] for n in node.input if n in produced_by and n not in available}
-        for node in nodes
-    ]
-    users: dict[int, list[int]] = {}
-    for index, needs in enumerate(waiting):
-        for producer in needs:
-            users.setdefault(producer, []).append(index)
-    ready = [i for i, needs in enumerate(waiting) if not needs]
-    order: list[int] = []
-    while ready:
-        current = ready.pop(0)
-        order.append(current)
-        for user in users.get(current, ()):
-            waiting[user].discard(current)
-            if not waiting[user]:
-                ready.append(user)
-    order += [i for i in range(len(nodes)) if i not in set(order)]  # cycles: keep the rest
-    copies = [onnx.NodeProto() for _ in nodes]
-    for copy, index in zip(copies, order, strict=True):
-        copy.CopyFrom(nodes[index])
-    del graph.node[:]
-    graph.node.extend(copies)
+        return check_proto(proto)
 
 
 class TypeCheckRunner:
@@ -262,7 +160,7 @@ class TypeCheckRunner:
         return result
 
     def _check_here(self) -> list[Diagnostic]:
-        return check_snapshot(snapshot(self.doc.model))
+        return check_proto(self.doc.check_snapshot())
 
     def _start(self) -> None:
         with self._lock:
@@ -279,7 +177,7 @@ class TypeCheckRunner:
 
     def _background(self, version: int) -> None:
         try:
-            result = check_in_child(snapshot(self.doc.model))
+            result = check_in_child(self.doc.check_snapshot())
         except Exception as error:  # may be a read that overlapped an edit: judged below
             result = [Diagnostic("error", None, f"type check failed: {error}")]
         with self._lock:
