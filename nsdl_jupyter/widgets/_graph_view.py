@@ -21,6 +21,8 @@ import onnx
 import onnx_ir as ir
 import traitlets
 
+from nsdl_jupyter._static_export import track_static_picture, with_static_fallback
+from nsdl_jupyter._static_export._graph_picture import graph_view_html
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
 from nsdl_jupyter.graph._svg import scene_svg
 
@@ -60,6 +62,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
     _overlay = traitlets.Dict().tag(sync=True)
     _overlay_values = traitlets.Bytes(b"").tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # SVG picture of the last state, redrawn after each cell that changed the view: the widget
+    # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
+    _static_html = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, source: Any, **options: Any) -> None:
         unknown = sorted(set(options) - set(_VALID_OPTIONS))
@@ -95,8 +100,13 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
         self._save_companion()
         self.on_msg(self._on_custom_msg)
         self.observe(self._on_view_option, names=["direction", "show_constants"])
+        track_static_picture(self, lambda: graph_view_html(self))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # the live view for Jupyter; an SVG picture for viewers without a widget manager
+        return with_static_fallback(self, super()._repr_mimebundle_(**kwargs))
 
     # ------------------------------------------------------------------ sources
     def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:

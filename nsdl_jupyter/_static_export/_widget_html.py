@@ -1,0 +1,472 @@
+"""Static HTML of an ipywidgets tree from its state, read from the live widgets or from the
+widget state a notebook saves in its metadata: what the last view showed, drawn without a
+widget manager. A widget whose state has a non-empty `_static_html` (GraphView) draws as
+that; plotly FigureWidgets and plotly outputs become plotly divs (see _plotly_html)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from nsdl_jupyter._static_export._plotly_html import figure_html
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+PLOTLY_JSON = "application/vnd.plotly.v1+json"
+STATIC_TRAIT = "_static_html"
+REF = "IPY_MODEL_"
+
+StateLookup = Callable[[str], "Mapping[str, Any] | None"]
+
+STYLE = """<style>
+.nsdl-static { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px;
+  color: #1f2328; line-height: 1.35; }
+.nsdl-static .nsdl-w-box { display: flex; box-sizing: border-box; min-width: 0; }
+.nsdl-static .nsdl-w-hbox, .nsdl-static .nsdl-w-boxrow { flex-direction: row; flex-wrap: wrap;
+  align-items: center; }
+.nsdl-static .nsdl-w-vbox { flex-direction: column; }
+.nsdl-static .nsdl-w-control { display: inline-flex; align-items: center; gap: 6px;
+  margin: 2px 4px 2px 0; min-height: 26px; }
+.nsdl-static .nsdl-w-desc { width: 80px; text-align: right; flex: 0 0 auto; overflow: hidden;
+  text-overflow: ellipsis; white-space: nowrap; }
+.nsdl-static input, .nsdl-static select, .nsdl-static textarea, .nsdl-static button {
+  font: inherit; font-size: 13px; }
+.nsdl-static input[type=text] { border: 1px solid #d0d7de; padding: 2px 6px; min-width: 12em; }
+.nsdl-static button { border: 1px solid #d0d7de; border-radius: 2px; background: #f6f8fa;
+  padding: 2px 10px; margin: 2px 4px 2px 0; min-height: 26px; cursor: default; }
+.nsdl-static button.nsdl-w-pressed { background: #d0d7de; box-shadow: inset 0 1px 3px #8c959f; }
+.nsdl-static button.nsdl-w-primary { background: #2196f3; color: #fff; border-color: #1e88e5; }
+.nsdl-static button.nsdl-w-success { background: #4caf50; color: #fff; }
+.nsdl-static button.nsdl-w-info { background: #00bcd4; color: #fff; }
+.nsdl-static button.nsdl-w-warning { background: #ff9800; color: #fff; }
+.nsdl-static button.nsdl-w-danger { background: #f44336; color: #fff; }
+.nsdl-static .nsdl-w-tabbar { display: flex; flex-wrap: wrap; border-bottom: 1px solid #d0d7de;
+  margin-top: 4px; }
+.nsdl-static .nsdl-w-tab { padding: 3px 12px; border: 1px solid transparent; color: #57606a; }
+.nsdl-static .nsdl-w-tab.nsdl-w-current { border-color: #d0d7de #d0d7de #fff; color: #1f2328;
+  background: #fff; margin-bottom: -1px; border-top: 2px solid #2196f3; }
+.nsdl-static .nsdl-w-accordion-title { padding: 3px 8px; background: #f6f8fa;
+  border: 1px solid #d0d7de; margin-top: 2px; }
+.nsdl-static pre { margin: 0; white-space: pre-wrap; }
+.nsdl-static .nsdl-w-stderr { background: #ffdddd; }
+.nsdl-static .nsdl-static-caption { color: #57606a; font-size: 12px; margin: 2px 0; }
+</style>"""
+
+_LAYOUT_KEYS = (
+    "display", "visibility", "width", "height", "min_width", "max_width", "min_height",
+    "max_height", "flex", "flex_flow", "align_items", "align_content", "align_self",
+    "justify_content", "justify_items", "overflow", "margin", "padding", "border_top",
+    "border_right", "border_bottom", "border_left", "order", "grid_area",
+    "grid_template_columns", "grid_template_rows", "grid_template_areas", "grid_gap",
+    "grid_auto_columns", "grid_auto_rows", "grid_auto_flow", "grid_row", "grid_column",
+)  # fmt: skip
+_BOXES = {"VBoxModel": "vbox", "HBoxModel": "hbox", "BoxModel": "boxrow", "GridBoxModel": "grid"}
+_TEXTS = {"TextModel", "ComboboxModel", "IntTextModel", "FloatTextModel", "BoundedIntTextModel",
+          "BoundedFloatTextModel", "DatePickerModel", "ColorPickerModel", "TimeModel",
+          "DatetimeModel", "NaiveDatetimeModel"}  # fmt: skip
+_SLIDERS = {"IntSliderModel", "FloatSliderModel", "FloatLogSliderModel"}
+_RANGES = {"IntRangeSliderModel", "FloatRangeSliderModel", "SelectionRangeSliderModel"}
+_OPTION_BUTTONS = {"ToggleButtonsModel", "RadioButtonsModel"}
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_MAX_DEPTH = 64
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def model_id_of(reference: object) -> str | None:
+    if isinstance(reference, str) and reference.startswith(REF):
+        return reference[len(REF) :]
+    return None
+
+
+def saved_states(metadata: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """model_id -> state (binary buffers put back in place) of a notebook's saved widgets."""
+    saved = (metadata.get("widgets") or {}).get(WIDGET_STATE) or {}
+    states: dict[str, Mapping[str, Any]] = {}
+    for model_id, entry in (saved.get("state") or {}).items():
+        if not isinstance(entry, Mapping):
+            continue
+        state = dict(entry.get("state") or {})
+        state.setdefault("_model_name", entry.get("model_name", ""))
+        for buffer in entry.get("buffers") or []:
+            path = list(buffer.get("path") or [])
+            data = buffer.get("data", "")
+            if buffer.get("encoding") == "base64":
+                data = base64.b64decode(data)
+            elif isinstance(data, str):
+                data = base64.b64decode(data)  # the protocol's only other encoding is hex-free
+            if path:
+                state = _set_path(state, path, data)
+        states[model_id] = state
+    return states
+
+
+def _set_path(container: Any, path: Sequence[Any], value: Any) -> Any:
+    """A copy of `container` with `value` at `path` (copies only along the path)."""
+    head, *rest = path
+    copy: Any = list(container) if isinstance(container, list) else dict(container)
+    if isinstance(copy, list) and not (isinstance(head, int) and 0 <= head < len(copy)):
+        return container
+    copy[head] = value if not rest else _set_path(copy[head], rest, value)
+    return copy
+
+
+def decode_plotly_arrays(value: Any) -> Any:
+    """plotly's widget serializer sends arrays as {"dtype", "shape", "buffer"}: numpy again."""
+    if isinstance(value, Mapping):
+        buffer = value.get("buffer")
+        if "dtype" in value and isinstance(buffer, (bytes, bytearray, memoryview)):
+            import numpy as np
+
+            array = np.frombuffer(bytes(buffer), dtype=np.dtype(str(value["dtype"])))
+            shape = value.get("shape")
+            return array.reshape(shape) if shape else array
+        return {k: decode_plotly_arrays(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_plotly_arrays(v) for v in value]
+    return value
+
+
+def plotly_figure(state: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The figure of a plotly FigureWidget's state (plotly >= 6: `_widget_data`; 5: `_data`)."""
+    for data_key, layout_key in (("_widget_data", "_widget_layout"), ("_data", "_layout")):
+        if data_key in state and layout_key in state and "_py2js_restyle" in state:
+            return {
+                "data": decode_plotly_arrays(state.get(data_key) or []),
+                "layout": decode_plotly_arrays(state.get(layout_key) or {}),
+            }
+    return None
+
+
+class WidgetHtml:
+    """Renders widget models by id through `lookup(model_id) -> state or None`."""
+
+    def __init__(self, lookup: StateLookup) -> None:
+        self._lookup = lookup
+        self._active: set[str] = set()
+
+    def render(self, model_id: str) -> str | None:
+        """HTML of the model and its children; None when its state is unknown or it draws
+        nothing this renderer knows (an unknown custom widget without `_static_html`)."""
+        state = self._lookup(model_id)
+        if state is None or not self._known(state):
+            return None
+        return f'<div class="nsdl-static">{STYLE}{self._model(model_id, 0)}</div>'
+
+    def _known(self, state: Mapping[str, Any]) -> bool:
+        name = str(state.get("_model_name", ""))
+        static = state.get(STATIC_TRAIT)
+        if isinstance(static, str) and static:
+            return True
+        if plotly_figure(state) is not None:
+            return True
+        return name in _HANDLERS or name in _BOXES or name.endswith("StyleModel")
+
+    # ------------------------------------------------------------------ models
+    def _model(self, model_id: str | None, depth: int) -> str:
+        if model_id is None or model_id in self._active or depth > _MAX_DEPTH:
+            return ""
+        state = self._lookup(model_id)
+        if state is None:
+            return ""
+        self._active.add(model_id)
+        try:
+            return self._draw(state, depth)
+        finally:
+            self._active.discard(model_id)
+
+    def _draw(self, state: Mapping[str, Any], depth: int) -> str:
+        name = str(state.get("_model_name", ""))
+        static = state.get(STATIC_TRAIT)
+        if isinstance(static, str) and static:
+            return self._frame(state, static)
+        figure = plotly_figure(state)
+        if figure is not None:
+            return self._frame(state, figure_html(figure))
+        if name in _BOXES:
+            kind = _BOXES[name]
+            children = "".join(
+                self._model(model_id_of(c), depth + 1) for c in state.get("children") or []
+            )
+            extra = "display:grid" if kind == "grid" else ""
+            return self._frame(state, children, f"nsdl-w-box nsdl-w-{kind}", extra)
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            return ""
+        return self._frame(state, handler(self, state, depth), "nsdl-w-control")
+
+    def _frame(self, state: Mapping[str, Any], inner: str, css: str = "", extra: str = "") -> str:
+        classes = " ".join([css, *(str(c) for c in state.get("_dom_classes") or [])]).strip()
+        style = ";".join(s for s in (extra, self._layout_css(state)) if s)
+        tooltip = state.get("tooltip")
+        title = f' title="{_e(tooltip)}"' if tooltip else ""
+        return f'<div class="{_e(classes)}" style="{_e(style)}"{title}>{inner}</div>'
+
+    def _layout_css(self, state: Mapping[str, Any]) -> str:
+        layout = self._lookup(model_id_of(state.get("layout")) or "") or {}
+        rules = []
+        for key in _LAYOUT_KEYS:
+            value = layout.get(key)
+            if value not in (None, ""):
+                rules.append(f"{key.replace('_', '-')}:{value}")
+        return ";".join(rules)
+
+    def description(self, state: Mapping[str, Any]) -> str:
+        text = state.get("description") or ""
+        if not text:
+            return ""
+        label = str(text) if state.get("description_allow_html") else _e(text)
+        style = self._lookup(model_id_of(state.get("style")) or "") or {}
+        width = style.get("description_width")
+        css = f' style="width:{_e(width)}"' if width else ""
+        return f'<label class="nsdl-w-desc"{css}>{label}</label>'
+
+    def child(self, reference: object, depth: int) -> str:
+        return self._model(model_id_of(reference), depth + 1)
+
+    # ------------------------------------------------------------------ outputs
+    def outputs(self, outputs: Sequence[Mapping[str, Any]], depth: int) -> str:
+        return "".join(self.output(o, depth) for o in outputs)
+
+    def output(self, output: Mapping[str, Any], depth: int) -> str:
+        kind = output.get("output_type")
+        if kind == "stream":
+            css = "nsdl-w-stderr" if output.get("name") == "stderr" else "nsdl-w-stdout"
+            return f'<pre class="{css}">{_e(_text(output.get("text")))}</pre>'
+        if kind == "error":
+            trace = _ANSI.sub("", "\n".join(output.get("traceback") or []))
+            text = trace or f"{output.get('ename')}: {output.get('evalue')}"
+            return f'<pre class="nsdl-w-stderr">{_e(text)}</pre>'
+        data: Mapping[str, Any] = output.get("data") or {}
+        view = data.get(WIDGET_VIEW)
+        if isinstance(view, Mapping):
+            model_id = str(view.get("model_id", ""))
+            state = self._lookup(model_id)
+            if state is not None and self._known(state):
+                return self._model(model_id, depth + 1)
+        for mime, draw in _MIME_ORDER:
+            if mime in data:
+                return draw(data[mime])
+        return ""
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value or "")
+
+
+def _image(mime: str) -> Callable[[Any], str]:
+    def draw(value: Any) -> str:
+        return f'<img src="data:{mime};base64,{_text(value).strip()}">'
+
+    return draw
+
+
+_MIME_ORDER: tuple[tuple[str, Callable[[Any], str]], ...] = (
+    ("text/html", _text),
+    ("image/svg+xml", _text),
+    ("image/png", _image("image/png")),
+    ("image/jpeg", _image("image/jpeg")),
+    (PLOTLY_JSON, lambda value: figure_html(value) if isinstance(value, Mapping) else ""),
+    ("text/markdown", lambda value: f"<pre>{_e(_text(value))}</pre>"),
+    ("text/plain", lambda value: f"<pre>{_e(_text(value))}</pre>"),
+)
+
+
+# ---------------------------------------------------------------------- one control each
+def _html(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    return r.description(s) + f"<div>{s.get('value') or ''}</div>"
+
+
+def _label(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    return r.description(s) + f"<span>{_e(s.get('value') or '')}</span>"
+
+
+def _text_input(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    value = s.get("value")
+    placeholder = s.get("placeholder") or ""
+    shown = "" if value is None else value
+    return r.description(s) + (
+        f'<input type="text" readonly value="{_e(shown)}" placeholder="{_e(placeholder)}">'
+    )
+
+
+def _password(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    return r.description(s) + '<input type="password" readonly value="">'  # never the secret
+
+
+def _textarea(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    rows = int(s.get("rows") or 3)
+    return (
+        r.description(s) + f'<textarea readonly rows="{rows}">{_e(s.get("value") or "")}</textarea>'
+    )
+
+
+def _checkbox(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    checked = " checked" if s.get("value") else ""
+    return (
+        f'<label><input type="checkbox" disabled{checked}> {_e(s.get("description") or "")}</label>'
+    )
+
+
+def _button(r: WidgetHtml, s: Mapping[str, Any], _d: int, pressed: bool = False) -> str:
+    style = s.get("button_style") or ""
+    classes = " ".join(
+        c for c in (f"nsdl-w-{style}" if style else "", "nsdl-w-pressed" if pressed else "") if c
+    )
+    disabled = " disabled" if s.get("disabled") else ""
+    label = _e(s.get("description") or "")
+    return f'<button type="button" tabindex="-1" class="{classes}"{disabled}>{label}</button>'
+
+
+def _toggle_button(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
+    return _button(r, s, d, pressed=bool(s.get("value")))
+
+
+def _options(s: Mapping[str, Any]) -> tuple[list[str], set[int]]:
+    labels = [str(x) for x in s.get("_options_labels") or []]
+    index = s.get("index")
+    chosen = (
+        set(index) if isinstance(index, list) else ({index} if isinstance(index, int) else set())
+    )
+    return labels, chosen
+
+
+def _select(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    labels, chosen = _options(s)
+    multiple = " multiple" if isinstance(s.get("index"), list) else ""
+    size = int(s.get("rows") or 5)
+    options = "".join(
+        f"<option{' selected' if i in chosen else ''}>{_e(label)}</option>"
+        for i, label in enumerate(labels)
+    )
+    return (
+        r.description(s) + f'<select size="{size}"{multiple} style="width:100%">{options}</select>'
+    )
+
+
+def _dropdown(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    labels, chosen = _options(s)
+    options = "".join(
+        f"<option{' selected' if i in chosen else ''}>{_e(label)}</option>"
+        for i, label in enumerate(labels)
+    )
+    return r.description(s) + f"<select>{options}</select>"
+
+
+def _option_buttons(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    labels, chosen = _options(s)
+    if s.get("_model_name") == "RadioButtonsModel":
+        items = "".join(
+            f'<label><input type="radio" disabled{" checked" if i in chosen else ""}> '
+            f"{_e(label)}</label> "
+            for i, label in enumerate(labels)
+        )
+    else:
+        items = "".join(
+            f'<button type="button" tabindex="-1" '
+            f'class="{"nsdl-w-pressed" if i in chosen else ""}">{_e(label)}</button>'
+            for i, label in enumerate(labels)
+        )
+    return r.description(s) + items
+
+
+def _slider(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    value, low, high = s.get("value"), s.get("min", 0), s.get("max", 100)
+    step = s.get("step") or "any"
+    return r.description(s) + (
+        f'<input type="range" disabled min="{_e(low)}" max="{_e(high)}" step="{_e(step)}" '
+        f'value="{_e(value)}"><span>{_e(value)}</span>'
+    )
+
+
+def _range(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    value = s.get("value") or s.get("index") or ["", ""]
+    labels = s.get("_options_labels")
+    if labels and isinstance(value, list) and all(isinstance(v, int) for v in value):
+        value = [labels[v] for v in value if 0 <= v < len(labels)]
+    text = " \u2013 ".join(str(v) for v in value)
+    return r.description(s) + f"<span>{_e(text)}</span>"
+
+
+def _progress(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    return r.description(s) + (
+        f'<progress value="{_e(s.get("value", 0))}" max="{_e(s.get("max", 100))}"></progress>'
+    )
+
+
+def _image_widget(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
+    value = s.get("value")
+    if not isinstance(value, (bytes, bytearray, memoryview)):
+        return ""
+    fmt = str(s.get("format") or "png")
+    mime = "image/svg+xml" if fmt == "svg" else f"image/{fmt}"
+    size = "".join(f' {k}="{_e(s[k])}"' for k in ("width", "height") if s.get(k))
+    data = base64.b64encode(bytes(value)).decode()
+    return f'<img src="data:{mime};base64,{data}"{size}>'
+
+
+def _titled(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
+    children = list(s.get("children") or [])
+    titles = list(s.get("titles") or [])
+    titles += [""] * (len(children) - len(titles))
+    index = s.get("selected_index")
+    name = s.get("_model_name")
+    if name == "AccordionModel":
+        parts = []
+        for i, (child, title) in enumerate(zip(children, titles, strict=False)):
+            mark = "▾" if i == index else "▸"
+            parts.append(f'<div class="nsdl-w-accordion-title">{mark} {_e(title)}</div>')
+            if i == index:
+                parts.append(r.child(child, d))
+        return f'<div style="width:100%">{"".join(parts)}</div>'
+    shown = (
+        r.child(children[index], d) if isinstance(index, int) and 0 <= index < len(children) else ""
+    )
+    if name == "StackModel":
+        return shown
+    tabs = "".join(
+        f'<div class="nsdl-w-tab{" nsdl-w-current" if i == index else ""}">{_e(t or i)}</div>'
+        for i, t in enumerate(titles[: len(children)])
+    )
+    return f'<div style="width:100%"><div class="nsdl-w-tabbar">{tabs}</div>{shown}</div>'
+
+
+def _output(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
+    return f'<div style="width:100%">{r.outputs(s.get("outputs") or [], d)}</div>'
+
+
+def _nothing(_r: WidgetHtml, _s: Mapping[str, Any], _d: int) -> str:
+    return ""
+
+
+_HANDLERS: dict[str, Callable[[WidgetHtml, Mapping[str, Any], int], str]] = {
+    "HTMLModel": _html,
+    "HTMLMathModel": _html,
+    "LabelModel": _label,
+    "PasswordModel": _password,
+    "TextareaModel": _textarea,
+    "CheckboxModel": _checkbox,
+    "ValidModel": _label,
+    "ButtonModel": _button,
+    "ToggleButtonModel": _toggle_button,
+    "DropdownModel": _dropdown,
+    "SelectModel": _select,
+    "SelectMultipleModel": _select,
+    "IntProgressModel": _progress,
+    "FloatProgressModel": _progress,
+    "ImageModel": _image_widget,
+    "TabModel": _titled,
+    "AccordionModel": _titled,
+    "StackModel": _titled,
+    "OutputModel": _output,
+    "LayoutModel": _nothing,
+    **dict.fromkeys(_TEXTS, _text_input),
+    **dict.fromkeys(_SLIDERS, _slider),
+    **dict.fromkeys(_RANGES, _range),
+    **dict.fromkeys(_OPTION_BUTTONS, _option_buttons),
+}

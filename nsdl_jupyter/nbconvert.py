@@ -1,0 +1,125 @@
+"""Notebooks exported to HTML show our widgets without JavaScript: the GraphView as SVG, the
+ProfileView's figures and table, the tool windows as static controls, each in its last state.
+
+- `StaticWidgetsPreprocessor`: an nbconvert preprocessor that replaces each widget output by
+  its static picture (from the widget state saved in the notebook, else from the picture
+  stored in the output at display time) and drops the widget state, so the page loads no
+  widget manager: ``jupyter nbconvert --to html --execute
+  --Exporter.preprocessors='["nsdl_jupyter.nbconvert.StaticWidgetsPreprocessor"]' NB.ipynb``
+- `StaticHTMLExporter`: the HTML exporter with that preprocessor built in
+  (``jupyter nbconvert --to nsdl_jupyter.nbconvert.StaticHTMLExporter NB.ipynb``).
+- `export_notebook_html(notebook, html, execute=False)`: the same in one call (`nsdl html`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+try:
+    from nbconvert.exporters import HTMLExporter
+    from nbconvert.preprocessors import Preprocessor
+except ImportError as error:  # pragma: no cover - nbconvert ships with every Jupyter install
+    raise ImportError(
+        "nsdl_jupyter.nbconvert needs nbconvert (and nbclient to execute): "
+        "pip install nbconvert nbclient"
+    ) from error
+
+from nsdl_jupyter._static_export import Replaced, replace_widget_outputs
+
+__all__ = [
+    "NotebookExportError",
+    "StaticHTMLExporter",
+    "StaticWidgetsPreprocessor",
+    "export_notebook_html",
+]
+
+
+class NotebookExportError(Exception):
+    """A notebook could not be exported; the message says why and what to do."""
+
+
+class StaticWidgetsPreprocessor(Preprocessor):  # type: ignore[misc]
+    """Replaces widget outputs by static HTML pictures of the widgets' last state."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        done: Replaced = replace_widget_outputs(nb)
+        resources.setdefault("nsdl_static_widgets", done)
+        return nb, resources
+
+
+class StaticHTMLExporter(HTMLExporter):  # type: ignore[misc]
+    """HTML export (lab template) in which our widgets and standard ipywidgets are pictures."""
+
+    export_from_notebook = "HTML with static widgets"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
+        # registered after the defaults, so it runs after an ExecutePreprocessor (--execute)
+        self.register_preprocessor(StaticWidgetsPreprocessor, enabled=True)  # type: ignore[no-untyped-call]
+
+
+def export_notebook_html(
+    notebook_path: str | os.PathLike[str],
+    html_path: str | os.PathLike[str] | None = None,
+    execute: bool = False,
+    *,
+    timeout: int = 600,
+    kernel_name: str | None = None,
+) -> Path:
+    """Write `notebook_path` as a self-contained HTML page that shows every widget's last state
+    (GraphView as SVG, ProfileView figures and table) with no widget JavaScript; returns the
+    path written (default: the notebook's path with .html).
+
+    `execute=True` runs the notebook first in a fresh kernel (in the notebook's folder); the
+    notebook file itself is never modified.
+    """
+    import nbformat
+
+    source = Path(notebook_path)
+    if not source.is_file():
+        raise FileNotFoundError(f"no notebook at {source}: pass the path of an .ipynb file")
+    target = Path(html_path) if html_path is not None else source.with_suffix(".html")
+    if target.resolve() == source.resolve():
+        raise ValueError(f"the HTML would overwrite the notebook {source}: choose another path")
+    try:
+        nb = nbformat.read(source, as_version=4)  # type: ignore[no-untyped-call]
+    except Exception as error:
+        raise NotebookExportError(f"{source} is not a readable notebook: {error}") from error
+    if execute:
+        _execute(nb, source, timeout, kernel_name)
+    resources = {"metadata": {"name": source.stem, "path": str(source.parent)}}
+    body, _resources = StaticHTMLExporter().from_notebook_node(nb, resources=resources)
+    _write_atomic(target, body.encode("utf-8"))
+    return target
+
+
+def _execute(nb: Any, source: Path, timeout: int, kernel_name: str | None) -> None:
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    options: dict[str, Any] = {"timeout": timeout, "store_widget_state": True}
+    if kernel_name:
+        options["kernel_name"] = kernel_name
+    client = NotebookClient(nb, resources={"metadata": {"path": str(source.parent)}}, **options)
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        raise NotebookExportError(
+            f"a cell of {source.name} failed while executing, so nothing was written; fix the "
+            f"cell, or export the saved outputs without execute=True:\n{error}"
+        ) from error
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
