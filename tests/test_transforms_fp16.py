@@ -290,3 +290,100 @@ def test_large_architectures_run_and_stay_close(tmp_path: Path, name: str, build
     error = _compare(source, out)
     print(f"{name}: max relative error {error:.2e}")
     assert error < 5e-3
+
+
+def _mini_vit() -> onnx.ModelProto:
+    """A ViT-shaped model: Conv patch embedding, class token, position embedding, one
+    pre-norm attention block with LayerNormalization and Erf-GELU, pooled class token."""
+    rng = np.random.default_rng(0)
+    dim, patches, heads = 32, 16, 4
+
+    def weight(name: str, *shape: int, scale: float = 0.1) -> onnx.TensorProto:
+        array = (rng.standard_normal(shape) * scale).astype(np.float32)
+        return onnx.numpy_helper.from_array(array, name)
+
+    def ints(name: str, values: list[int]) -> onnx.TensorProto:
+        return onnx.numpy_helper.from_array(np.array(values, np.int64), name)
+
+    h = onnx.helper
+    nodes = [
+        h.make_node("Conv", ["pixels", "patch_w", "patch_b"], ["p"], strides=[4, 4]),
+        h.make_node("Reshape", ["p", "flat_shape"], ["pf"]),
+        h.make_node("Transpose", ["pf"], ["tokens"], perm=[0, 2, 1]),
+        h.make_node("Concat", ["cls", "tokens"], ["seq"], axis=1),
+        h.make_node("Add", ["seq", "pos"], ["x0"]),
+        h.make_node("LayerNormalization", ["x0", "ln1_g", "ln1_b"], ["n1"], axis=-1),
+        h.make_node("MatMul", ["n1", "wq"], ["q"]),
+        h.make_node("MatMul", ["n1", "wk"], ["k"]),
+        h.make_node("MatMul", ["n1", "wv"], ["v"]),
+        h.make_node("Reshape", ["q", "head_shape"], ["qh"]),
+        h.make_node("Reshape", ["k", "head_shape"], ["kh"]),
+        h.make_node("Reshape", ["v", "head_shape"], ["vh"]),
+        h.make_node("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+        h.make_node("Transpose", ["kh"], ["kt"], perm=[0, 2, 3, 1]),
+        h.make_node("Transpose", ["vh"], ["vt"], perm=[0, 2, 1, 3]),
+        h.make_node("MatMul", ["qt", "kt"], ["s"]),
+        h.make_node("Div", ["s", "scale"], ["ss"]),
+        h.make_node("Softmax", ["ss"], ["a"], axis=-1),
+        h.make_node("MatMul", ["a", "vt"], ["c"]),
+        h.make_node("Transpose", ["c"], ["ct"], perm=[0, 2, 1, 3]),
+        h.make_node("Reshape", ["ct", "merge_shape"], ["cm"]),
+        h.make_node("Add", ["x0", "cm"], ["x1"]),
+        h.make_node("LayerNormalization", ["x1", "ln2_g", "ln2_b"], ["n2"], axis=-1),
+        h.make_node("MatMul", ["n2", "w1"], ["f1"]),
+        h.make_node("Div", ["f1", "sqrt2"], ["fd"]),
+        h.make_node("Erf", ["fd"], ["fe"]),
+        h.make_node("Add", ["fe", "one"], ["fa"]),
+        h.make_node("Mul", ["f1", "fa"], ["fm"]),
+        h.make_node("Mul", ["fm", "half"], ["g"]),
+        h.make_node("MatMul", ["g", "w2"], ["f2"]),
+        h.make_node("Add", ["x1", "f2"], ["x2"]),
+        h.make_node("Gather", ["x2", "zero"], ["pooled"], axis=1),
+        h.make_node("Gemm", ["pooled", "head_w", "head_b"], ["logits"], transB=1),
+    ]
+    scalar = onnx.numpy_helper.from_array
+    initializers = [
+        weight("patch_w", dim, 3, 4, 4),
+        weight("patch_b", dim),
+        ints("flat_shape", [1, dim, patches]),
+        weight("cls", 1, 1, dim),
+        weight("pos", 1, patches + 1, dim),
+        weight("ln1_g", dim, scale=1.0),
+        weight("ln1_b", dim),
+        weight("wq", dim, dim),
+        weight("wk", dim, dim),
+        weight("wv", dim, dim),
+        ints("head_shape", [1, patches + 1, heads, dim // heads]),
+        scalar(np.array(np.sqrt(dim // heads), np.float32), "scale"),
+        ints("merge_shape", [1, patches + 1, dim]),
+        weight("ln2_g", dim, scale=1.0),
+        weight("ln2_b", dim),
+        weight("w1", dim, 2 * dim),
+        scalar(np.array(np.sqrt(2.0), np.float32), "sqrt2"),
+        scalar(np.array(1.0, np.float32), "one"),
+        scalar(np.array(0.5, np.float32), "half"),
+        weight("w2", 2 * dim, dim),
+        scalar(np.array(0, np.int64), "zero"),
+        weight("head_w", 10, dim),
+        weight("head_b", 10),
+    ]
+    graph = h.make_graph(
+        nodes,
+        "mini_vit",
+        [h.make_tensor_value_info("pixels", onnx.TensorProto.FLOAT, [1, 3, 16, 16])],
+        [h.make_tensor_value_info("logits", onnx.TensorProto.FLOAT, [1, 10])],
+        initializers,
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+
+
+def test_vit_shaped_model_runs_and_stays_close(tmp_path: Path) -> None:
+    source = tmp_path / "vit.onnx"
+    onnx.save(_mini_vit(), str(source))
+    _session(source)  # the float32 model is valid
+    out = tmp_path / "vit_fp16.onnx"
+    status = convert_to_fp16(source, out)
+    assert status.ok and not status.warnings, status
+    error = _compare(source, out)
+    print(f"mini ViT: max relative error {error:.2e}")
+    assert error < 5e-3
