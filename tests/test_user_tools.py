@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import ipywidgets
@@ -46,6 +49,15 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "config"
     monkeypatch.setenv("NSDL_CONFIG_DIR", str(folder))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_outputs() -> Iterator[None]:
+    """Tool outputs without an explicit path go to fresh temp folders: remove ours."""
+    before = set(Path(tempfile.gettempdir()).glob("nsdl-tool-*"))
+    yield
+    for folder in set(Path(tempfile.gettempdir()).glob("nsdl-tool-*")) - before:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
