@@ -321,8 +321,8 @@ def graph_view_html(view: Any) -> str:
         grid=bool(view.show_grid),
     )
     natural = float(svg.split('width="', 1)[1].split('"', 1)[0])
-    # fit the width when that keeps at least half the size, else scroll at half size
-    style = f"width:max(100%, {natural / 2:.0f}px);max-width:{natural:.0f}px;height:auto"
+    # fit the width when that keeps 3/4 of the size (text stays readable), else scroll
+    style = f"width:max(100%, {natural * 0.75:.0f}px);max-width:{natural:.0f}px;height:auto"
     svg = svg.replace("<svg ", f'<svg style="{style}" ', 1)
     nodes = sum(1 for item in scene.table.items if item.alive and item.is_node)
     caption = f"{nodes} nodes"

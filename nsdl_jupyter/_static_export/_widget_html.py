@@ -21,38 +21,57 @@ REF = "IPY_MODEL_"
 
 StateLookup = Callable[[str], "Mapping[str, Any] | None"]
 
+# zero specificity (:where): the widgets' own CSS and their inline layout styles always win
 STYLE = """<style>
-.nsdl-static { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 13px;
-  color: #1f2328; line-height: 1.35; }
-.nsdl-static .nsdl-w-box { display: flex; box-sizing: border-box; min-width: 0; }
-.nsdl-static .nsdl-w-hbox, .nsdl-static .nsdl-w-boxrow { flex-direction: row; flex-wrap: wrap;
-  align-items: center; }
-.nsdl-static .nsdl-w-vbox { flex-direction: column; }
-.nsdl-static .nsdl-w-control { display: inline-flex; align-items: center; gap: 6px;
-  margin: 2px 4px 2px 0; min-height: 26px; }
-.nsdl-static .nsdl-w-desc { width: 80px; text-align: right; flex: 0 0 auto; overflow: hidden;
+:where(.nsdl-static) { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
+  font-size: 13px; color: #1f2328; line-height: 1.35; }
+:where(.nsdl-static .nsdl-w-box) { display: flex; box-sizing: border-box; min-width: 0;
+  overflow: auto; }
+:where(.nsdl-static .nsdl-w-hbox, .nsdl-static .nsdl-w-boxrow) { flex-direction: row; }
+:where(.nsdl-static .nsdl-w-vbox) { flex-direction: column; }
+:where(.nsdl-static .nsdl-w-control) { display: flex; flex-direction: row;
+  align-items: baseline; box-sizing: border-box; margin: 2px; min-height: 28px;
+  line-height: 28px; min-width: 0; }
+:where(.nsdl-static .nsdl-w-wide) { width: 300px; }
+:where(.nsdl-static .nsdl-w-short) { width: 148px; }
+:where(.nsdl-static .nsdl-w-wide > input, .nsdl-static .nsdl-w-wide > select,
+  .nsdl-static .nsdl-w-wide > textarea, .nsdl-static .nsdl-w-wide > progress) {
+  flex: 1 1 150px; min-width: 0; box-sizing: border-box; }
+:where(.nsdl-static .nsdl-w-short > button) { width: 100%; overflow: hidden;
   text-overflow: ellipsis; white-space: nowrap; }
-.nsdl-static input, .nsdl-static select, .nsdl-static textarea, .nsdl-static button {
+:where(.nsdl-static .nsdl-w-html > div, .nsdl-static .nsdl-w-htmlmath > div) { flex: 1 1 auto;
+  align-self: stretch; }
+:where(.nsdl-static .nsdl-w-desc) { width: 80px; text-align: right; flex: 0 0 auto;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; margin-right: 8px; }
+:where(.nsdl-static input, .nsdl-static select, .nsdl-static textarea, .nsdl-static button) {
   font: inherit; font-size: 13px; }
-.nsdl-static input[type=text] { border: 1px solid #d0d7de; padding: 2px 6px; min-width: 12em; }
-.nsdl-static button { border: 1px solid #d0d7de; border-radius: 2px; background: #f6f8fa;
-  padding: 2px 10px; margin: 2px 4px 2px 0; min-height: 26px; cursor: default; }
-.nsdl-static button.nsdl-w-pressed { background: #d0d7de; box-shadow: inset 0 1px 3px #8c959f; }
-.nsdl-static button.nsdl-w-primary { background: #2196f3; color: #fff; border-color: #1e88e5; }
-.nsdl-static button.nsdl-w-success { background: #4caf50; color: #fff; }
-.nsdl-static button.nsdl-w-info { background: #00bcd4; color: #fff; }
-.nsdl-static button.nsdl-w-warning { background: #ff9800; color: #fff; }
-.nsdl-static button.nsdl-w-danger { background: #f44336; color: #fff; }
-.nsdl-static .nsdl-w-tabbar { display: flex; flex-wrap: wrap; border-bottom: 1px solid #d0d7de;
-  margin-top: 4px; }
-.nsdl-static .nsdl-w-tab { padding: 3px 12px; border: 1px solid transparent; color: #57606a; }
-.nsdl-static .nsdl-w-tab.nsdl-w-current { border-color: #d0d7de #d0d7de #fff; color: #1f2328;
-  background: #fff; margin-bottom: -1px; border-top: 2px solid #2196f3; }
-.nsdl-static .nsdl-w-accordion-title { padding: 3px 8px; background: #f6f8fa;
-  border: 1px solid #d0d7de; margin-top: 2px; }
-.nsdl-static pre { margin: 0; white-space: pre-wrap; }
-.nsdl-static .nsdl-w-stderr { background: #ffdddd; }
-.nsdl-static .nsdl-static-caption { color: #57606a; font-size: 12px; margin: 2px 0; }
+:where(.nsdl-static input[type=text], .nsdl-static input[type=password]) { height: 28px;
+  border: 1px solid #d0d7de; padding: 2px 6px; }
+:where(.nsdl-static .nsdl-w-dropdown > select) { height: 28px; }
+:where(.nsdl-static button) { border: 0; background: #eeeeee; padding: 0 10px; height: 28px;
+  margin: 0 4px 0 0; cursor: default; box-shadow: 0 1px 2px rgba(0,0,0,0.15); }
+:where(.nsdl-static button:disabled) { opacity: 0.6; }
+:where(.nsdl-static button.nsdl-w-pressed) { background: #d0d7de;
+  box-shadow: inset 0 1px 3px #8c959f; }
+:where(.nsdl-static button.nsdl-w-primary) { background: #2196f3; color: #fff; }
+:where(.nsdl-static button.nsdl-w-success) { background: #4caf50; color: #fff; }
+:where(.nsdl-static button.nsdl-w-info) { background: #00bcd4; color: #fff; }
+:where(.nsdl-static button.nsdl-w-warning) { background: #ff9800; color: #fff; }
+:where(.nsdl-static button.nsdl-w-danger) { background: #f44336; color: #fff; }
+:where(.nsdl-static .nsdl-w-tabbar) { display: flex; flex-wrap: wrap;
+  border-bottom: 1px solid #d0d7de; margin-top: 4px; }
+:where(.nsdl-static .nsdl-w-tab) { padding: 0 12px; line-height: 24px; color: #57606a;
+  border: 1px solid transparent; }
+:where(.nsdl-static .nsdl-w-tab.nsdl-w-current) { border-color: #d0d7de #d0d7de #fff;
+  border-top: 2px solid #2196f3; color: #1f2328; background: #fff; margin-bottom: -1px; }
+:where(.nsdl-static .nsdl-w-tab-contents) { border: 1px solid #d0d7de; border-top: 0;
+  padding: 4px; overflow: auto; }
+:where(.nsdl-static .nsdl-w-accordion-title) { padding: 0 8px; background: #f6f8fa;
+  border: 1px solid #d0d7de; margin-top: 2px; line-height: 26px; }
+:where(.nsdl-static pre) { margin: 0; white-space: pre-wrap; line-height: 1.35; }
+:where(.nsdl-static .nsdl-w-stderr) { background: #ffdddd; }
+:where(.nsdl-static .nsdl-static-caption) { color: #57606a; font-size: 12px; margin: 2px 0;
+  line-height: 1.35; }
 </style>"""
 
 _LAYOUT_KEYS = (
@@ -70,6 +89,12 @@ _TEXTS = {"TextModel", "ComboboxModel", "IntTextModel", "FloatTextModel", "Bound
 _SLIDERS = {"IntSliderModel", "FloatSliderModel", "FloatLogSliderModel"}
 _RANGES = {"IntRangeSliderModel", "FloatRangeSliderModel", "SelectionRangeSliderModel"}
 _OPTION_BUTTONS = {"ToggleButtonsModel", "RadioButtonsModel"}
+# ipywidgets' default widths: 300px for inputs with a label, 148px for buttons
+_WIDE = {*_TEXTS, *_SLIDERS, *_RANGES, "PasswordModel", "TextareaModel", "CheckboxModel",
+         "DropdownModel", "SelectModel", "SelectMultipleModel", "IntProgressModel",
+         "FloatProgressModel"}  # fmt: skip
+_SHORT = {"ButtonModel", "ToggleButtonModel"}
+_CONTAINERS = {"TabModel", "AccordionModel", "StackModel", "OutputModel"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MAX_DEPTH = 64
 
@@ -198,7 +223,13 @@ class WidgetHtml:
         handler = _HANDLERS.get(name)
         if handler is None:
             return ""
-        return self._frame(state, handler(self, state, depth), "nsdl-w-control")
+        kind = f"nsdl-w-{name.removesuffix('Model').lower()}"
+        if name in _CONTAINERS:
+            classes = f"nsdl-w-box nsdl-w-vbox {kind}"
+        else:
+            size = "nsdl-w-wide" if name in _WIDE else "nsdl-w-short" if name in _SHORT else ""
+            classes = f"nsdl-w-control {size} {kind}"
+        return self._frame(state, handler(self, state, depth), classes)
 
     def _frame(self, state: Mapping[str, Any], inner: str, css: str = "", extra: str = "") -> str:
         classes = " ".join([css, *(str(c) for c in state.get("_dom_classes") or [])]).strip()
@@ -336,12 +367,17 @@ def _options(s: Mapping[str, Any]) -> tuple[list[str], set[int]]:
     return labels, chosen
 
 
+def _option_text(label: str) -> str:
+    # ipywidgets' SelectView turns spaces into no-break spaces, which keeps column layouts
+    return _e(label).replace(" ", "&nbsp;")
+
+
 def _select(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
     labels, chosen = _options(s)
     multiple = " multiple" if isinstance(s.get("index"), list) else ""
     size = int(s.get("rows") or 5)
     options = "".join(
-        f"<option{' selected' if i in chosen else ''}>{_e(label)}</option>"
+        f"<option{' selected' if i in chosen else ''}>{_option_text(label)}</option>"
         for i, label in enumerate(labels)
     )
     return (
@@ -352,7 +388,7 @@ def _select(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
 def _dropdown(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
     labels, chosen = _options(s)
     options = "".join(
-        f"<option{' selected' if i in chosen else ''}>{_e(label)}</option>"
+        f"<option{' selected' if i in chosen else ''}>{_option_text(label)}</option>"
         for i, label in enumerate(labels)
     )
     return r.description(s) + f"<select>{options}</select>"
@@ -433,11 +469,14 @@ def _titled(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
         f'<div class="nsdl-w-tab{" nsdl-w-current" if i == index else ""}">{_e(t or i)}</div>'
         for i, t in enumerate(titles[: len(children)])
     )
-    return f'<div style="width:100%"><div class="nsdl-w-tabbar">{tabs}</div>{shown}</div>'
+    return (
+        f'<div style="width:100%"><div class="nsdl-w-tabbar">{tabs}</div>'
+        f'<div class="nsdl-w-tab-contents">{shown}</div></div>'
+    )
 
 
 def _output(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
-    return f'<div style="width:100%">{r.outputs(s.get("outputs") or [], d)}</div>'
+    return r.outputs(s.get("outputs") or [], d)
 
 
 def _nothing(_r: WidgetHtml, _s: Mapping[str, Any], _d: int) -> str:
