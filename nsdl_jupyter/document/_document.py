@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.document import _edits as e
+from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._atomic import atomic_write_bytes
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._errors import (
@@ -201,7 +201,13 @@ class ModelDocument:
         for event in merged:
             self._emit(event)
 
-    def _run(self, description: str, edits: Sequence[e.Edit], event: ChangeEvent) -> None:
+    def apply_edits(self, description: str, edits: Sequence[e.Edit], event: ChangeEvent) -> None:
+        """Apply primitive edits (`nsdl_jupyter.document.edits`) as one undoable command.
+
+        The extension point for transforms that build their own commands: validate before
+        calling (a failing edit reverts those before it and re-raises), and describe what
+        changed in `event` so views can update.
+        """
         command = Command(description, edits, event)
         self._emit(self._history.push(command))
 
@@ -221,7 +227,7 @@ class ModelDocument:
         """Set attribute `name`, checked against the schema. `value` may be literal text."""
         target = self.node(node)
         attr = self._make_attribute(target, name, value)
-        self._run(
+        self.apply_edits(
             f"set {target.name}.{name}",
             [e.SetAttr(target, name, attr)],
             ChangeEvent(f"set {target.name}.{name}", changed=frozenset({target.name or ""})),
@@ -233,7 +239,7 @@ class ModelDocument:
         attrs = [self._make_attribute(target, name, value) for target in targets]
         names = frozenset(target.name or "" for target in targets)
         description = f"set {name} on {len(targets)} nodes"
-        self._run(
+        self.apply_edits(
             description,
             [e.SetAttr(target, name, attr) for target, attr in zip(targets, attrs, strict=True)],
             ChangeEvent(description, changed=names),
@@ -253,7 +259,7 @@ class ModelDocument:
             if schema is not None and info is None:
                 raise DocumentError(_unknown_attribute(target, name, schema))
             return
-        self._run(
+        self.apply_edits(
             f"reset {target.name}.{name}",
             [e.SetAttr(target, name, None)],
             ChangeEvent(f"reset {target.name}.{name}", changed=frozenset({target.name or ""})),
@@ -323,7 +329,7 @@ class ModelDocument:
         for attr_name, value in (attributes or {}).items():
             attr = self._make_attribute_for_schema(schema, node, attr_name, value)
             edits.append(e.SetAttr(node, attr_name, attr))
-        self._run(
+        self.apply_edits(
             f"add {op_type} {node_name}",
             edits,
             ChangeEvent(f"add {op_type} {node_name}", added=frozenset({node_name}), edges=True),
@@ -365,7 +371,7 @@ class ModelDocument:
         edits += [e.RemoveNode(_graph_of(target), target) for target in targets]
         names = frozenset(target.name or "" for target in targets)
         description = f"remove {', '.join(sorted(names))}"
-        self._run(description, edits, ChangeEvent(description, removed=names, edges=True))
+        self.apply_edits(description, edits, ChangeEvent(description, removed=names, edges=True))
 
     def rename_node(self, node: ir.Node | str, new_name: str) -> None:
         """Rename a node: unique in its graph and a valid C identifier."""
@@ -377,7 +383,7 @@ class ModelDocument:
         siblings = {n.name or "" for n in graph} - {old}
         check_node_name(new_name, siblings)
         description = f"rename {old} to {new_name}"
-        self._run(
+        self.apply_edits(
             description,
             [e.SetField(target, "name", new_name)],
             ChangeEvent(description, changed=frozenset({new_name}), renamed=((old, new_name),)),
@@ -410,7 +416,7 @@ class ModelDocument:
                 f"{target.name} already feeds {value.producer().name}"  # type: ignore[union-attr]
             )
         description = f"connect {value.name} to {target.name}[{input_index}]"
-        self._run(
+        self.apply_edits(
             description,
             [e.SetInput(target, input_index, value)],
             ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
@@ -430,7 +436,7 @@ class ModelDocument:
         if keep != len(remaining):
             edits.append(e.TrimInputs(target, keep))
         description = f"disconnect {target.name}[{input_index}]"
-        self._run(
+        self.apply_edits(
             description,
             edits,
             ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
@@ -456,7 +462,7 @@ class ModelDocument:
         check_tensor_name(name, self.tensors)
         value = ir.Value(name=name, type=ir.TensorType(_dtype(dtype)), shape=ir.Shape(list(shape)))
         description = f"add graph input {name}"
-        self._run(
+        self.apply_edits(
             description,
             [e.ListInsert(self.graph.inputs, len(self.graph.inputs), value)],
             ChangeEvent(description, graph_io=True),
@@ -474,7 +480,7 @@ class ModelDocument:
         )
         users = frozenset(user.name or "" for user, _ in value.uses())
         description = f"remove graph input {name}"
-        self._run(
+        self.apply_edits(
             description, edits, ChangeEvent(description, changed=users, edges=True, graph_io=True)
         )
 
@@ -483,7 +489,7 @@ class ModelDocument:
         if value.is_graph_output():
             raise GraphEditError(f"{value.name!r} is already a graph output")
         description = f"add graph output {value.name}"
-        self._run(
+        self.apply_edits(
             description,
             [e.ListInsert(self.graph.outputs, len(self.graph.outputs), value)],
             ChangeEvent(description, graph_io=True),
@@ -498,7 +504,7 @@ class ModelDocument:
             for position in reversed(_positions(self.graph.outputs, value))
         ]
         description = f"remove graph output {name}"
-        self._run(description, edits, ChangeEvent(description, graph_io=True))
+        self.apply_edits(description, edits, ChangeEvent(description, graph_io=True))
 
     def rename_tensor(self, old: str, new: str) -> None:
         """Rename a tensor (graph input/output, initializer or node output)."""
@@ -510,7 +516,7 @@ class ModelDocument:
         if value.producer() is not None:
             touched.add(value.producer().name or "")  # type: ignore[union-attr]
         description = f"rename tensor {old} to {new}"
-        self._run(
+        self.apply_edits(
             description,
             [e.RenameValue(self.graph, value, new)],
             ChangeEvent(
@@ -544,7 +550,7 @@ class ModelDocument:
             return
         users = frozenset(user.name or "" for user, _ in value.uses())
         description = f"change type of {name}"
-        self._run(
+        self.apply_edits(
             description,
             edits,
             ChangeEvent(description, changed=users, edges=True, graph_io=True),
@@ -584,7 +590,7 @@ class ModelDocument:
             const_value=tensor,
         )
         description = f"create initializer {name}"
-        self._run(
+        self.apply_edits(
             description,
             [e.RegisterInitializer(self.graph, initializer)],
             ChangeEvent(description, initializers=True),
@@ -604,7 +610,7 @@ class ModelDocument:
         if name in self._external_plan:
             edits.append(e.SetMapping(self._external_plan, name, None))
         description = f"delete initializer {name}"
-        self._run(
+        self.apply_edits(
             description,
             edits,
             ChangeEvent(
@@ -636,7 +642,7 @@ class ModelDocument:
         if length is not None and length != nbytes:
             raise InitializerError(f"{name!r} has {nbytes} bytes; length {length} does not match")
         description = f"store {name} in {location}"
-        self._run(
+        self.apply_edits(
             description,
             [e.SetMapping(self._external_plan, name, ExternalLocation(location, offset, length))],
             ChangeEvent(description, initializers=True),

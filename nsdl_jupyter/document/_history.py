@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from nsdl_jupyter.document._edits import Edit
 from nsdl_jupyter.document._events import ChangeEvent
+from nsdl_jupyter.document.edits import Edit
 
 
 @dataclass

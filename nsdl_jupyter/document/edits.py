@@ -1,4 +1,4 @@
-"""Primitive reversible edits of an onnx_ir graph.
+"""Primitive reversible edits of an onnx_ir graph (public: for `ModelDocument.apply_edits`).
 
 Every user-level command of the document is a sequence of these primitives. Each primitive
 captures what it needs to restore the previous state when it is applied, so `revert` after

@@ -23,7 +23,7 @@ import numpy as np
 import onnx_ir as ir
 
 from nsdl_jupyter.document import ChangeEvent
-from nsdl_jupyter.document import _edits as e
+from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.transforms._dtypes import DtypeInference, formal_index, node_schema
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import TransformError
@@ -356,7 +356,7 @@ def convert_tensors(
         status.count("tensors_converted")
     if edits:
         description = f"convert {status.counts['tensors_converted']} tensor(s) to {to.name}"
-        doc._run(  # the document's command path: one undo step, one event
+        doc.apply_edits(  # the document's command path: one undo step, one event
             description,
             edits,
             ChangeEvent(
@@ -379,7 +379,7 @@ def replace_initializer_value(
     to = ir.DataType.from_numpy(array.dtype)
     text = description or f"replace value of {name}"
     users = frozenset(user.name or "" for user, _ in value.uses())
-    doc._run(
+    doc.apply_edits(
         text,
         _initializer_edits(doc, name, array, to),
         ChangeEvent(text, changed=users, initializers=True),
