@@ -3,7 +3,8 @@
 # format check, mypy (strict, the package) and every pytest test, UI tests included.
 # Each step runs even when an earlier one failed; the summary lists what failed.
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -m "not ui and not slow"`).
-# Under CI=1/true or NSDL_STRICT=1 a test skipped for a missing prerequisite FAILS.
+# Strict by default (NSDL_STRICT=1): a test skipped for a missing prerequisite FAILS;
+# NSDL_STRICT=0 bash scripts/test.sh relaxes that.
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +28,9 @@ if nvidia-smi -L >/dev/null 2>&1; then
 else
   echo "test.sh: no NVIDIA GPU on this machine: gpu-marked tests are deselected"
 fi
+# The whole suite is strict by default, so a missing prerequisite can never pass as a skip;
+# NSDL_STRICT=0 relaxes it on a machine that lacks chromium or sshd on purpose.
+export NSDL_STRICT="${NSDL_STRICT:-1}"
 is_on() { case "${1,,}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
 if is_on "${CI:-}" || is_on "${NSDL_STRICT:-}"; then
   echo "test.sh: strict mode (CI / NSDL_STRICT): a test skipped for a missing prerequisite fails"
