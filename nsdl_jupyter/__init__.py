@@ -13,6 +13,7 @@ from nsdl_jupyter._version import __version__
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
+    from nsdl_jupyter.nbconvert import export_notebook_html
     from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
     from nsdl_jupyter.transforms import (
         ToolStore,
@@ -68,6 +69,7 @@ _LAZY: dict[str, str] = {
     "LayerExplorer": "nsdl_jupyter.widgets",
     "TypeCheckPanel": "nsdl_jupyter.widgets",
     "ProfileView": "nsdl_jupyter.widgets",
+    "export_notebook_html": "nsdl_jupyter.nbconvert",
 }
 
 __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
@@ -99,6 +101,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "LayerExplorer",
     "TypeCheckPanel",
     "ProfileView",
+    "export_notebook_html",
 ]
 
 

@@ -50,6 +50,7 @@ COMMANDS: dict[str, Entry] = {
     "tools": Entry(
         "list, add, remove and run user tools", "nsdl_jupyter.transforms._commands:TOOLS"
     ),
+    "html": Entry("notebook as HTML showing its widgets offline", "nsdl_jupyter.nbconvert:HTML"),
 }
 
 

@@ -13,6 +13,7 @@ ProfileView's figures and table, the tool windows as static controls, each in it
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 from pathlib import Path
@@ -117,9 +118,43 @@ def _write_atomic(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        mask = os.umask(0)  # mkstemp makes the file 0600: a shared page should read like others
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class _HtmlCommand:
+    """`nsdl html NOTEBOOK [-o PAGE.html] [--execute]` (registered in nsdl_jupyter.cli)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("notebook", type=Path, help="the .ipynb file")
+        parser.add_argument(
+            "-o", "--output", type=Path, help="HTML file to write (default: NOTEBOOK.html)"
+        )
+        parser.add_argument(
+            "--execute", action="store_true", help="run the notebook in a fresh kernel first"
+        )
+        parser.add_argument(
+            "--timeout", type=int, default=600, help="seconds per cell with --execute"
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        from nsdl_jupyter.cli import UsageError
+
+        try:
+            written = export_notebook_html(
+                args.notebook, args.output, execute=args.execute, timeout=args.timeout
+            )
+        except (NotebookExportError, FileNotFoundError, ValueError) as error:
+            raise UsageError(str(error)) from error
+        print(written)
+        return 0
+
+
+HTML = _HtmlCommand()
