@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -61,13 +63,14 @@ STYLE = """<style>
 :where(.nsdl-static .nsdl-w-tabbar) { display: flex; flex-wrap: wrap;
   border-bottom: 1px solid #d0d7de; margin-top: 4px; }
 :where(.nsdl-static .nsdl-w-tab) { padding: 0 12px; line-height: 24px; color: #57606a;
-  border: 1px solid transparent; }
-:where(.nsdl-static .nsdl-w-tab.nsdl-w-current) { border-color: #d0d7de #d0d7de #fff;
-  border-top: 2px solid #2196f3; color: #1f2328; background: #fff; margin-bottom: -1px; }
+  border: 1px solid transparent; cursor: pointer; }
+:where(.nsdl-static .nsdl-w-tabs) { display: flex; flex-direction: column; width: 100%; }
+:where(.nsdl-static .nsdl-w-tabs > input) { display: none; }
+:where(.nsdl-static .nsdl-w-panel) { height: 0; overflow: hidden; visibility: hidden; }
 :where(.nsdl-static .nsdl-w-tab-contents) { border: 1px solid #d0d7de; border-top: 0;
   padding: 4px; overflow: auto; }
 :where(.nsdl-static .nsdl-w-accordion-title) { padding: 0 8px; background: #f6f8fa;
-  border: 1px solid #d0d7de; margin-top: 2px; line-height: 26px; }
+  border: 1px solid #d0d7de; margin-top: 2px; line-height: 26px; cursor: pointer; }
 :where(.nsdl-static pre) { margin: 0; white-space: pre-wrap; line-height: 1.35; }
 :where(.nsdl-static .nsdl-w-stderr) { background: #ffdddd; }
 :where(.nsdl-static .nsdl-static-caption) { color: #57606a; font-size: 12px; margin: 2px 0;
@@ -97,6 +100,29 @@ _SHORT = {"ButtonModel", "ToggleButtonModel"}
 _CONTAINERS = {"TabModel", "AccordionModel", "StackModel", "OutputModel"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MAX_DEPTH = 64
+_TAB_GROUPS = itertools.count(1)
+_PAGE_SALT = uuid.uuid4().hex[:8]  # radio groups stay apart when outputs share a page
+_MAX_TABS = 16
+
+
+def _tab_css() -> str:
+    """The checked radio of a Tab shows its panel and marks its label (up to _MAX_TABS)."""
+    rules = []
+    for k in range(1, _MAX_TABS + 1):
+        checked = f".nsdl-static .nsdl-w-tabs > input:nth-of-type({k}):checked"
+        rules.append(
+            f"{checked} ~ .nsdl-w-tab-contents > .nsdl-w-panel:nth-child({k}) "
+            "{ height: auto; overflow: visible; visibility: visible; }"
+        )
+        rules.append(
+            f"{checked} ~ .nsdl-w-tabbar > .nsdl-w-tab:nth-child({k}) {{ color: #1f2328; "
+            "background: #fff; border-color: #d0d7de #d0d7de #fff; border-top: 2px solid "
+            "#2196f3; margin-bottom: -1px; }"
+        )
+    return "\n".join(rules)
+
+
+STYLE = STYLE.replace("</style>", _tab_css() + "\n</style>")
 
 
 def _e(value: object) -> str:
@@ -447,31 +473,37 @@ def _image_widget(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
 
 
 def _titled(r: WidgetHtml, s: Mapping[str, Any], d: int) -> str:
+    """Tab, Accordion, Stack: the selected child shown, the others one click away (radio
+    buttons and <details>, no JavaScript)."""
     children = list(s.get("children") or [])
-    titles = list(s.get("titles") or [])
+    titles = [str(t) for t in s.get("titles") or []]
     titles += [""] * (len(children) - len(titles))
     index = s.get("selected_index")
     name = s.get("_model_name")
-    if name == "AccordionModel":
-        parts = []
-        for i, (child, title) in enumerate(zip(children, titles, strict=False)):
-            mark = "▾" if i == index else "▸"
-            parts.append(f'<div class="nsdl-w-accordion-title">{mark} {_e(title)}</div>')
-            if i == index:
-                parts.append(r.child(child, d))
-        return f'<div style="width:100%">{"".join(parts)}</div>'
-    shown = (
-        r.child(children[index], d) if isinstance(index, int) and 0 <= index < len(children) else ""
-    )
     if name == "StackModel":
-        return shown
-    tabs = "".join(
-        f'<div class="nsdl-w-tab{" nsdl-w-current" if i == index else ""}">{_e(t or i)}</div>'
-        for i, t in enumerate(titles[: len(children)])
+        if isinstance(index, int) and 0 <= index < len(children):
+            return r.child(children[index], d)
+        return ""
+    if name == "AccordionModel":
+        return "".join(
+            f'<details class="nsdl-w-accordion-item"{" open" if i == index else ""}>'
+            f'<summary class="nsdl-w-accordion-title">{_e(title)}</summary>'
+            f"{r.child(child, d)}</details>"
+            for i, (child, title) in enumerate(zip(children, titles, strict=False))
+        )
+    group = f"nsdl-tab-{next(_TAB_GROUPS)}-{_PAGE_SALT}"
+    radios = "".join(
+        f'<input type="radio" name="{group}" id="{group}-{i}"{" checked" if i == index else ""}>'
+        for i in range(len(children))
     )
+    labels = "".join(
+        f'<label class="nsdl-w-tab" for="{group}-{i}">{_e(title or i)}</label>'
+        for i, title in enumerate(titles[: len(children)])
+    )
+    panels = "".join(f'<div class="nsdl-w-panel">{r.child(c, d)}</div>' for c in children)
     return (
-        f'<div style="width:100%"><div class="nsdl-w-tabbar">{tabs}</div>'
-        f'<div class="nsdl-w-tab-contents">{shown}</div></div>'
+        f'<div class="nsdl-w-tabs">{radios}<div class="nsdl-w-tabbar">{labels}</div>'
+        f'<div class="nsdl-w-tab-contents">{panels}</div></div>'
     )
 
 
