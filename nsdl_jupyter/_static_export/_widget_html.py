@@ -23,7 +23,8 @@ REF = "IPY_MODEL_"
 
 StateLookup = Callable[[str], "Mapping[str, Any] | None"]
 
-# zero specificity (:where): the widgets' own CSS and their inline layout styles always win
+# zero specificity (:where): the widgets' own CSS and their inline layout styles always win;
+# `pre` is the exception, as nbconvert's page CSS makes it inherit the text font
 STYLE = """<style>
 :where(.nsdl-static) { font-family: system-ui, -apple-system, "Segoe UI", sans-serif;
   font-size: 13px; color: #1f2328; line-height: 1.35; }
@@ -72,6 +73,7 @@ STYLE = """<style>
 :where(.nsdl-static .nsdl-w-accordion-title) { padding: 0 8px; background: #f6f8fa;
   border: 1px solid #d0d7de; margin-top: 2px; line-height: 26px; cursor: pointer; }
 :where(.nsdl-static pre) { margin: 0; white-space: pre-wrap; line-height: 1.35; }
+.nsdl-static pre { font-family: var(--jp-code-font-family, monospace); }
 :where(.nsdl-static .nsdl-w-stderr) { background: #ffdddd; }
 :where(.nsdl-static .nsdl-static-caption) { color: #57606a; font-size: 12px; margin: 2px 0;
   line-height: 1.35; }
