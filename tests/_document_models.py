@@ -41,3 +41,21 @@ def save_with_external(model: onnx.ModelProto, path: Path, location: str) -> Non
         location=location,
         size_threshold=0,
     )
+
+
+def chain_model() -> onnx.ModelProto:
+    """x -> Relu -> Sigmoid -> Neg -> y."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="sigmoid"),
+        helper.make_node("Neg", ["b"], ["y"], name="neg"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model

@@ -3,28 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 from onnx import TensorProto, helper, numpy_helper
 
 from nsdl_jupyter.document import ModelDocument, check_proto
-
-
-def chain_model() -> onnx.ModelProto:
-    nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="relu"),
-        helper.make_node("Sigmoid", ["a"], ["b"], name="sigmoid"),
-        helper.make_node("Neg", ["b"], ["y"], name="neg"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+from tests._document_models import chain_model
 
 
 def test_snapshot_check_sorts_nodes_that_edits_left_out_of_order() -> None:

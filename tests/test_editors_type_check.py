@@ -7,11 +7,6 @@ import asyncio
 import threading
 import time
 
-import onnx
-import onnx_ir as ir
-import pytest
-from onnx import TensorProto, helper
-
 from nsdl_jupyter.document import Diagnostic, ModelDocument
 from nsdl_jupyter.editors import (
     TypeCheckRunner,
@@ -21,28 +16,6 @@ from nsdl_jupyter.editors import (
 )
 from nsdl_jupyter.widgets import GraphView
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
-
-
-def chain_model() -> onnx.ModelProto:
-    nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="relu"),
-        helper.make_node("Sigmoid", ["a"], ["b"], name="sigmoid"),
-        helper.make_node("Neg", ["b"], ["y"], name="neg"),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
-
-
-@pytest.fixture
-def doc() -> ModelDocument:
-    return ModelDocument(ir.from_proto(chain_model()))
 
 
 def break_model(doc: ModelDocument) -> None:

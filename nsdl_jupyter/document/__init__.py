@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nsdl_jupyter.document._check import Diagnostic, check_proto
+from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
     COMPANION_SUFFIX,
     AttributeListing,
@@ -37,6 +38,8 @@ __all__ = [
     "ModelDocument",
     "ModelLoadError",
     "ModelSaveError",
+    "UnknownDataTypeError",
+    "as_data_type",
     "check_proto",
     "fill_methods",
     "new_model",

@@ -24,6 +24,7 @@ import onnx_ir as ir
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._atomic import atomic_write_bytes
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
+from nsdl_jupyter.document._data_types import as_data_type
 from nsdl_jupyter.document._errors import (
     AttributeEditError,
     DocumentError,
@@ -460,7 +461,9 @@ class ModelDocument:
         self, name: str, dtype: ir.DataType | str | int, shape: Sequence[int | str | None]
     ) -> ir.Value:
         check_tensor_name(name, self.tensors)
-        value = ir.Value(name=name, type=ir.TensorType(_dtype(dtype)), shape=ir.Shape(list(shape)))
+        value = ir.Value(
+            name=name, type=ir.TensorType(as_data_type(dtype)), shape=ir.Shape(list(shape))
+        )
         description = f"add graph input {name}"
         self.apply_edits(
             description,
@@ -543,7 +546,7 @@ class ModelDocument:
             )
         edits: list[e.Edit] = []
         if dtype is not None:
-            edits.append(e.SetField(value, "type", ir.TensorType(_dtype(dtype))))
+            edits.append(e.SetField(value, "type", ir.TensorType(as_data_type(dtype))))
         if shape is not None:
             edits.append(e.SetField(value, "shape", ir.Shape(_dims(shape))))
         if not edits:
@@ -570,7 +573,7 @@ class ModelDocument:
         """Create an initializer from `value` (array, nested list, literal text or a `.npy`
         path) or, with `generate` in ("zeros", "normal", "uniform"), from dtype and shape."""
         check_tensor_name(name, self.tensors)
-        data_type = _dtype(dtype) if dtype is not None else None
+        data_type = as_data_type(dtype) if dtype is not None else None
         dims = tuple(int(d) for d in shape) if shape is not None else None
         if generate is not None:
             if value is not None:
@@ -856,23 +859,6 @@ def _is_topological(graph: ir.Graph) -> bool:
                 return False
         seen.add(id(node))
     return True
-
-
-def _dtype(dtype: ir.DataType | str | int) -> ir.DataType:
-    if isinstance(dtype, ir.DataType):
-        return dtype
-    if isinstance(dtype, int):
-        return ir.DataType(dtype)
-    aliases = {"float32": "FLOAT", "float64": "DOUBLE", "half": "FLOAT16", "bool": "BOOL"}
-    key = aliases.get(dtype.lower(), dtype.upper())
-    try:
-        return ir.DataType[key]
-    except KeyError:
-        try:
-            return ir.DataType.from_numpy(np.dtype(dtype))
-        except TypeError:
-            names = ", ".join(t.name.lower() for t in ir.DataType if t.name != "UNDEFINED")
-            raise DocumentError(f"unknown dtype {dtype!r}: use one of {names}") from None
 
 
 def _dims(shape: Sequence[int | str | None]) -> list[int | str | None]:

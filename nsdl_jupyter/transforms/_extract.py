@@ -26,6 +26,7 @@ from nsdl_jupyter.transforms._working_copy import (
     TransformError,
     WorkingCopy,
     check_output_path,
+    data_type,
     validate_saved,
     working_copy,
 )
@@ -347,7 +348,7 @@ def extract_function(
     for index, formal in enumerate(function.inputs):
         if formal.name in given:
             dtype, shape = given[formal.name or ""]
-            formal.type = ir.TensorType(_as_dtype(dtype))
+            formal.type = ir.TensorType(data_type(dtype))
             formal.shape = ir.Shape(list(shape)) if shape is not None else None
         elif call is not None and index < len(call.inputs) and call.inputs[index] is not None:
             actual = call.inputs[index]
@@ -385,19 +386,6 @@ def _find_function(model: ir.Model, name: str, domain: str | None, overload: str
         domains = sorted(f.domain for f in matches)
         raise TransformError(f"function {name!r} exists in domains {domains}: give domain=...")
     return matches[0]
-
-
-def _as_dtype(dtype: ir.DataType | str | int) -> ir.DataType:
-    if isinstance(dtype, ir.DataType):
-        return dtype
-    if isinstance(dtype, int):
-        return ir.DataType(dtype)
-    aliases = {"float32": "FLOAT", "float64": "DOUBLE", "half": "FLOAT16"}
-    key = aliases.get(dtype.lower(), dtype.upper())
-    try:
-        return ir.DataType[key]
-    except KeyError:
-        raise TransformError(f"unknown dtype {dtype!r}: use e.g. 'float32', 'int64'") from None
 
 
 def _resolve_attribute_parameters(function: ir.Function, call: ir.Node | None) -> None:

@@ -26,7 +26,7 @@ from nsdl_jupyter.document import ChangeEvent
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.transforms._dtypes import DtypeInference, formal_index, node_schema
 from nsdl_jupyter.transforms._status import TransformStatus
-from nsdl_jupyter.transforms._working_copy import TransformError
+from nsdl_jupyter.transforms._working_copy import TransformError, data_type
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
@@ -94,7 +94,7 @@ Selection = str | Iterable[str] | Callable[[TensorRef], bool]
 
 def list_tensors(doc: ModelDocument, dtype: ir.DataType | str | None = None) -> list[TensorRef]:
     """Every convertible tensor of the main graph (optionally only those of `dtype`)."""
-    wanted = _as_dtype(dtype) if dtype is not None else None
+    wanted = data_type(dtype) if dtype is not None else None
     refs: list[TensorRef] = []
     for name, value in doc.graph.initializers.items():
         tensor = value.const_value
@@ -143,24 +143,6 @@ def _select(doc: ModelDocument, selection: Selection) -> list[TensorRef]:
             )
         chosen.append(ref)
     return chosen
-
-
-def _as_dtype(dtype: ir.DataType | str | int) -> ir.DataType:
-    if isinstance(dtype, ir.DataType):
-        return dtype
-    if isinstance(dtype, int):
-        return ir.DataType(dtype)
-    aliases = {"float32": "FLOAT", "float64": "DOUBLE", "half": "FLOAT16", "bool": "BOOL"}
-    key = aliases.get(dtype.lower(), dtype.upper())
-    try:
-        return ir.DataType[key]
-    except KeyError:
-        try:
-            return ir.DataType.from_numpy(np.dtype(dtype))
-        except TypeError:
-            raise TransformError(
-                f"unknown dtype {dtype!r}: use e.g. 'float16', 'float32', 'int8', 'int64'"
-            ) from None
 
 
 # ------------------------------------------------------------------ arrays
@@ -300,7 +282,7 @@ def preview_tensor_conversion(
     doc: ModelDocument, names_or_filter: Selection, dtype: ir.DataType | str | int
 ) -> ConversionPreview:
     """What converting the selected tensors to `dtype` would lose; changes nothing."""
-    to = _as_dtype(dtype)
+    to = data_type(dtype)
     items = []
     types = DtypeInference(doc.model).run()
     for ref in _select(doc, names_or_filter):
@@ -333,7 +315,7 @@ def convert_tensors(
     function `TensorRef -> bool` (see `list_tensors`). The preview's warnings land in the
     returned status; `doc.undo()` restores every original value exactly.
     """
-    to = _as_dtype(dtype)
+    to = data_type(dtype)
     preview = preview_tensor_conversion(doc, names_or_filter, to)
     status = TransformStatus("convert_tensors")
     edits: list[e.Edit] = []

@@ -19,6 +19,7 @@ import onnx_ir as ir
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
+from nsdl_jupyter.document import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.transforms._status import TransformStatus
 
 ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, ir.Model]
@@ -30,6 +31,14 @@ _EXTERNAL_DATA_BYTES = 1_800_000_000
 
 class TransformError(ValueError):
     """A modification cannot start: a bad argument, a missing file or an unknown name."""
+
+
+def data_type(dtype: ir.DataType | str | int) -> ir.DataType:
+    """The document's dtype parsing, with a TransformError for an unknown name."""
+    try:
+        return as_data_type(dtype)
+    except UnknownDataTypeError as error:
+        raise TransformError(str(error)) from None
 
 
 @dataclass
