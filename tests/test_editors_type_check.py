@@ -7,6 +7,9 @@ import asyncio
 import threading
 import time
 
+import onnx_ir as ir
+import pytest
+
 from nsdl_jupyter.document import Diagnostic, ModelDocument
 from nsdl_jupyter.editors import (
     TypeCheckRunner,
@@ -16,6 +19,12 @@ from nsdl_jupyter.editors import (
 )
 from nsdl_jupyter.widgets import GraphView
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+from tests._document_models import chain_model
+
+
+@pytest.fixture
+def doc() -> ModelDocument:
+    return ModelDocument(ir.from_proto(chain_model()))
 
 
 def break_model(doc: ModelDocument) -> None:
