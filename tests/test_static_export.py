@@ -106,7 +106,7 @@ def test_graph_view_bundle_carries_an_svg_picture_of_the_view(doc: Any) -> None:
     data, _metadata = view._repr_mimebundle_()
     assert data[WIDGET_VIEW]["model_id"] == view.model_id  # the live view stays first
     picture = data["text/html"]
-    assert "<script" not in picture
+    assert "<script" not in picture  # nothing selected: not even the scroll-into-view script
     names = set(re.findall(r'<g data-name="([^"]+)"', picture))
     # a small model: everything drawn, named (constants are hidden, as in the canvas)
     shown = {n for n, node in doc.nodes.items() if node.op_type != "Constant"}

@@ -305,9 +305,21 @@ def legend_html(overlay: Mapping[str, Any]) -> str:
     )
 
 
+# Optional: where scripts run, bring the selection into view as the live widget does; the
+# picture itself needs no JavaScript.
+_SCROLL_TO_SELECTION = (
+    "<script>(function (s) { var box = s && s.previousElementSibling;"
+    " var hit = box && box.querySelector('.nsdl-selected'); if (!hit) return;"
+    " var b = box.getBoundingClientRect(), r = hit.getBoundingClientRect();"
+    " box.scrollLeft += r.left - b.left - (b.width - r.width) / 2;"
+    " box.scrollTop += r.top - b.top - (b.height - r.height) / 2;"
+    " })(document.currentScript);</script>"
+)
+
+
 def graph_view_html(view: Any) -> str:
-    """What a GraphView shows now, as HTML without JavaScript: the SVG in a scroll box of the
-    widget's height, the overlay legend and a one-line caption."""
+    """What a GraphView shows now, as HTML that needs no JavaScript: the SVG in a scroll box of
+    the widget's height, the overlay legend and a one-line caption."""
     scene: GraphScene = view._scene
     overlay = dict(view._overlay or {})
     raw = bytes(view._overlay_values or b"")
@@ -333,6 +345,7 @@ def graph_view_html(view: Any) -> str:
         '<div class="nsdl-static-graph">'
         f'<div style="max-height:{int(view.height)}px;overflow:auto;border:1px solid #d0d7de;'
         f'border-radius:4px;background:#fff">{svg}</div>'
+        + (_SCROLL_TO_SELECTION if view.selected else "")
         + (legend_html(overlay) if values is not None else "")
         + f'<div class="nsdl-static-caption">{_e(caption)} · static picture of the graph '
         "(interactive in Jupyter)</div></div>"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,12 @@ def test_exported_notebook_shows_graph_and_profile_offline(browser: Any, page_pa
             "return b.width * b.height; })"
         )
         assert len(sizes) == len(drawn) and min(sizes) > 100  # every box really drawn
-        assert page.locator("svg.nsdl-static-graph-svg rect.nsdl-selected").count() == 1
+        selected = page.locator("svg.nsdl-static-graph-svg rect.nsdl-selected")
+        assert selected.count() == 1
+        selected.first.wait_for(state="visible")  # scrolled into the box, as the live view does
+        box = page.locator(".nsdl-static-graph > div").first.bounding_box()
+        mark = selected.first.bounding_box()
+        assert box["x"] <= mark["x"] and mark["x"] + mark["width"] <= box["x"] + box["width"]
         assert page.locator(".nsdl-static-legend").first.is_visible()  # the time overlay
         page.locator(".nsdl-static-graph").first.screenshot(path=str(SHOTS / "graph.png"))
 
@@ -120,3 +126,50 @@ def test_exported_notebook_shows_graph_and_profile_offline(browser: Any, page_pa
     finally:
         context.close()
     assert all(TEMPLATE_URLS.match(p) for p in problems), problems
+
+
+LAB_CELLS = [
+    """import onnx, nsdl_jupyter as nj
+from nsdl_jupyter.examples import small_transformer
+onnx.save(small_transformer(layers=1), "lab_model.onnx")
+doc = nj.open_model("lab_model.onnx")""",
+    "view = nj.GraphView(doc, height=360)\nview",
+    """softmax = next(n for n, node in doc.nodes.items() if node.op_type == "Softmax")
+doc.rename_node(softmax, "attention_probs")
+view.selected = ["attention_probs"]""",
+]
+
+
+@pytest.mark.ui
+def test_jupyterlab_shows_the_live_widget_and_saves_the_last_picture(
+    lab: Any, notebook: Any, tmp_path: Path
+) -> None:
+    """In JupyterLab the live canvas is drawn (not the picture); with "save widget state" on,
+    the saved notebook carries the picture of the last cell, which the export shows."""
+    settings = lab.root.parent / "settings" / "@jupyter-widgets" / "jupyterlab-manager"
+    settings.mkdir(parents=True, exist_ok=True)
+    setting = settings / "plugin.jupyterlab-settings"
+    setting.write_text('{"saveState": true}')
+    try:
+        nb = notebook(LAB_CELLS)
+        nb.run_all()
+        nb.wait_for('.nsdl-graph-view[data-ready="1"]')
+        nb.wait_idle()
+        assert nb.error_outputs() == []
+        assert nb.page.locator("svg.nsdl-static-graph-svg").count() == 0  # the live view won
+        nb.screenshot("lab_live_view", ".nsdl-graph-view")
+        nb.menu("File", ["docmanager:save"])
+        saved = lab.root / nb.name
+        deadline = time.monotonic() + 60
+        while "widget-state+json" not in saved.read_text():
+            assert time.monotonic() < deadline, "JupyterLab did not save the widget state"
+            time.sleep(0.5)
+    finally:
+        setting.unlink()
+    content = nbformat.read(saved, as_version=4)
+    output = content.cells[1].outputs[0]
+    assert "application/vnd.jupyter.widget-view+json" in output["data"]
+    assert "nsdl-static-graph-svg" in output["data"]["text/html"]  # the display-time picture
+    page = export_notebook_html(saved, tmp_path / "from_lab.html").read_text()
+    assert page.count('class="nsdl-static-graph-svg"') == 1
+    assert 'data-name="attention_probs"' in page and "selected: attention_probs" in page
