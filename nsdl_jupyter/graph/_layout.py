@@ -165,7 +165,8 @@ class LayoutEngine:
         import igraph
 
         graph = igraph.Graph(n=len(children), edges=edges, directed=True)
-        coords = graph.layout_sugiyama(maxiter=50).coords if children else []
+        # igraph 0.11 appends the dummy vertices of long edges after the real ones
+        coords = graph.layout_sugiyama(maxiter=50).coords[: len(children)] if children else []
         return {r: (float(c[1]), float(c[0])) for r, c in zip(children, coords, strict=True)}
 
     @staticmethod
