@@ -376,3 +376,18 @@ def test_overlay_colours_match_the_canvas_colormap() -> None:
     assert color_at("viridis", float("nan")) == (68, 1, 84)
     assert color_at("reds", 0.5) == (251, 106, 74)
     assert np.isfinite(color_at("unknown", 0.3)).all()
+
+
+def test_a_huge_open_graph_is_pictured_as_its_overview() -> None:
+    from nsdl_jupyter._static_export._graph_picture import MAX_PICTURE_BOXES
+    from nsdl_jupyter.examples import synthetic_dag
+
+    view = nj.GraphView(synthetic_dag(4000))
+    overview = view._repr_mimebundle_()[0]["text/html"]
+    view.expand()
+    positions = dict(view._scene.positions)
+    picture = view._repr_mimebundle_()[0]["text/html"]
+    assert picture.count("<g data-name") + picture.count("<g><title>") <= MAX_PICTURE_BOXES
+    assert "boxes are open in the view, the picture shows groups closed" in picture
+    assert picture.count("<g data-name") == overview.count("<g data-name")
+    assert dict(view._scene.positions) == positions  # drawing it moved nothing in the view

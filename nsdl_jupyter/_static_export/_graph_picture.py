@@ -44,6 +44,7 @@ _CATEGORY = (
 )
 _CATEGORY_RE = tuple((re.compile(pattern), color) for pattern, color in _CATEGORY)
 SELECTION = "#f59e0b"
+MAX_PICTURE_BOXES = 3000  # about 1.5 MB of SVG
 MARK_COLORS = {"error": "#dc2626", "warning": "#f59e0b"}
 
 
@@ -137,9 +138,11 @@ def graph_svg(
     overlay: Mapping[str, Any] | None = None,
     overlay_values: npt.NDArray[np.float32] | None = None,
     grid: bool = False,
+    result: LayoutResult | None = None,
 ) -> str:
-    """The drawing as one SVG element at the layout's natural size (1 unit = 1 px)."""
-    result = scene.layout()
+    """The drawing (of `result`, default: the scene's current layout) as one SVG element at
+    the layout's natural size (1 unit = 1 px)."""
+    result = scene.layout() if result is None else result
     rects = result.rects.astype(float)
     if len(rects):
         x0, y0 = float(rects[:, 0].min()), float(rects[:, 1].min())
@@ -324,6 +327,16 @@ def graph_view_html(view: Any) -> str:
     overlay = dict(view._overlay or {})
     raw = bytes(view._overlay_values or b"")
     values = np.frombuffer(raw, dtype="<f4") if overlay and raw else None
+    result = scene.layout()
+    boxes = int((result.kinds != KIND_FRAME).sum())
+    note = ""
+    if boxes > MAX_PICTURE_BOXES:
+        # tens of thousands of open boxes make a picture of many megabytes that nobody reads:
+        # draw the default overview (big groups closed) and say so
+        result = scene.engine.layout(
+            scene.default_expanded(), scene.direction, scene.show_constants
+        )
+        note = f" · {boxes} boxes are open in the view, the picture shows groups closed"
     svg = graph_svg(
         scene,
         selected=list(view.selected),
@@ -331,6 +344,7 @@ def graph_view_html(view: Any) -> str:
         overlay=overlay,
         overlay_values=values,
         grid=bool(view.show_grid),
+        result=result,
     )
     natural = float(svg.split('width="', 1)[1].split('"', 1)[0])
     # fit the width when that keeps 3/4 of the size (text stays readable), else scroll
@@ -341,6 +355,7 @@ def graph_view_html(view: Any) -> str:
     if view.selected:
         caption += " · selected: " + ", ".join(view.selected[:5])
         caption += " …" if len(view.selected) > 5 else ""
+    caption += note
     return (
         '<div class="nsdl-static-graph">'
         f'<div style="max-height:{int(view.height)}px;overflow:auto;border:1px solid #d0d7de;'
