@@ -391,3 +391,19 @@ def test_a_huge_open_graph_is_pictured_as_its_overview() -> None:
     assert "boxes are open in the view, the picture shows groups closed" in picture
     assert picture.count("<g data-name") == overview.count("<g data-name")
     assert dict(view._scene.positions) == positions  # drawing it moved nothing in the view
+
+
+@pytest.mark.slow
+def test_exporter_by_name_as_nbconvert_finds_it(executed: Path) -> None:
+    """`jupyter nbconvert --to nsdl_jupyter.nbconvert.StaticHTMLExporter` resolves the same way."""
+    from nbconvert.exporters import get_exporter
+
+    from nsdl_jupyter.nbconvert import StaticHTMLExporter
+
+    exporter = get_exporter("nsdl_jupyter.nbconvert.StaticHTMLExporter")
+    assert exporter is StaticHTMLExporter
+    page, resources = exporter().from_filename(str(executed))
+    assert resources["nsdl_static_widgets"].from_state == len(
+        _widget_outputs(nbformat.read(executed, as_version=4))
+    )
+    assert 'class="nsdl-static-graph-svg"' in page and WIDGET_STATE not in page
