@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ except ImportError as error:  # pragma: no cover - nbconvert ships with every Ju
         "pip install nbconvert nbclient"
     ) from error
 
+from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._static_export import Replaced, replace_widget_outputs
 
 __all__ = [
@@ -93,7 +93,7 @@ def export_notebook_html(
         _execute(nb, source, timeout, kernel_name)
     resources = {"metadata": {"name": source.stem, "path": str(source.parent)}}
     body, _resources = StaticHTMLExporter().from_notebook_node(nb, resources=resources)
-    _write_atomic(target, body.encode("utf-8"))
+    atomic_write_bytes(target, body.encode("utf-8"))
     return target
 
 
@@ -112,21 +112,6 @@ def _execute(nb: Any, source: Path, timeout: int, kernel_name: str | None) -> No
             f"a cell of {source.name} failed while executing, so nothing was written; fix the "
             f"cell, or export the saved outputs without execute=True:\n{error}"
         ) from error
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        mask = os.umask(0)  # mkstemp makes the file 0600: a shared page should read like others
-        os.umask(mask)
-        os.fchmod(fd, 0o666 & ~mask)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class _HtmlCommand:

@@ -21,8 +21,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._atomic import atomic_write_bytes
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._data_types import as_data_type
 from nsdl_jupyter.document._errors import (

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from nsdl_jupyter._atomic import atomic_write_bytes
 
 SETTINGS_FILE = "settings.json"
 
@@ -44,13 +45,4 @@ def set_setting(key: str, value: Any) -> None:
     path = settings_path()
     data = load_settings()
     data[key] = value
-    payload = json.dumps(data, indent=1, sort_keys=True).encode()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode())

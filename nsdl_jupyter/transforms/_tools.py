@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
 
@@ -139,7 +140,7 @@ class ToolStore:
         if duplicates:
             raise ToolError(f"tool names must be unique: {duplicates} appear twice")
         payload = {"version": _FORMAT_VERSION, "tools": [asdict(tool) for tool in tools]}
-        _atomic_write(self.path, json.dumps(payload, indent=1).encode())
+        atomic_write_bytes(self.path, json.dumps(payload, indent=1).encode())
 
     def get(self, name: str) -> UserTool:
         for tool in self.load():
@@ -159,20 +160,6 @@ class ToolStore:
         if not any(t.name == name for t in tools):
             raise ToolError(f"no tool named {name!r}")
         self.save(t for t in tools if t.name != name)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # ------------------------------------------------------------------- running

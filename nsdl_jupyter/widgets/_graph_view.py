@@ -10,7 +10,6 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -21,6 +20,7 @@ import onnx
 import onnx_ir as ir
 import traitlets
 
+from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._static_export import track_static_picture, with_static_fallback
 from nsdl_jupyter._static_export._graph_picture import graph_view_html
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
@@ -316,7 +316,9 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
             raise ValueError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         if fmt == "svg":
-            _write_atomic(target, scene_svg(self._scene, background=background, grid=grid).encode())
+            atomic_write_bytes(
+                target, scene_svg(self._scene, background=background, grid=grid).encode()
+            )
             future.set_result(target)
             return future
         request = next(self._requests)
@@ -383,7 +385,7 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
                 RuntimeError(f"browser could not render the image: {content.get('error')}")
             )
             return
-        _write_atomic(target, bytes(buffers[0]))
+        atomic_write_bytes(target, bytes(buffers[0]))
         future.set_result(target)
 
     # ------------------------------------------------------------------ document edits
@@ -476,15 +478,3 @@ class _NodesByName(Mapping[str, ir.Node]):
 
     def __len__(self) -> int:
         return len(self._nodes())
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
