@@ -22,7 +22,7 @@ from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
 from nsdl_jupyter.transforms._shapes import infer_shapes
-from nsdl_jupyter.transforms._simplify import Simplifier, fuse_batchnorm
+from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
@@ -32,18 +32,6 @@ from nsdl_jupyter.transforms._working_copy import (
     working_copy,
 )
 
-# Never folded: their value changes from run to run.
-_NONDETERMINISTIC = frozenset(
-    {
-        "RandomNormal",
-        "RandomNormalLike",
-        "RandomUniform",
-        "RandomUniformLike",
-        "Bernoulli",
-        "Multinomial",
-        "Dropout",  # in training mode it is random; inference mode is folded by removal
-    }
-)
 _LOGGED_NAMES = 12  # names listed per log line before "and N more"
 
 
@@ -296,7 +284,7 @@ class _Sanitizer:
         return len(pinned)
 
     def _foldable(self, node: ir.Node) -> bool:
-        if node in self.skipped or node.op_type in _NONDETERMINISTIC:
+        if node in self.skipped or node.op_type in NONDETERMINISTIC:
             return False
         if any(
             attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)

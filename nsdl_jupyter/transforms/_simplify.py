@@ -161,7 +161,8 @@ class Simplifier:
         return value
 
 
-_NONDETERMINISTIC = frozenset(
+# Never folded or merged: their value changes from run to run.
+NONDETERMINISTIC = frozenset(
     {
         "RandomNormal",
         "RandomNormalLike",
@@ -169,13 +170,13 @@ _NONDETERMINISTIC = frozenset(
         "RandomUniformLike",
         "Bernoulli",
         "Multinomial",
-        "Dropout",
+        "Dropout",  # in training mode it is random; inference mode is folded by removal
     }
 )
 
 
 def _node_key(node: ir.Node) -> tuple[object, ...] | None:
-    if node.op_type in _NONDETERMINISTIC or not node.outputs:
+    if node.op_type in NONDETERMINISTIC or not node.outputs:
         return None
     attributes: list[tuple[str, object]] = []
     for name, attr in sorted(node.attributes.items()):
