@@ -177,6 +177,21 @@ def test_profile_view_and_designer_bundles_carry_pictures(doc: Any, tmp_path: Pa
         assert label in picture
 
 
+def test_tool_windows_and_activity_panel_bundles_carry_pictures(doc: Any) -> None:
+    for window in (
+        nj.ParameterEditor(doc),
+        nj.InitializerEditor(doc),
+        nj.LayerExplorer(doc),
+        nj.LayerPalette(doc),
+        nj.TypeCheckPanel(doc),
+        nj.ActivityPanel(doc),
+    ):
+        data = window._repr_mimebundle_()
+        assert data[WIDGET_VIEW]["model_id"] == window.model_id
+        assert "<" in data["text/html"], type(window).__name__
+        window.close()
+
+
 # ---------------------------------------------------------------------- executed notebooks
 @pytest.mark.slow
 def test_saved_widget_state_holds_the_last_picture(executed: Path) -> None:

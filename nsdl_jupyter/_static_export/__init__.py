@@ -6,6 +6,7 @@ that `nsdl_jupyter.nbconvert.StaticWidgetsPreprocessor` performs."""
 from __future__ import annotations
 
 from nsdl_jupyter._static_export._live import (
+    StaticPictureMixin,
     refresh_static_picture,
     static_html,
     track_static_picture,
@@ -15,6 +16,7 @@ from nsdl_jupyter._static_export._notebook import Replaced, replace_widget_outpu
 
 __all__ = [
     "Replaced",
+    "StaticPictureMixin",
     "refresh_static_picture",
     "replace_widget_outputs",
     "static_html",

@@ -106,3 +106,11 @@ def with_static_fallback(widget: Any, bundle: Any) -> Any:
         data, metadata = bundle
         return {**data, "text/html": picture}, metadata
     return {**bundle, "text/html": picture}
+
+
+class StaticPictureMixin:
+    """For our widget classes: the live view for Jupyter, plus a static picture (text/html) for
+    viewers without a widget manager. List it before the widget base class."""
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return with_static_fallback(self, super()._repr_mimebundle_(**kwargs))  # type: ignore[misc]

@@ -16,6 +16,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import (
     OrtProfileSettings,
     ProfileCancelledError,
@@ -43,7 +44,7 @@ def parse_dim_sizes(text: str) -> dict[str, int]:
     return sizes
 
 
-class ActivityPanel(widgets.VBox):  # type: ignore[misc]
+class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime."""
 
     status = traitlets.Unicode("idle", help="idle, running, done, failed or cancelled")

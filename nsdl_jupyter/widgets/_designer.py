@@ -20,7 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from nsdl_jupyter._static_export import with_static_fallback
+from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.widgets._designer_base import (
     MessageLine,
@@ -40,7 +40,7 @@ _VALID_OPTIONS = ("height", "selected", "check_delay")
 _serial = itertools.count(1)
 
 
-class Designer(widgets.VBox):  # type: ignore[misc]
+class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     """``Designer(doc)``: edit a model with the graph and all tool windows around it."""
 
     def __init__(self, doc: ModelDocument | str | os.PathLike[str], **options: Any) -> None:
@@ -108,10 +108,6 @@ class Designer(widgets.VBox):  # type: ignore[misc]
         self._sync_toolbar()
         if options.get("selected"):
             self.graph.selected = list(options["selected"])
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # the live view for Jupyter; a static picture for viewers without a widget manager
-        return with_static_fallback(self, super()._repr_mimebundle_(**kwargs))
 
     # ------------------------------------------------------------------ toolbar
     def _build_toolbar(self) -> None:

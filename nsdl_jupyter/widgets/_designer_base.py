@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 
 _MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
@@ -60,7 +61,7 @@ class MessageLine(widgets.HTML):  # type: ignore[misc]
         return html.unescape(self.value.split(">", 1)[1].rsplit("<", 1)[0]) if self.value else ""
 
 
-class ToolWindow(widgets.VBox):  # type: ignore[misc]
+class ToolWindow(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     """A tool window bound to a ModelDocument. `selected` holds node names: in the Designer
     it is linked to the GraphView's selection; alone, set it from Python."""
 

@@ -21,7 +21,7 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
-from nsdl_jupyter._static_export import track_static_picture, with_static_fallback
+from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
 from nsdl_jupyter._static_export._graph_picture import graph_view_html
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
 from nsdl_jupyter.graph._svg import scene_svg
@@ -42,7 +42,7 @@ class _DocumentLike(Protocol):
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
 
 
-class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
+class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     """Draws a model's graph in a notebook and stays bound to its document.
 
     ``GraphView(doc)`` takes a ModelDocument (edits made through ``doc`` appear in place), or a
@@ -103,10 +103,6 @@ class GraphView(anywidget.AnyWidget):  # type: ignore[misc]
         track_static_picture(self, lambda: graph_view_html(self))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # the live view for Jupyter; an SVG picture for viewers without a widget manager
-        return with_static_fallback(self, super()._repr_mimebundle_(**kwargs))
 
     # ------------------------------------------------------------------ sources
     def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:

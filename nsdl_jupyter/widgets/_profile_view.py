@@ -15,7 +15,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from nsdl_jupyter._static_export import with_static_fallback
+from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.views import (
     latency_figure,
@@ -62,7 +62,7 @@ _HEADER = (
 )
 
 
-class ProfileView(widgets.VBox):  # type: ignore[misc]
+class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     """Timeline + layer table (+ summary charts) of a ProfileReport.
 
     `graph_view`: a GraphView of the same model; rows select its nodes and the per-node time
@@ -126,10 +126,6 @@ class ProfileView(widgets.VBox):  # type: ignore[misc]
         self._refresh_table()
         if graph_view is not None:
             self.show_overlay()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # the live view for Jupyter; a static picture for viewers without a widget manager
-        return with_static_fallback(self, super()._repr_mimebundle_(**kwargs))
 
     @staticmethod
     def _chart(figure: Any) -> widgets.Output:
