@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.ui.graph_probe import graph_api, pixels_near_node
+
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -56,29 +58,7 @@ INPUTS = (
 )
 
 # teal squares mark initializer-fed inputs on the left edge of a box (graph_view render.ts)
-TEAL_PIXELS = """(name) => {
-  const root = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view');
-  const at = root.__nsdl.locate(name);
-  if (!at) return -1;
-  const canvas = root.querySelector('canvas');
-  const r = canvas.getBoundingClientRect();
-  const dpr = canvas.width / r.width;
-  const x = Math.max(0, (at[0] - r.left - 160) * dpr), y = Math.max(0, (at[1] - r.top - 45) * dpr);
-  const data = canvas.getContext('2d').getImageData(x, y, 200 * dpr, 90 * dpr).data;
-  let n = 0;
-  const near = (v, c) => Math.abs(v - c) < 20;
-  for (let i = 0; i < data.length; i += 4)
-    if (near(data[i], 15) && near(data[i + 1], 118) && near(data[i + 2], 110)) n++;
-  return n;
-}"""
-
-
-def graph_api(nb: Any, expression: str, arg: Any = None) -> Any:
-    return nb.page.evaluate(
-        f"""([arg]) => {{ const root = document.querySelector(
-            '{NB} .nsdl-graph-view'); return ({expression})(root.__nsdl, arg, root); }}""",
-        [arg],
-    )
+TEAL_PIXELS = pixels_near_node(((-5, 35), (98, 138), (90, 130)), (160, 45, 200, 90))
 
 
 def click_node(nb: Any, name: str) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.ui.graph_probe import graph_api, pixels_near_node
+
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 VIEW = ".nsdl-graph-view"
@@ -27,37 +29,14 @@ view = nj.GraphView(doc, height=520)
 view
 """
 
-ORANGE_PIXELS = """(name) => {
-  const root = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view');
-  const at = root.__nsdl.locate(name);
-  if (!at) return -1;
-  const canvas = root.querySelector('canvas');
-  const r = canvas.getBoundingClientRect();
-  const dpr = canvas.width / r.width;
-  const x = Math.max(0, (at[0] - r.left - 110) * dpr), y = Math.max(0, (at[1] - r.top - 40) * dpr);
-  const data = canvas.getContext('2d').getImageData(x, y, 220 * dpr, 80 * dpr).data;
-  let n = 0;
-  for (let i = 0; i < data.length; i += 4)
-    if (Math.abs(data[i] - 245) < 25 && Math.abs(data[i + 1] - 158) < 30 && data[i + 2] < 70) n++;
-  return n;
-}"""
-
-
-def api(nb: Any, expression: str, arg: Any = None) -> Any:
-    """Evaluate `expression` (a JS function of (api, arg)) against the view's test hooks."""
-    return nb.page.evaluate(
-        f"""([arg]) => {{ const root = document.querySelector(
-            '.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view');
-            return ({expression})(root.__nsdl, arg, root); }}""",
-        [arg],
-    )
+ORANGE_PIXELS = pixels_near_node(((220, 270), (128, 188), (float("-inf"), 70)), (110, 40, 220, 80))
 
 
 def click_box(nb: Any, name: str, shift: bool = False) -> None:
     nb.wait_for(VIEW).scroll_into_view_if_needed()
-    api(nb, "(a, name) => a.fit([name])", name)
+    graph_api(nb, "(a, name) => a.fit([name])", name)
     nb.two_frames()
-    at = api(nb, "(a, name) => a.locate(name)", name)
+    at = graph_api(nb, "(a, name) => a.locate(name)", name)
     assert at is not None, f"{name} is not drawn"
     if shift:
         nb.page.keyboard.down("Shift")
@@ -75,7 +54,7 @@ def test_graph_draws_click_reaches_python_and_python_selection_highlights(notebo
     nb.wait_idle()
     nb.two_frames()
     assert nb.error_outputs() == []
-    api(nb, "(a) => { a.fit(); }")  # cell 2 already moved the view to its selection
+    graph_api(nb, "(a) => { a.fit(); }")  # cell 2 already moved the view to its selection
     nb.page.evaluate(
         "() => { const v = document.querySelector('.nsdl-graph-view'); v.dataset.selected = ''; }"
     )
@@ -87,7 +66,7 @@ def test_graph_draws_click_reaches_python_and_python_selection_highlights(notebo
     assert int(drawn.get_attribute("data-drawn-boxes") or 0) >= 5  # on screen at a readable zoom
     nb.screenshot("drawn", VIEW)
 
-    target = api(nb, "(a) => a.nodeNames()")[3]
+    target = graph_api(nb, "(a) => a.nodeNames()")[3]
     assert nb.page.evaluate(ORANGE_PIXELS, target) == 0
     click_box(nb, target)
     nb.page.wait_for_function(
@@ -129,7 +108,7 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     seq = nb.page.locator(READY).first.get_attribute("data-layout-seq")
     nb.screenshot("collapsed", VIEW)
     # fit on the group, click it: the kernel answers with a new layout holding its nodes
-    api(nb, "(a) => a.fit()")
+    graph_api(nb, "(a) => a.fit()")
     click_box(nb, key)
     nb.page.wait_for_function(
         "(s) => document.querySelector('.nsdl-graph-view').dataset.layoutSeq !== s", arg=seq
@@ -139,7 +118,7 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     assert "EXPANDED True" in nb.run_cell(2)
     nb.screenshot("expanded", VIEW)
 
-    stats = api(nb, "(a) => a.stats()")
+    stats = graph_api(nb, "(a) => a.stats()")
     assert stats["topologyDecodes"] == 1
     nb.run_cell(3)
     nb.page.wait_for_function(
@@ -148,10 +127,10 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     nb.page.wait_for_function(
         "() => document.querySelector('.nsdl-graph-view').__nsdl.locate('added_relu') !== null"
     )
-    stats = api(nb, "(a) => a.stats()")
+    stats = graph_api(nb, "(a) => a.stats()")
     assert stats["topologyDecodes"] == 1, "an edit must arrive as a patch, not a new topology"
     assert stats["patches"] == 2
-    assert api(nb, "(a) => a.locate('renamed_first')") is not None
+    assert graph_api(nb, "(a) => a.locate('renamed_first')") is not None
     nb.two_frames()
     assert nb.page.evaluate(ORANGE_PIXELS, "added_relu") > 50
     nb.screenshot("after_edit", VIEW)
@@ -218,7 +197,7 @@ def test_quickstart_notebook_draws_in_jupyterlab(notebook: Any) -> None:
     nb.two_frames()
     assert nb.error_outputs() == []
     # the edit cells ran after the view was drawn: patches, never a second topology
-    stats = api(nb, "(a) => a.stats()")
+    stats = graph_api(nb, "(a) => a.stats()")
     assert stats["topologyDecodes"] == 1 and stats["patches"] >= 2
-    assert api(nb, "(a) => a.visible('attention_probs')") is True
+    assert graph_api(nb, "(a) => a.visible('attention_probs')") is True
     nb.screenshot("quickstart", VIEW)

@@ -1,0 +1,49 @@
+"""Browser-side probes of a GraphView drawn in the visible notebook (shared by the UI tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+VIEW = ".jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view"
+
+Range = tuple[float, float]
+
+
+def pixels_near_node(channels: tuple[Range, Range, Range], box: tuple[int, int, int, int]) -> str:
+    """JS `(name) => count` of canvas pixels whose r, g, b lie strictly inside `channels`, in
+    the box (dx, dy, width, height) placed relative to the node's on-screen point; -1 when
+    the node is not drawn."""
+    dx, dy, width, height = box
+    (r0, r1), (g0, g1), (b0, b1) = ([_js(lo), _js(hi)] for lo, hi in channels)
+    return f"""(name) => {{
+  const root = document.querySelector('{VIEW}');
+  const at = root.__nsdl.locate(name);
+  if (!at) return -1;
+  const canvas = root.querySelector('canvas');
+  const r = canvas.getBoundingClientRect();
+  const dpr = canvas.width / r.width;
+  const x = Math.max(0, (at[0] - r.left - {dx}) * dpr);
+  const y = Math.max(0, (at[1] - r.top - {dy}) * dpr);
+  const data = canvas.getContext('2d').getImageData(x, y, {width} * dpr, {height} * dpr).data;
+  const inside = (v, lo, hi) => lo < v && v < hi;
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4)
+    if (inside(data[i], {r0}, {r1}) && inside(data[i + 1], {g0}, {g1})
+        && inside(data[i + 2], {b0}, {b1})) n++;
+  return n;
+}}"""
+
+
+def _js(number: float) -> str:
+    if number in (float("inf"), float("-inf")):
+        return "Infinity" if number > 0 else "-Infinity"
+    return repr(number)
+
+
+def graph_api(nb: Any, expression: str, arg: Any = None) -> Any:
+    """Evaluate `expression` (a JS function of (api, arg, root)) against the view's test hooks."""
+    return nb.page.evaluate(
+        f"""([arg]) => {{ const root = document.querySelector('{VIEW}');
+            return ({expression})(root.__nsdl, arg, root); }}""",
+        [arg],
+    )
