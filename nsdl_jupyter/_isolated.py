@@ -1,0 +1,135 @@
+"""Run a function in a fresh child process, so a runtime crash, hang or OOM spares the kernel.
+
+onnxruntime and onnx's reference evaluator run native code on model data the user did not
+write: a segfault or a runaway allocation there must end one child, never the notebook. Any
+layer may use this (transforms fold constants and validate FP16 results through it).
+
+The function and its arguments are pickled to a spawned interpreter (not forked: the kernel
+has threads and an event loop), its address space is capped with RLIMIT_AS where the OS
+allows, and the result or the exception comes back through a pipe.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import signal
+import traceback
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+DEFAULT_MEMORY_LIMIT = 8 * 2**30
+
+
+class IsolatedRunError(RuntimeError):
+    """The child process died (signal, exit, out of memory) or ran past its time limit."""
+
+    def __init__(self, message: str, *, crashed: bool = False, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.crashed = crashed
+        self.timed_out = timed_out
+
+
+class IsolatedException(RuntimeError):
+    """The function raised in the child; `kind` is the exception's type name."""
+
+    def __init__(self, kind: str, message: str, child_traceback: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.child_traceback = child_traceback
+
+
+def run_isolated(
+    function: Callable[..., _T],
+    *args: Any,
+    timeout: float | None = None,
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT,
+) -> _T:
+    """`function(*args)` in a spawned child process; its return value must be picklable.
+
+    `function` must be importable by name (a module-level function). Raises
+    `IsolatedException` when the function raised, `IsolatedRunError` when the child died or
+    ran longer than `timeout` seconds (it is then killed). `memory_limit` caps the child's
+    address space in bytes (None: no cap); an allocation past it fails in the child.
+    """
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(
+        target=_child_main, args=(sender, function, args, memory_limit), daemon=True
+    )
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(timeout):
+            raise IsolatedRunError(
+                f"{_name(function)} ran past its {timeout:g} s limit and was stopped",
+                timed_out=True,
+            )
+        try:
+            ok, payload = receiver.recv()
+        except EOFError:
+            process.join(5)
+            raise IsolatedRunError(
+                f"{_name(function)} crashed its child process ({_exit_text(process.exitcode)})",
+                crashed=True,
+            ) from None
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join(5)
+    if ok:
+        return payload  # type: ignore[no-any-return]
+    kind, message, child_traceback = payload
+    raise IsolatedException(kind, message, child_traceback)
+
+
+def _child_main(
+    sender: multiprocessing.connection.Connection,
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    memory_limit: int | None,
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupting the kernel is not for us
+    if memory_limit is not None:
+        _limit_memory(memory_limit)
+    try:
+        result = (True, function(*args))
+    except BaseException as error:  # everything goes back to the parent as data
+        result = (False, (type(error).__name__, str(error), traceback.format_exc()))
+    try:
+        sender.send(result)
+    except Exception as error:  # an unpicklable result
+        sender.send((False, (type(error).__name__, str(error), traceback.format_exc())))
+    sender.close()
+
+
+def _limit_memory(limit: int) -> None:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _name(function: Callable[..., Any]) -> str:
+    return getattr(function, "__qualname__", repr(function))

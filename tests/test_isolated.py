@@ -1,0 +1,62 @@
+"""run_isolated: a crash, a hang or a runaway allocation in the child spares this process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from nsdl_jupyter._isolated import IsolatedException, IsolatedRunError, run_isolated
+
+
+def _add(a: int, b: int) -> int:
+    return a + b
+
+
+def _segfault() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _raise() -> None:
+    raise KeyError("missing thing")
+
+
+def _allocate(nbytes: int) -> int:
+    return int(np.ones(nbytes, dtype=np.uint8).sum())
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_returns_the_value() -> None:
+    assert run_isolated(_add, 2, 3) == 5
+
+
+def test_a_crash_is_an_error_not_a_dead_kernel() -> None:
+    with pytest.raises(IsolatedRunError, match="SIGSEGV") as caught:
+        run_isolated(_segfault)
+    assert caught.value.crashed and not caught.value.timed_out
+
+
+def test_an_exception_comes_back_with_its_type() -> None:
+    with pytest.raises(IsolatedException, match="KeyError: 'missing thing'") as caught:
+        run_isolated(_raise)
+    assert caught.value.kind == "KeyError"
+    assert "_raise" in caught.value.child_traceback
+
+
+def test_memory_cap_stops_a_runaway_allocation() -> None:
+    with pytest.raises(IsolatedException, match="MemoryError"):
+        run_isolated(_allocate, 4 * 2**30, memory_limit=1 * 2**30)
+
+
+def test_timeout_kills_the_child() -> None:
+    start = time.perf_counter()
+    with pytest.raises(IsolatedRunError, match="limit") as caught:
+        run_isolated(_sleep, 60, timeout=3)
+    assert caught.value.timed_out
+    assert time.perf_counter() - start < 15
