@@ -11,6 +11,7 @@ allows, and the result or the exception comes back through a pipe.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -32,7 +33,7 @@ class IsolatedRunError(RuntimeError):
         self.timed_out = timed_out
 
 
-class IsolatedException(RuntimeError):
+class ChildRaisedError(RuntimeError):
     """The function raised in the child; `kind` is the exception's type name."""
 
     def __init__(self, kind: str, message: str, child_traceback: str) -> None:
@@ -50,7 +51,7 @@ def run_isolated(
     """`function(*args)` in a spawned child process; its return value must be picklable.
 
     `function` must be importable by name (a module-level function). Raises
-    `IsolatedException` when the function raised, `IsolatedRunError` when the child died or
+    `ChildRaisedError` when the function raised, `IsolatedRunError` when the child died or
     ran longer than `timeout` seconds (it is then killed). `memory_limit` caps the child's
     address space in bytes (None: no cap); an allocation past it fails in the child.
     """
@@ -83,7 +84,7 @@ def run_isolated(
     if ok:
         return payload  # type: ignore[no-any-return]
     kind, message, child_traceback = payload
-    raise IsolatedException(kind, message, child_traceback)
+    raise ChildRaisedError(kind, message, child_traceback)
 
 
 def _child_main(
@@ -114,10 +115,8 @@ def _limit_memory(limit: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ValueError, OSError):
-        pass
 
 
 def _exit_text(code: int | None) -> str:

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from nsdl_jupyter._isolated import IsolatedException, IsolatedRunError, run_isolated
+from nsdl_jupyter._isolated import ChildRaisedError, IsolatedRunError, run_isolated
 
 
 def _add(a: int, b: int) -> int:
@@ -43,14 +43,14 @@ def test_a_crash_is_an_error_not_a_dead_kernel() -> None:
 
 
 def test_an_exception_comes_back_with_its_type() -> None:
-    with pytest.raises(IsolatedException, match="KeyError: 'missing thing'") as caught:
+    with pytest.raises(ChildRaisedError, match="KeyError: 'missing thing'") as caught:
         run_isolated(_raise)
     assert caught.value.kind == "KeyError"
     assert "_raise" in caught.value.child_traceback
 
 
 def test_memory_cap_stops_a_runaway_allocation() -> None:
-    with pytest.raises(IsolatedException, match="MemoryError"):
+    with pytest.raises(ChildRaisedError, match="MemoryError"):
         run_isolated(_allocate, 4 * 2**30, memory_limit=1 * 2**30)
 
 
