@@ -52,6 +52,7 @@ class Spec:
     input_names: tuple[str, ...]
     output_names: tuple[str, ...]
     dynamic: dict[str, dict[int, str]] | None = None  # input name -> {axis: dim name}
+    note: str = ""  # copied into the manifest entries
 
 
 def _image(size: int = 224) -> Callable[[], tuple[torch.Tensor, ...]]:
@@ -120,10 +121,15 @@ MODELS: dict[str, Spec] = {
     ),
     "gpt2": Spec(
         _gpt2,
-        _tokens(with_mask=False),
-        ("input_ids",),
+        _tokens(with_mask=True),
+        ("input_ids", "attention_mask"),
         ("last_hidden_state",),
-        {"input_ids": _TEXT_AXES},
+        {"input_ids": _TEXT_AXES, "attention_mask": _TEXT_AXES},
+        note=(
+            "with input_ids alone the TorchScript export fails (torch 2.14, transformers 5.24): "
+            "transformers' packed-sequence check calls aten::diff, which has no ONNX symbolic; "
+            "with the attention_mask, as tokenizers give it, both exporters succeed"
+        ),
     ),
     "vit_tiny_hf": Spec(
         _tiny_vit, _image(64), ("pixel_values",), ("last_hidden_state", "pooler_output")
@@ -158,8 +164,9 @@ def export(spec: Spec, exporter: str, path: Path) -> None:
         "input_names": list(spec.input_names),
         "output_names": list(spec.output_names),
     }
+    by_keyword = type(module).__module__.startswith("transformers.")
     if exporter == "torchscript":
-        if type(module).__module__.startswith("transformers."):
+        if by_keyword:
             module = _KeywordCall(module, spec.input_names)
         torch.onnx.export(
             module,
@@ -171,10 +178,22 @@ def export(spec: Spec, exporter: str, path: Path) -> None:
             **common,
         )
     else:
+        # transformers models take their inputs by keyword (GPT2Model's second parameter is
+        # past_key_values, not attention_mask), as HF users pass them.
+        named = dict(zip(spec.input_names, inputs, strict=True)) if by_keyword else None
         shapes = None
         if spec.dynamic is not None:
-            shapes = tuple(spec.dynamic.get(name) for name in spec.input_names)
-        torch.onnx.export(module, inputs, path, dynamo=True, dynamic_shapes=shapes, **common)
+            axes = [spec.dynamic.get(name) for name in spec.input_names]
+            shapes = dict(zip(spec.input_names, axes, strict=True)) if by_keyword else tuple(axes)
+        torch.onnx.export(
+            module,
+            () if by_keyword else inputs,
+            path,
+            kwargs=named,
+            dynamo=True,
+            dynamic_shapes=shapes,
+            **common,
+        )
 
 
 def describe(model: onnx.ModelProto) -> dict[str, Any]:
@@ -195,6 +214,8 @@ def describe(model: onnx.ModelProto) -> dict[str, Any]:
 def run_one(name: str, exporter: str, scratch: Path) -> dict[str, Any]:
     """Export, strip and save one model; the manifest entry, a failure included."""
     entry: dict[str, Any] = {"model": name, "exporter": exporter}
+    if MODELS[name].note:
+        entry["note"] = MODELS[name].note
     target = FOLDER / f"{name}_{exporter}.onnx"
     started = time.perf_counter()
     try:
