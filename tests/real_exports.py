@@ -41,6 +41,7 @@ FOLDER = Path(__file__).resolve().parent / "fixtures" / "exports"
 MANIFEST = FOLDER / "manifest.json"
 STRIP_ABOVE = 256  # elements: tensors this small or smaller stay verbatim
 FILL_KEY = "nsdl_fill"
+_FILL_PREFIX = '{"' + FILL_KEY + '"'
 _FLOAT_TYPES = frozenset(
     {
         onnx.TensorProto.FLOAT,
@@ -114,7 +115,7 @@ def strip(model: onnx.ModelProto) -> int:
     Returns the number of tensors stripped. Used by scripts/export_real_models.py.
     """
     count = 0
-    for key, tensor in _tensors(model):
+    for key, tensor in tensors(model):
         if tensor.data_type not in _FLOAT_TYPES or math.prod(tensor.dims) <= STRIP_ABOVE:
             continue
         values = numpy_helper.to_array(tensor).astype(np.float64).ravel()
@@ -144,11 +145,8 @@ def refill(model: onnx.ModelProto) -> int:
 
     numpy's generators release the GIL while filling, so threads draw tensors in parallel.
     """
-    stripped = [
-        (tensor, json.loads(tensor.doc_string)[FILL_KEY])
-        for _key, tensor in _tensors(model)
-        if tensor.doc_string.startswith('{"' + FILL_KEY)
-    ]
+    fills = ((tensor, fill_of(tensor)) for _key, tensor in tensors(model))
+    stripped = [(tensor, fill) for tensor, fill in fills if fill is not None]
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         arrays = pool.map(lambda item: _fill_values(*item), stripped)
         for (tensor, fill), values in zip(stripped, arrays, strict=True):
@@ -165,14 +163,23 @@ def _fill_values(tensor: onnx.TensorProto, fill: dict[str, Any]) -> np.ndarray:
     values = np.random.default_rng(fill["seed"]).standard_normal(size, dtype=np.float32)
     values *= np.float32(fill["std"])
     values += np.float32(fill["mean"])
-    return values.astype(dtype, copy=False)
+    cast: np.ndarray = values.astype(dtype, copy=False)
+    return cast
+
+
+def fill_of(tensor: onnx.TensorProto) -> dict[str, Any] | None:
+    """The fill description of a stripped tensor; None for one stored verbatim."""
+    if not tensor.doc_string.startswith(_FILL_PREFIX):
+        return None
+    fill: dict[str, Any] = json.loads(tensor.doc_string)[FILL_KEY]
+    return fill
 
 
 def _data_bytes(model: onnx.ModelProto) -> int:
-    return sum(len(tensor.raw_data) for _key, tensor in _tensors(model))
+    return sum(len(tensor.raw_data) for _key, tensor in tensors(model))
 
 
-def _tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
+def tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
     """(seed key, tensor) for every initializer and Constant value, subgraphs and functions
     included; the key is the tensor's name, or the Constant's output name when it has none."""
     yield from _graph_tensors(model.graph)
