@@ -18,8 +18,8 @@ import pytest
 from onnx import helper, numpy_helper
 
 from tests import real_exports
-from tests.conftest import REPO
 
+REPO = Path(__file__).resolve().parent.parent
 NAMES = real_exports.names()
 MANIFEST = real_exports.manifest()
 EXPORTS: dict[str, dict[str, object]] = MANIFEST["exports"]  # type: ignore[assignment]
