@@ -122,7 +122,6 @@ def save_model(model: ir.Model, request: SaveRequest, book: DataFileBook) -> Non
         book.record_written(
             data_file.path, [(p.tensor, p.offset, p.length) for p in data_file.placements]
         )
-    book.forget_unused(p.tensor for f in files for p in f.placements)
     written = {f.path for f in files}
     if request.source is not None and request.source.resolve() == target.resolve():
         _remove_superseded(model, book, book.model_files - written, target)
