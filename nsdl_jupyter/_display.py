@@ -57,4 +57,3 @@ def shown_path(path: str | os.PathLike[str]) -> str:
             return str(Path(prefix) / rest)
         return str(rest) if rest.parts else "."
     return str(raw)
-

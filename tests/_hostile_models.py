@@ -13,7 +13,14 @@ RLO = "evil\u202egnp.onnx"  # shows as "evilxnnp.gne" reversed: a right-to-left 
 ZERO_WIDTH = "a\u200bb\u2066c\ufeff"
 HOSTILE = (IMG, SCRIPT, QUOTE, RLO, ZERO_WIDTH)
 # what must never appear raw in any HTML or SVG we write
-RAW_MARKERS = ("<img", "<script>alert", "onmouseover=alert(3) x='", "\u202e", "\u200b", "\u2066")
+RAW_MARKERS = (
+    "<img src=x",
+    "<script>alert",
+    "onmouseover=alert(3) x='",
+    "\u202e",
+    "\u200b",
+    "\u2066",
+)
 
 
 def hostile_model() -> onnx.ModelProto:
