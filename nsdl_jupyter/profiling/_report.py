@@ -9,7 +9,6 @@ load back without the runtime or the GPU that produced them.
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import json
 import math
 import os
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from nsdl_jupyter._display import html_text, neutralize, shown_path
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -291,18 +292,19 @@ class ProfileReport:
             ),
             ("end-to-end mean", f"{lat['mean']:.3f} ms"),
             ("layers", len(self.layers)),
-            ("trace", md.get("trace_path", "")),
+            ("trace", shown_path(md["trace_path"]) if md.get("trace_path") else ""),
         ]
         body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
-            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            f"<tr><th style='text-align:left'>{html_text(str(k))}</th>"
+            f"<td style='text-align:left'>{html_text(str(v))}</td></tr>"
             for k, v in rows
         )
         top = self.top(10)[["name", "op_type", "mean_ms", "share", "output_shapes"]]
+        top = top.assign(name=top["name"].map(neutralize))  # to_html escapes, bidi stays
         note = md.get("timing_note", "")
         return (
             f"<div class='nsdl-profile-report'><table>{body}</table>"
-            f"<p><i>{html.escape(str(note))}</i></p>"
+            f"<p><i>{html_text(str(note))}</i></p>"
             f"<p>Top layers</p>{top.to_html(index=False, float_format=lambda x: f'{x:.4f}')}</div>"
         )
 
