@@ -126,11 +126,14 @@ def _torch_name_scopes(text: str) -> tuple[str, ...]:
         parsed = parse_literal(text)
     except ValueError:  # LiteralSyntaxError, or int() refusing an absurd number of digits
         return ()
-    if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
+    if not isinstance(parsed, list):
+        return ()
+    entries = [s for s in parsed if isinstance(s, str)]
+    if len(entries) != len(parsed):
         return ()
     parts: list[str] = []
     previous = ""
-    for entry in parsed:
+    for entry in entries:
         if not entry:
             continue
         # entries may be fully qualified ("encoder.layer.0"): keep the new suffix only

@@ -38,7 +38,7 @@ _HEAD = re.compile(
 )
 _CHUNK = 1 << 20
 _MAX_LINE = 1 << 20  # a longer line means another layout: the chunked decoder reads it
-_MAX_EVENT = 64 << 20  # characters; onnxruntime's events are a few hundred
+_MAX_EVENT = 16 << 20  # characters; onnxruntime's events are a few hundred
 
 
 @dataclass(frozen=True)
@@ -220,6 +220,7 @@ class _ChunkedJson:
                     ) from None
                 if not self.fill():
                     raise TraceFormatError(f"truncated or invalid trace: {exc}") from exc
+                continue
             except RecursionError:
                 raise TraceFormatError("the trace nests JSON too deeply") from None
             if end == len(self.text) and self.fill():
