@@ -209,6 +209,7 @@ class _ChunkedJson:
                 return ""
 
     def value(self) -> Any:
+        self.peek()  # raw_decode does not skip leading whitespace
         while True:
             try:
                 obj, end = self.decoder.raw_decode(self.text, self.pos)

@@ -350,7 +350,7 @@ class ProfileReport:
             raise ReportFormatError(f"{where}: version {version!r} is not an integer")
         if version > FORMAT_VERSION:
             raise ReportFormatError(
-                f"report format version {version} is newer than this nsdl_jupyter reads "
+                f"{where}: report format version {version} is newer than this nsdl_jupyter reads "
                 f"({FORMAT_VERSION}): upgrade nsdl_jupyter"
             )
         layers = _columns(data.get("layers"), f"{where}: 'layers'", required=True)
