@@ -24,18 +24,16 @@ from onnx import TensorProto, helper
 from test_profiling_helpers import control_flow_model, shared_fixture
 
 from nsdl_jupyter.profiling import (
+    ProfileFileError,
     ProfileReport,
     ProfileSettingsError,
+    ReportFormatError,
     TraceFormatError,
+    TrtexecFormatError,
     load_ort_profile,
     load_trtexec,
     parse_ort_trace,
     profile_ort,
-)
-from nsdl_jupyter.profiling._errors import (
-    ProfileFileError,
-    ReportFormatError,
-    TrtexecFormatError,
 )
 
 DEEP = "__deep__"  # replaced in the JSON text by 100,000 nested lists
