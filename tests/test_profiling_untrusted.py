@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,16 @@ def _truncations(text: str, count: int = 40) -> Iterator[str]:
         yield text[:end]
 
 
+def _outcome(load: Callable[[], Any], error: type[ProfileFileError], label: str) -> Any:
+    """What `load` returns, or the `error` it raised; any other exception fails the test."""
+    try:
+        return load()
+    except error as exc:
+        return exc
+    except Exception as exc:
+        raise AssertionError(f"{label}: {type(exc).__name__}: {exc}") from exc
+
+
 def _check_accepted(report: ProfileReport) -> None:
     """Whatever a loader accepts must work like any report."""
     report.summary()
@@ -131,17 +141,13 @@ def test_report_load_fuzz_ends_in_report_format_errors(trace: Path, tmp_path: Pa
     accepted = refused = 0
     for label, text in documents:
         target.write_text(text)
-        try:
-            report = ProfileReport.load(target)
-        except ReportFormatError as exc:
-            named = str(target) in str(exc)
-            assert named, f"{label}: the error does not name the file: {exc}"  # noqa: PT017
+        result = _outcome(lambda: ProfileReport.load(target), ReportFormatError, label)
+        if isinstance(result, ReportFormatError):
+            assert str(target) in str(result), f"{label}: the error does not name the file"
             refused += 1
-            continue
-        except Exception as exc:
-            raise AssertionError(f"{label}: {type(exc).__name__}: {exc}") from exc
-        _check_accepted(report)
-        accepted += 1
+        else:
+            _check_accepted(result)
+            accepted += 1
     assert refused > 50 and accepted > 50  # both sides of the line are exercised
 
 
@@ -213,15 +219,12 @@ def test_trtexec_fuzz_ends_in_trtexec_format_errors(tmp_path: Path) -> None:
         documents += [(f"cut at {len(t)}", t) for t in _truncations(json.dumps(data), 10)]
         for label, text in documents:
             files[kind].write_text(text)
-            try:
-                report = load()
-            except TrtexecFormatError:
+            result = _outcome(load, TrtexecFormatError, f"{kind} {label}")
+            if isinstance(result, TrtexecFormatError):
                 refused += 1
-                continue
-            except Exception as exc:
-                raise AssertionError(f"{kind} {label}: {type(exc).__name__}: {exc}") from exc
-            _check_accepted(report)
-            accepted += 1
+            else:
+                _check_accepted(result)
+                accepted += 1
         files[kind].write_text(json.dumps(data))
     assert refused > 30 and accepted > 30
 
@@ -262,12 +265,8 @@ def test_trace_fuzz_ends_in_trace_format_errors(trace: Path, tmp_path: Path) -> 
     refused = 0
     for label, text in documents:
         target.write_text(_dumps(text) if text == DEEP else text)
-        try:
-            parse_ort_trace(target)
-        except TraceFormatError:
-            refused += 1
-        except Exception as exc:
-            raise AssertionError(f"{label}: {type(exc).__name__}: {exc}") from exc
+        result = _outcome(lambda: parse_ort_trace(target), TraceFormatError, label)
+        refused += isinstance(result, TraceFormatError)
     assert refused > 50
 
 
