@@ -12,14 +12,20 @@ import contextlib
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError, RunnerCrashError
+from nsdl_jupyter.profiling._errors import (
+    ProfileCancelledError,
+    ProfileError,
+    ProfileSettingsError,
+    RunnerCrashError,
+)
+from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
@@ -92,6 +98,7 @@ class ProfileJob:
         try:
             self._workdir = target.make_workdir()
             model_path = source.write(self._stage)
+            self._staged_model = model_path
             request: dict[str, Any] = {
                 "kind": "ort_profile",
                 "protocol": 1,
@@ -215,16 +222,28 @@ class ProfileJob:
         self._set_progress(Progress("parsing", 0, 1, 0.96))
         answer = result.result
         self.target.get(answer["trace"], self.trace_path)
-        report = _report_from_run(answer, self.trace_path, self.source, self.settings)
+        mapping = None
+        if answer.get("optimized_model"):
+            optimized = self._stage / "optimized.onnx"
+            self.target.get(answer["optimized_model"], optimized)
+            mapping = fused_node_mapping(self._staged_model, optimized)
+        report = _report_from_run(answer, self.trace_path, self.source, self.settings, mapping)
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
 
 
 def _report_from_run(
-    answer: dict[str, Any], trace_path: Path, source: ModelSource, settings: OrtProfileSettings
+    answer: dict[str, Any],
+    trace_path: Path,
+    source: ModelSource,
+    settings: OrtProfileSettings,
+    mapping: Mapping[str, LayerMapping] | None = None,
 ) -> ProfileReport:
     parsed = parse_ort_trace(
-        trace_path, skip_runs=int(answer.get("skip_runs", 0)), graph_nodes=source.node_names
+        trace_path,
+        skip_runs=int(answer.get("skip_runs", 0)),
+        graph_nodes=source.node_names,
+        mapping=mapping,
     )
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
@@ -313,19 +332,36 @@ def profile_ort(
 
 
 def load_ort_profile(
-    trace_path: str | Path, model: Any = None, *, skip_runs: int = 0, full_paths: bool = False
+    trace_path: str | Path,
+    model: Any = None,
+    *,
+    skip_runs: int = 0,
+    full_paths: bool = False,
+    optimized_model: str | Path | None = None,
 ) -> ProfileReport:
     """A ProfileReport from a trace written by onnxruntime's own profiler, from any machine.
 
-    `model` (optional) marks which rows are nodes of that graph; `skip_runs` drops the first
-    runs as warm-up. Without a separate bare pass, end-to-end latencies are the profiled run
-    times, which the profiler inflates (the metadata says so). The metadata records the trace's
-    file name (or path relative to the working folder) unless `full_paths` is set.
+    `model` (optional) marks which rows are nodes of that graph; with `optimized_model` (the
+    file onnxruntime wrote for `SessionOptions.optimized_model_filepath` in the profiled
+    session) fused and inserted rows are mapped back to the model's nodes too. `skip_runs`
+    drops the first runs as warm-up. Without a separate bare pass, end-to-end latencies are
+    the profiled run times, which the profiler inflates (the metadata says so). The metadata
+    records the trace's file name (or path relative to the working folder) unless
+    `full_paths` is set.
     """
     trace_path = Path(trace_path)
     source = model_source(model) if model is not None else None
+    mapping = None
+    if optimized_model is not None:
+        if source is None:
+            raise ProfileSettingsError("optimized_model needs the model it was made from: model=")
+        with tempfile.TemporaryDirectory(prefix="nsdl-map-") as folder:
+            mapping = fused_node_mapping(source.write(Path(folder)), Path(optimized_model))
     parsed = parse_ort_trace(
-        trace_path, skip_runs=skip_runs, graph_nodes=source.node_names if source else None
+        trace_path,
+        skip_runs=skip_runs,
+        graph_nodes=source.node_names if source else None,
+        mapping=mapping,
     )
     provider = parsed.providers[0] if len(parsed.providers) == 1 else ", ".join(parsed.providers)
     metadata = {

@@ -283,6 +283,17 @@ def _session(
     if profile_prefix is not None:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
+        if request.get("graph_optimization", True):
+            # The graph onnxruntime runs (fused nodes and all), for mapping the trace's rows
+            # back to the model's nodes; weights go to a side file that is never fetched.
+            so.optimized_model_filepath = profile_prefix + "_optimized.onnx"
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name",
+                os.path.basename(profile_prefix) + "_optimized.onnx.data",
+            )
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
     provider = request["provider"]
     options = request.get("provider_options") or {}
     providers: list[Any] = [(provider, options)] if options else [provider]
@@ -359,8 +370,10 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
     shutil.move(written if os.path.isabs(written) else os.path.abspath(written), trace)
 
     ordered = sorted(latencies)
+    optimized = prefix + "_optimized.onnx"
     return {
         "trace": trace,
+        "optimized_model": optimized if os.path.isfile(optimized) else None,
         "skip_runs": warmup,
         "latencies_ms": latencies,
         "latency_p50_ms": _percentile(ordered, 0.5),

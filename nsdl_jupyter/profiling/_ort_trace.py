@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -28,6 +28,7 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, TraceFormatError
 from nsdl_jupyter.profiling._files import malformed_as, open_regular
+from nsdl_jupyter.profiling._fusion_map import LayerMapping
 
 __all__ = ["ParsedTrace", "TraceFormatError", "parse_ort_trace"]
 
@@ -428,12 +429,18 @@ def _timeline(acc: _Accumulator, ev: _Events, run: int) -> pd.DataFrame:
 
 
 def parse_ort_trace(
-    path: str | Path, *, skip_runs: int = 0, graph_nodes: set[str] | None = None
+    path: str | Path,
+    *,
+    skip_runs: int = 0,
+    graph_nodes: set[str] | None = None,
+    mapping: Mapping[str, LayerMapping] | None = None,
 ) -> ParsedTrace:
     """Per-node statistics of an onnxruntime trace; `skip_runs` drops warm-up runs.
 
     `graph_nodes` (the model's node names) fills `in_graph` and `onnx_nodes` for the rows that
-    are nodes of the graph (fused or subgraph nodes are not).
+    are nodes of the graph. `mapping` (from the optimized model, `_fusion_map`) also maps fused
+    and inserted rows: `onnx_nodes`, the share of the row's time each gets (`onnx_weights`)
+    and how it was mapped (`mapped_as`: original, fused, inserted or unmapped).
     """
     if not isinstance(skip_runs, int) or isinstance(skip_runs, bool) or skip_runs < 0:
         raise ProfileSettingsError(
@@ -450,7 +457,30 @@ def parse_ort_trace(
             "(onnxruntime's profiler) and pass the JSON file that end_profiling() returns"
         )
     with malformed_as(TraceFormatError, f"{path} (onnxruntime trace)"):
-        return _parsed(acc, skip_runs, graph_nodes)
+        parsed = _parsed(acc, skip_runs, graph_nodes)
+    if mapping is not None:
+        _apply_mapping(parsed.layers, mapping)
+    return parsed
+
+
+def _apply_mapping(layers: pd.DataFrame, mapping: Mapping[str, LayerMapping]) -> None:
+    """Fill `onnx_nodes`, `onnx_weights` and `mapped_as` of the node rows from `mapping`."""
+    nodes, weights, kinds = [], [], []
+    for name, parent, known in zip(
+        layers["name"], layers["parent"], layers["onnx_nodes"], strict=True
+    ):
+        found = mapping.get(name)
+        if found is not None and found.nodes and not parent:
+            nodes.append(list(found.nodes))
+            weights.append(list(found.weights))
+            kinds.append(found.kind)
+        else:
+            nodes.append(list(known))
+            weights.append([1.0] * len(known))
+            kinds.append("original" if known else ("" if parent else "unmapped"))
+    layers["onnx_nodes"] = nodes
+    layers["onnx_weights"] = weights
+    layers["mapped_as"] = kinds
 
 
 def _parsed(acc: _Accumulator, skip_runs: int, graph_nodes: set[str] | None) -> ParsedTrace:

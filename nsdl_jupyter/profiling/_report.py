@@ -219,15 +219,26 @@ class ProfileReport:
         return grouped.sort_values("mean_ms", ascending=False)
 
     def node_times(self) -> dict[str, float]:
-        """Mean ms per ONNX node name (for a graph overlay); a fused layer's time goes to each
-        of its nodes."""
+        """Mean ms per ONNX node name (for a graph overlay). A fused layer's time is split
+        over its nodes by `onnx_weights` when the report has them (onnxruntime reports
+        mapped through the optimized model), else each of its nodes gets all of it."""
         times: dict[str, float] = {}
-        for nodes, ms in zip(self.layers["onnx_nodes"], self.layers["mean_ms"], strict=True):
+        weights = self.layers.get("onnx_weights")
+        for row, (nodes, ms) in enumerate(
+            zip(self.layers["onnx_nodes"], self.layers["mean_ms"], strict=True)
+        ):
             if math.isnan(ms):
                 continue
-            for node in nodes:
-                times[node] = times.get(node, 0.0) + float(ms)
+            shares = _shares(weights.iat[row] if weights is not None else None, len(nodes))
+            for node, share in zip(nodes, shares, strict=True):
+                times[node] = times.get(node, 0.0) + float(ms) * share
         return times
+
+    def mapped_share(self) -> float:
+        """Share of the profiled time that lands on ONNX nodes of the model (0..1)."""
+        total = float(np.nansum(self.layers["mean_ms"]))
+        on_nodes = sum(self.node_times().values())
+        return on_nodes / total if total > 0 else math.nan
 
     def compare(self, other: ProfileReport) -> pd.DataFrame:
         """Per-layer comparison with `other` (matched by layer name): delta and speed-up.
@@ -422,6 +433,16 @@ def recorded_path(path: str | os.PathLike[str] | None, *, full_paths: bool) -> s
     if cwd != Path(cwd.anchor) and absolute.is_relative_to(cwd):
         return absolute.relative_to(cwd).as_posix()
     return absolute.name
+
+
+def _shares(weights: Any, count: int) -> list[float]:
+    """The split of a row's time over its `count` nodes (whole time each without weights)."""
+    if isinstance(weights, (list, tuple)) and len(weights) == count:
+        try:
+            return [float(w) for w in weights]
+        except (TypeError, ValueError):
+            pass
+    return [1.0] * count
 
 
 def now_iso() -> str:
