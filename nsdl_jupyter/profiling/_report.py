@@ -307,7 +307,7 @@ class ProfileReport:
             ),
             ("end-to-end mean", f"{lat['mean']:.3f} ms"),
             ("layers", len(self.layers)),
-            ("trace", shown_path(md["trace_path"]) if md.get("trace_path") else ""),
+            ("trace", shown_path(str(md["trace_path"])) if md.get("trace_path") else ""),
         ]
         body = "".join(
             f"<tr><th style='text-align:left'>{html_text(str(k))}</th>"
