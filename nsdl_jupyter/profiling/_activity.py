@@ -26,6 +26,7 @@ from nsdl_jupyter.profiling._errors import (
     RunnerCrashError,
 )
 from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
+from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
@@ -77,6 +78,7 @@ class ProfileJob:
         self.target = target
         self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
         self._listeners: list[ProgressListener] = []
+        self._locked_device: int | None = None  # the runner said it locked this GPU's clocks
         self._lock = threading.Lock()
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
@@ -111,6 +113,11 @@ class ProfileJob:
                 "intra_op_threads": settings.intra_op_threads,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
+                "gpu": {
+                    "timing": settings.gpu_timing,
+                    "metrics_interval_ms": settings.metrics_interval_ms,
+                    "lock_clocks": settings.lock_clocks,
+                },
             }
             if arrays is not None:
                 npz = self._stage / "inputs.npz"
@@ -146,6 +153,9 @@ class ProfileJob:
                 listener(progress)
 
     def _on_event(self, message: dict[str, Any]) -> None:
+        if message.get("event") == "clocks_locked":
+            self._locked_device = int(message.get("device", 0))
+            return
         if message.get("event") != "progress":
             return
         warmup, n = self.settings.warmup, self.settings.iterations
@@ -165,6 +175,13 @@ class ProfileJob:
     def cancel(self) -> None:
         """End the child process; `wait()` then raises ProfileCancelledError."""
         self._job.cancel()
+
+    def _restore_clocks(self, device: int) -> None:
+        """The runner locked the GPU's clocks and died (or was cancelled) before resetting
+        them: a second runner resets them, so a crash never leaves a GPU slowed down."""
+        request = {"kind": "restore_clocks", "protocol": 1, "device": device}
+        with contextlib.suppress(Exception):  # best effort: the run's own error matters more
+            self.target.start(RUNNER, request, self._workdir, None).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -196,6 +213,9 @@ class ProfileJob:
 
     def _finish(self, result: JobResult) -> ProfileReport:
         self._result = result
+        restored = ((result.result or {}).get("gpu") or {}).get("clocks", {}).get("restored")
+        if self._locked_device is not None and not restored:
+            self._restore_clocks(self._locked_device)
         stderr = _tail(result.stderr)
         if result.cancelled:
             self._set_progress(Progress("cancelled", 0, 0, self.progress.fraction))
@@ -227,7 +247,14 @@ class ProfileJob:
             optimized = self._stage / "optimized.onnx"
             self.target.get(answer["optimized_model"], optimized)
             mapping = fused_node_mapping(self._staged_model, optimized)
-        report = _report_from_run(answer, self.trace_path, self.source, self.settings, mapping)
+        gpu_file = None
+        timing = (answer.get("gpu") or {}).get("timing") or {}
+        if timing.get("file"):
+            gpu_file = self._stage / "gpu_kernels.npz"
+            self.target.get(timing["file"], gpu_file)
+        report = _report_from_run(
+            answer, self.trace_path, self.source, self.settings, mapping=mapping, gpu_file=gpu_file
+        )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
 
@@ -237,7 +264,9 @@ def _report_from_run(
     trace_path: Path,
     source: ModelSource,
     settings: OrtProfileSettings,
+    *,
     mapping: Mapping[str, LayerMapping] | None = None,
+    gpu_file: Path | None = None,
 ) -> ProfileReport:
     parsed = parse_ort_trace(
         trace_path,
@@ -245,6 +274,7 @@ def _report_from_run(
         graph_nodes=source.node_names,
         mapping=mapping,
     )
+    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file)
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
         "source": "onnxruntime",
@@ -269,14 +299,18 @@ def _report_from_run(
         "trace_events": parsed.n_events,
         "timing_note": NODE_TIME_NOTE,
         "settings": settings.to_json(),
+        "gpu": gpu.metadata,
     }
     if settings.full_paths:
         metadata["host"] = answer.get("host")
     return ProfileReport(
-        parsed.layers,
+        gpu.layers,
         latencies_ms=latencies,
         timeline_events=parsed.timeline,
         metadata=metadata,
+        kernels=gpu.kernels,
+        kernel_timeline=gpu.kernel_timeline,
+        gpu_metrics=gpu.metrics,
     )
 
 

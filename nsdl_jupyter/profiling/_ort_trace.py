@@ -60,6 +60,7 @@ class ParsedTrace:
     node_sum_ms: np.ndarray  # per run: sum of node self times
     n_events: int
     n_runs_total: int
+    windows: NodeWindows
     skipped_runs: int
     providers: list[str]
 
@@ -326,6 +327,22 @@ class _Events:
     dur_us: np.ndarray
     offset_us: np.ndarray  # start relative to its run's start
     depth: np.ndarray
+    ts_us: np.ndarray  # start, microseconds since the profiler started
+    run_start_us: np.ndarray  # per kept run
+
+
+@dataclass(frozen=True)
+class NodeWindows:
+    """When each node ran on the host, per kept run (for placing GPU kernel launches)."""
+
+    names: list[str]
+    name_id: np.ndarray
+    run: np.ndarray
+    ts_us: np.ndarray  # microseconds since the profiler started
+    dur_us: np.ndarray
+    depth: np.ndarray
+    run_start_us: np.ndarray
+    representative: int  # the run a timeline shows (median duration)
 
 
 def _events(acc: _Accumulator, skip_runs: int) -> tuple[_Events, np.ndarray, int]:
@@ -358,6 +375,8 @@ def _events(acc: _Accumulator, skip_runs: int) -> tuple[_Events, np.ndarray, int
         dur_us=dur,
         offset_us=ts - run_start[run_idx],
         depth=depth,
+        ts_us=ts,
+        run_start_us=run_start[skip_runs:],
     )
     return events, (run_end - run_start)[skip_runs:] / 1e3, len(runs)
 
@@ -497,8 +516,19 @@ def _parsed(acc: _Accumulator, skip_runs: int, graph_nodes: set[str] | None) -> 
     layers = layers.sort_values(["start_ms", "name"], kind="stable").reset_index(drop=True)
     node_sum_ms = np.bincount(events.run, weights=events.self_us, minlength=n_runs) / 1e3
     representative = int(np.argsort(run_ms)[len(run_ms) // 2])  # the run of median duration
+    windows = NodeWindows(
+        names=list(acc.names),
+        name_id=events.name_id,
+        run=events.run,
+        ts_us=events.ts_us,
+        dur_us=events.dur_us,
+        depth=events.depth,
+        run_start_us=events.run_start_us,
+        representative=representative,
+    )
     return ParsedTrace(
         layers=layers,
+        windows=windows,
         timeline=_timeline(acc, events, representative),
         run_ms=run_ms,
         node_sum_ms=node_sum_ms,
