@@ -32,7 +32,9 @@ SLOW = ["vit_b_16_torchscript", "bert_base_dynamo"]
 
 def _profile(name: str, folder: Path) -> ProfileReport:
     path = real_exports.save(name, folder)
-    return nj.profile_ort(path, iterations=3, warmup=1, intra_op_threads=2)
+    return nj.profile_ort(
+        path, iterations=3, warmup=1, intra_op_threads=2, trace_path=folder / "trace.json"
+    )
 
 
 @pytest.mark.parametrize("name", [*FAST, *(pytest.param(n, marks=pytest.mark.slow) for n in SLOW)])

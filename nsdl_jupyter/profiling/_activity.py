@@ -274,7 +274,7 @@ def _report_from_run(
         graph_nodes=source.node_names,
         mapping=mapping,
     )
-    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file)
+    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file, source.io_nodes)
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
         "source": "onnxruntime",

@@ -4,8 +4,9 @@ The runner (`_gpu_runner.KernelTracer`) writes every kernel, memcpy and memset o
 pass with the wall-clock time of the API call that launched it. onnxruntime's trace says when
 each node ran on the host (microseconds since its profiler started, whose wall-clock start the
 runner records too). A kernel belongs to the node whose host window holds its launch (the
-innermost one when nodes nest); kernels launched outside every node (input and output copies)
-go to the layer "(outside nodes)"; those of warm-up runs are dropped.
+innermost one when nodes nest); kernels launched outside every node go to the layer "(input copy)"
+when launched before the run's first node and "(output copy)" after it (onnxruntime copies
+inputs to and outputs from the GPU there); those of warm-up runs are dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pandas as pd
 from nsdl_jupyter.profiling._errors import TraceFormatError
 from nsdl_jupyter.profiling._ort_trace import NodeWindows
 
-OUTSIDE = "(outside nodes)"
+INPUT_COPY = "(input copy)"
+OUTPUT_COPY = "(output copy)"
 KERNEL_COLUMNS = ["layer", "kernel", "grid", "block", "stream", "calls", "mean_ms", "total_ms"]
 KERNEL_TIMELINE_COLUMNS = ["layer", "kernel", "stream", "start_ms", "duration_ms"]
 _NEST_SEARCH = 16  # windows looked back through to find the one holding a launch
@@ -36,7 +38,7 @@ class GpuTiming:
     timeline: pd.DataFrame  # KERNEL_TIMELINE_COLUMNS: the kernels of one run
     busy_ms: np.ndarray  # per run: union of the kernels' intervals
     span_ms: np.ndarray  # per run: first kernel start to last kernel end
-    placed_share: float  # share of kernel time placed in a node
+    placed_share: float  # share of kernel time placed in a node (not an input/output copy)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,10 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
         by_start = np.searchsorted(windows.run_start_us, launch_us, side="right") - 1
         run = np.where(between, by_start, run)
     keep = run >= 0  # warm-up runs and unplaceable records are dropped
-    layer_names = np.array([*windows.names, OUTSIDE], dtype=object)
-    outside_id = len(windows.names)
+    layer_names = np.array([*windows.names, INPUT_COPY, OUTPUT_COPY], dtype=object)
+    first_node_us = _first_start_per_run(windows)
+    before = launch_us < first_node_us[np.clip(run, 0, max(n_runs - 1, 0))] if n_runs else run
+    outside_id = np.where(before, len(windows.names), len(windows.names) + 1)
     layer_id = np.where(window >= 0, windows.name_id[np.clip(window, 0, None)], outside_id)
     duration_ms = (records.end_ns - records.start_ns) / 1e6
     frame = pd.DataFrame(
@@ -124,7 +128,8 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
     kernels = kernels.reset_index()[KERNEL_COLUMNS].sort_values("total_ms", ascending=False)
     busy, span = _busy(frame, n_runs)
     total = float(frame["duration_ms"].sum())
-    placed = float(frame.loc[frame["layer"] != OUTSIDE, "duration_ms"].sum())
+    copies = frame["layer"].isin([INPUT_COPY, OUTPUT_COPY])
+    placed = float(frame.loc[~copies, "duration_ms"].sum())
     return GpuTiming(
         gpu_ms={str(k): float(v) / runs for k, v in per_layer["sum"].items()},
         kernel_count={str(k): float(v) / runs for k, v in per_layer["size"].items()},
@@ -134,6 +139,12 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
         span_ms=span,
         placed_share=placed / total if total > 0 else float("nan"),
     )
+
+
+def _first_start_per_run(windows: NodeWindows) -> np.ndarray:
+    first = np.full(len(windows.run_start_us), np.inf)
+    np.minimum.at(first, windows.run, windows.ts_us.astype(np.float64))
+    return first
 
 
 def _holding_window(windows: NodeWindows, launch_us: np.ndarray, known: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.profiling._gpu_kernels import OUTSIDE, attribute_kernels
+from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY, attribute_kernels
 from nsdl_jupyter.profiling._ort_trace import ParsedTrace
 
 NO_GPU_TIMING = (
@@ -29,10 +29,15 @@ class GpuParts:
 
 
 def gpu_report_parts(
-    answer_gpu: dict[str, Any], parsed: ParsedTrace, kernels: Path | None
+    answer_gpu: dict[str, Any],
+    parsed: ParsedTrace,
+    kernels: Path | None,
+    io_nodes: tuple[list[str], list[str]] = ([], []),
 ) -> GpuParts:
     """`gpu_ms`/`kernels` columns on the layers, the kernel tables and the metrics frame, from
-    the runner's `gpu` answer and its kernel file (fetched to `kernels`)."""
+    the runner's `gpu` answer and its kernel file (fetched to `kernels`). Input and output
+    copies are inserted rows drawn on `io_nodes` (the nodes that read the graph's inputs,
+    those that write its outputs)."""
     parts = GpuParts(parsed.layers, metadata={})
     if not answer_gpu:
         return parts
@@ -43,18 +48,22 @@ def gpu_report_parts(
         layers = parsed.layers.copy()
         layers["gpu_ms"] = layers["name"].map(found.gpu_ms).fillna(0.0).astype("float64")
         layers["kernels"] = layers["name"].map(found.kernel_count).fillna(0.0).astype("float64")
-        if OUTSIDE in found.gpu_ms:
-            outside = {
-                "name": OUTSIDE,
+        copies = [
+            {
+                "name": name,
                 "op_type": "Memcpy",
-                "provider": "CUDA",
+                "provider": "CUDAExecutionProvider",
                 "mapped_as": "inserted",
-                "onnx_nodes": [],
-                "onnx_weights": [],
-                "gpu_ms": found.gpu_ms[OUTSIDE],
-                "kernels": found.kernel_count[OUTSIDE],
+                "onnx_nodes": nodes,
+                "onnx_weights": [1.0 / len(nodes)] * len(nodes),
+                "gpu_ms": found.gpu_ms[name],
+                "kernels": found.kernel_count[name],
             }
-            layers = pd.concat([layers, pd.DataFrame([outside])], ignore_index=True)
+            for name, nodes in zip((INPUT_COPY, OUTPUT_COPY), io_nodes, strict=True)
+            if name in found.gpu_ms
+        ]
+        if copies:
+            layers = pd.concat([layers, pd.DataFrame(copies)], ignore_index=True)
         parts.layers = layers
         parts.kernels = found.kernels
         parts.kernel_timeline = found.timeline

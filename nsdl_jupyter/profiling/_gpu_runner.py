@@ -262,6 +262,14 @@ class MetricSampler:
         return self._t0
 
 
+def _clock_event_reasons(nvml: Any, handle: Any) -> int:
+    """Why clocks are held down (a bit mask); the call was renamed in newer NVML."""
+    reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if reasons is None:
+        reasons = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(reasons(handle))
+
+
 class ClockLock:
     """GPU and memory clocks locked to the default application clocks, then reset."""
 
