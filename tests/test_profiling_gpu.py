@@ -31,3 +31,13 @@ def test_resnet50_on_cuda(tmp_path: Path) -> None:
     assert report.metadata["device"].startswith("GPU 0: ")
     # the bare pass is faster than the profiled runs: the profiler syncs after each node
     assert report.latency["p50"] < np.median(report.metadata["profiled_run_ms"])
+
+
+def test_gpu_truth_on_torchvision_resnet50(tmp_path: Path) -> None:
+    """CUPTI kernel times, fused rows mapped, NVML samples, clocks locked (tests/gpu_truth.py)."""
+    from tests.gpu_truth import bare_loop_p50, export_torchvision, problems
+
+    path = export_torchvision("resnet50", tmp_path / "resnet50_b8.onnx")
+    report = profile_ort(path, provider="cuda", iterations=100, warmup=10,
+                         trace_path=tmp_path / "trace.json")  # fmt: skip
+    assert problems(report, bare_loop_p50(path)) == []
