@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +26,21 @@ def export_torchvision(name: str, path: Path, batch: int = 8) -> Path:
 
 
 def bare_loop_p50(path: Path, iterations: int = 100, warmup: int = 50) -> float:
-    """Median ms of a plain onnxruntime CUDA loop, as a user would time it."""
+    """Median ms of a plain onnxruntime CUDA loop, as a user would time it, with the clocks
+    locked as the profile locks them (unlocked, a small model's GPU does not boost fully)."""
     import onnxruntime as ort
 
+    from nsdl_jupyter.profiling import _gpu_runner
+
+    lock = _gpu_runner.ClockLock(0)
+    lock.lock()
+    try:
+        return _timed_loop(ort, path, iterations, warmup)
+    finally:
+        lock.unlock()
+
+
+def _timed_loop(ort: Any, path: Path, iterations: int, warmup: int) -> float:
     session = ort.InferenceSession(str(path), providers=["CUDAExecutionProvider"])
     feed = {
         i.name: np.random.default_rng(0).standard_normal(i.shape).astype(np.float32)
