@@ -423,7 +423,13 @@ class _Fp16Converter:
         standard = node.domain in ("", "ai.onnx")
         if standard and node.op_type in _CONSTANT_SOURCES:
             value = node.outputs[0]
-            if self.original.get(value) == FLOAT and self._every_use_wants_fp16(value, imports):
+            # `value_float=@epsilon` in a function body has no value until the call: it stays
+            # float32 and its users get a Cast.
+            if (
+                self.original.get(value) == FLOAT
+                and not any(attr.is_ref() for attr in node.attributes.values())
+                and self._every_use_wants_fp16(value, imports)
+            ):
                 self._convert_constant(node)
                 _retype(value, FLOAT16)
                 self.current[value] = FLOAT16
