@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import (
     COMPANION_SUFFIX,
+    CompanionWarning,
     InitializerError,
     ModelLoadError,
     ModelSaveError,
@@ -59,7 +61,9 @@ def test_external_data_is_read_lazily(tmp_path: Path) -> None:
     doc = nj.open_model(tmp_path / "m.onnx")
     weight = doc.graph.initializers["w"].const_value
     assert isinstance(weight, ir.ExternalTensor)
-    assert weight._array is None  # nothing read yet
+    # mapped, not read: the mapping pins the file's inode and copies no bytes
+    assert isinstance(weight.raw, mmap.mmap)
+    assert not np.asarray(weight).flags.owndata
     doc.set_attribute("conv", "dilations", [1, 1])
     data_file = tmp_path / "m.onnx.data"
     before = data_file.stat().st_mtime_ns
@@ -131,7 +135,13 @@ def test_companion_file_round_trip(tmp_path: Path) -> None:
     assert companion.is_file()
     assert nj.open_model(path).companion["positions"] == {"conv": [0.0, 1.5]}
     companion.write_text("{ not json")
-    assert nj.open_model(path).companion == {}  # never required to open the model
+    with pytest.warns(CompanionWarning, match="not valid JSON"):
+        assert nj.open_model(path).companion == {}  # never required to open the model
+    companion.write_text("[" * 100_000 + "]" * 100_000)  # deeper than json can parse
+    with pytest.warns(CompanionWarning, match="RecursionError"):
+        assert nj.open_model(path).companion == {}
+    companion.write_text('{"positions": {"conv": [1, "x"], "relu": [2, 3]}, "collapsed": 5}')
+    assert nj.open_model(path).companion == {"positions": {"relu": [2.0, 3.0]}}
 
 
 def test_mark_external_with_location_offset(tmp_path: Path) -> None:
