@@ -1,4 +1,4 @@
-"""`nsdl` subcommands of the transforms: fp16, sanitize, extract, tensors, tools.
+"""`nsdl` subcommands of the transforms: fp16, opset, sanitize, extract, tensors, tools.
 
 Each object is registered in `nsdl_jupyter.cli.COMMANDS`; it declares its arguments and
 runs with the parsed namespace, printing the status log and returning an exit code (0 ok,
@@ -93,6 +93,32 @@ class _Fp16:
             tolerance=args.tolerance,
             provider=args.provider,
             max_rounds=args.max_rounds,
+        )
+        return _report(status)
+
+
+class _Opset:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        _model_and_output(parser)
+        parser.add_argument("--target", type=int, required=True, help="the ONNX opset to reach")
+        parser.add_argument(
+            "--inline-functions",
+            action="store_true",
+            help="inline model-local functions first (the converter cannot convert them)",
+        )
+        _validation_arguments(parser, default_tolerance=1e-4)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from nsdl_jupyter.transforms._opset import convert_opset
+
+        status = convert_opset(
+            args.model,
+            args.output,
+            args.target,
+            inline_functions=args.inline_functions,
+            validate=not args.no_validate,
+            tolerance=args.tolerance,
+            provider=args.provider,
         )
         return _report(status)
 
@@ -299,6 +325,7 @@ class _Tools:
 
 
 FP16 = _Fp16()
+OPSET = _Opset()
 SANITIZE = _Sanitize()
 EXTRACT = _Extract()
 TENSORS = _Tensors()

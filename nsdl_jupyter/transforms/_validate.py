@@ -202,12 +202,12 @@ class Validator:
 
     def report(self, status: TransformStatus, result: ValidationResult) -> None:
         """Per-output errors into the status log; a source that cannot run is a warning."""
+        status.counts["validation_rounds"] = self.rounds
         if result.outcome == "source_failed":
             status.warn(f"not validated: {result.message}")
             return
         for error in result.errors:
             status.info(f"validation: {error.describe()}")
-        status.counts["validation_rounds"] = self.rounds
 
 
 def check_validation_arguments(tolerance: float, provider: str) -> None:
