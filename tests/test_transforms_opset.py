@@ -13,6 +13,7 @@ import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.transforms import TransformError, convert_opset
+from tests.test_transforms_fp16 import ONNXSCRIPT_LAYER_NORM
 
 LATEST = onnx.defs.onnx_opset_version()
 
@@ -75,23 +76,8 @@ def test_missing_adapter_names_the_operator_and_what_to_do(tmp_path: Path) -> No
         convert_opset(upgraded, tmp_path / "down.onnx", 12)
 
 
-LOCAL_FUNCTION = """<ir_version: 8, opset_import: ["": 18, "local": 1]>
-g (float[2, 8] x) => (float[2, 8] y) { y = local.LayerNorm<epsilon: float = 0.00001>(x) }
-<domain: "local", opset_import: ["": 18]>
-LayerNorm <epsilon>(X) => (Y) {
-    eps = Constant<value_float: float = @epsilon>()
-    mean = ReduceMean(X)
-    d = Sub(X, mean)
-    sq = Mul(d, d)
-    var = ReduceMean(sq)
-    ve = Add(var, eps)
-    sd = Sqrt(ve)
-    Y = Div(d, sd)
-}"""
-
-
 def test_local_functions_are_refused_unless_inlined(tmp_path: Path) -> None:
-    source = _save(tmp_path, LOCAL_FUNCTION)
+    source = _save(tmp_path, ONNXSCRIPT_LAYER_NORM)  # its epsilon is a reference
     with pytest.raises(TransformError, match=r"local::LayerNorm.*inline_functions=True"):
         convert_opset(source, tmp_path / "out.onnx", 21)
     status = convert_opset(source, tmp_path / "out.onnx", 21, inline_functions=True)

@@ -124,17 +124,7 @@ class Validator:
         if isinstance(source, (str, os.PathLike)):
             return Path(source).expanduser().absolute()
         path = self.folder / "source.onnx"
-        model = working_copy(source).model
-        big = (
-            sum(
-                v.const_value.nbytes
-                for g in model.graphs()
-                for v in g.initializers.values()
-                if v.const_value is not None
-            )
-            > 1_800_000_000
-        )
-        ir.save(model, path, external_data="source.onnx.data" if big else None)
+        ir.save(working_copy(source).model, path, external_data="source.onnx.data")
         return path
 
     def check(self, candidate: Path) -> ValidationResult:
