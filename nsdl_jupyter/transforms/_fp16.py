@@ -14,6 +14,12 @@ is inserted only where the tensor at hand has another dtype, shared by all consu
 same graph. Subgraphs and function bodies are converted the same way, their signatures
 following the node that owns them. Weights and constants are converted in place when every
 consumer wants float16, clamped to float16's finite range (never to inf: `0 * inf` is NaN).
+Attributes that reference a function's parameter (`value_float=@epsilon`) have no value to
+convert: such a Constant stays float32 and its users get a Cast.
+
+A converted model is only useful if it runs: by default the result is validated against the
+source with onnxruntime in a child process (`_validate`), and nodes that make onnxruntime
+crash or go out of tolerance are found by bisection (`_bisect`) and kept float32.
 """
 
 from __future__ import annotations

@@ -22,7 +22,12 @@ import numpy as np
 import onnx_ir as ir
 
 from nsdl_jupyter._compare_child import CPU, CompareJob, compare_in_child
-from nsdl_jupyter._isolated import ChildRaisedError, IsolatedRunError, run_isolated
+from nsdl_jupyter._isolated import (
+    DEFAULT_MEMORY_LIMIT,
+    ChildRaisedError,
+    IsolatedRunError,
+    run_isolated,
+)
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
 
@@ -139,7 +144,8 @@ class Validator:
             str(self.source), str(candidate), str(self._reference), self.provider, self.seed
         )
         try:
-            raw = run_isolated(compare_in_child, job, timeout=self.timeout)
+            limit = _memory_limit(self.source, candidate)
+            raw = run_isolated(compare_in_child, job, timeout=self.timeout, memory_limit=limit)
         except IsolatedRunError as error:
             result = self._died(error)
         except ChildRaisedError as error:  # a bug of ours in the child, not the model
@@ -198,6 +204,17 @@ class Validator:
             return
         for error in result.errors:
             status.info(f"validation: {error.describe()}")
+
+
+def _memory_limit(*models: Path) -> int:
+    """The child's address-space cap: the default, or room for sessions on big models."""
+    total = 0
+    for model in models:
+        folder = model.parent
+        total += model.stat().st_size
+        stem = model.name
+        total += sum(p.stat().st_size for p in folder.glob(f"{stem}.data*") if p.is_file())
+    return max(DEFAULT_MEMORY_LIMIT, 6 * total)
 
 
 def check_validation_arguments(tolerance: float, provider: str) -> None:
