@@ -36,7 +36,7 @@ DEFAULT_PROVIDER = CPU
 ROUND_TIMEOUT_S = 600.0
 _FP16_MAX = float(np.finfo(np.float16).max)
 
-Outcome = Literal["ok", "out_of_tolerance", "crashed", "failed", "source_failed"]
+Outcome = Literal["ok", "out_of_tolerance", "crashed", "failed", "not_validated"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ class OutputError:
 
 @dataclass
 class ValidationResult:
-    """The outcome of one comparison round, and why when it is not ok."""
+    """The outcome of one comparison round, and why when it is not ok. "not_validated": the
+    source cannot run (or the validation itself failed), so no candidate can be judged."""
 
     outcome: Outcome
     errors: list[OutputError] = field(default_factory=list)
@@ -148,13 +149,13 @@ class Validator:
             raw = run_isolated(compare_in_child, job, timeout=self.timeout, memory_limit=limit)
         except IsolatedRunError as error:
             result = self._died(error)
-        except ChildRaisedError as error:  # a bug of ours in the child, not the model
-            result = ValidationResult("failed", message=f"validation failed: {error}")
+        except ChildRaisedError as error:  # a bug of ours in the child, not the model's
+            result = ValidationResult("not_validated", message=f"validation failed: {error}")
         else:
             result = self._judge(raw)
         finally:
             self.seconds += time.perf_counter() - started
-        if result.outcome == "source_failed":
+        if result.outcome == "not_validated":
             self._source_failure = result
         return result
 
@@ -163,7 +164,7 @@ class Validator:
         detail = str(error).split("(")[-1].rstrip(")") if error.crashed else f"{self.timeout:g} s"
         if not self._reference.exists():
             return ValidationResult(
-                "source_failed",
+                "not_validated",
                 message=f"onnxruntime {what} on the source model ({detail}), so the result "
                 "cannot be validated",
             )
@@ -174,7 +175,7 @@ class Validator:
     def _judge(self, raw: dict[str, Any]) -> ValidationResult:
         if raw["source_error"]:
             return ValidationResult(
-                "source_failed",
+                "not_validated",
                 message=f"onnxruntime cannot run the source model, so the result cannot be "
                 f"validated: {raw['source_error']}",
             )
@@ -199,7 +200,7 @@ class Validator:
     def report(self, status: TransformStatus, result: ValidationResult) -> None:
         """Per-output errors into the status log; a source that cannot run is a warning."""
         status.counts["validation_rounds"] = self.rounds
-        if result.outcome == "source_failed":
+        if result.outcome == "not_validated":
             status.warn(f"not validated: {result.message}")
             return
         for error in result.errors:
