@@ -80,20 +80,31 @@ def test_vit_that_crashes_onnxruntime_in_float16_is_fixed_by_bisection(tmp_path:
     onnx.save(model, str(source))
     unchecked = tmp_path / "unchecked.onnx"
     assert convert_to_fp16(source, unchecked, validate=False).ok
-    with pytest.raises(IsolatedRunError) as crash:  # the onnxruntime bug is still there
+    try:  # onnxruntime 1.32 segfaults here; a later one may have fixed its bug
         run_isolated(run_both, str(source), str(unchecked), timeout=600)
-    assert crash.value.crashed
+        crashes = False
+    except IsolatedRunError as error:
+        crashes = error.crashed
+        if not crashes:
+            raise
+    import onnxruntime
+
+    if onnxruntime.__version__.startswith("1.32."):
+        assert crashes, "the fixture no longer reproduces onnxruntime 1.32's float16 crash"
 
     out = tmp_path / "vit_fp16.onnx"
     status = convert_to_fp16(source, out)
     print(status)
     assert status.ok, status
-    kept = status.counts["nodes_kept_by_validation"]
-    assert 0 < kept <= 24, status  # a few nodes, not the model
-    assert status.counts["nodes_converted"] > 500
-    assert any("crashed on the result" in w for w in status.warnings), status
     ((output, error, magnitude),) = run_isolated(run_both, str(source), str(out), timeout=600)
     assert error <= 2e-2 * max(1.0, magnitude), (output, error, magnitude)
+    assert status.counts["nodes_converted"] > 500
+    if not crashes:
+        assert status.counts["validation_rounds"] == 1, status
+        return
+    kept = status.counts["nodes_kept_by_validation"]
+    assert 0 < kept <= 24, status  # a few nodes, not the model
+    assert any("crashed on the result" in w for w in status.warnings), status
 
     # the crashing model as a source: validation says it cannot validate, and stops there
     again = convert_opset(unchecked, tmp_path / "same.onnx", 18)
