@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
+import random
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter.document import (
     COMPANION_SUFFIX,
     CompanionWarning,
+    DocumentError,
     InitializerError,
     ModelLoadError,
     ModelSaveError,
@@ -213,3 +216,25 @@ def test_check_names_generated_nodes_and_changes_nothing(tmp_path: Path) -> None
     doc.undo()
     doc.disconnect("Relu_1", 0)
     assert [d.node for d in doc.check() if d.severity == "error"] == ["Relu_1"]
+
+
+def test_mutated_bytes_give_document_errors_only(tmp_path: Path) -> None:
+    """Random byte flips, cuts and insertions in a real model: open and save either work
+    or raise a DocumentError, never a raw exception from protobuf, onnx or onnx_ir."""
+    rng = random.Random(0)
+    seed = conv_relu_model().SerializeToString()
+    path = tmp_path / "m.onnx"
+    for _ in range(400):
+        data = bytearray(seed)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(data))
+            roll = rng.random()
+            if roll < 0.6:
+                data[at] = rng.randrange(256)
+            elif roll < 0.8:
+                del data[at : at + rng.randint(1, 32)]
+            else:
+                data[at:at] = rng.randbytes(rng.randint(1, 8))
+        path.write_bytes(bytes(data))
+        with contextlib.suppress(DocumentError):
+            nj.open_model(path).save(tmp_path / "out.onnx")

@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import shutil
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,9 @@ class DataFileBook:
 
     def __init__(self) -> None:
         self._identities: dict[Path, FileIdentity] = {}
-        # id(tensor) -> (tensor, where); the tensor is held so its id is never reused
-        self._stored: dict[int, tuple[ir.TensorProtocol, StoredAt]] = {}
+        # id(tensor) -> (weak reference, where): an entry lives as long as its tensor (the
+        # model or the undo history holds it), so undo then save finds bytes already written
+        self._stored: dict[int, tuple[weakref.ref[ir.TensorProtocol], StoredAt]] = {}
         self._loaded: list[ir.ExternalTensor] = []
         # the data files the model on disk (as opened or last saved) reads
         self.model_files: set[Path] = set()
@@ -80,7 +82,7 @@ class DataFileBook:
             self._identities[path] = identity
             length = tensor.length if tensor.length is not None else tensor.nbytes
             where = StoredAt(path, identity.device, identity.inode, tensor.offset or 0, length)
-            self._stored[id(tensor)] = (tensor, where)
+            self._remember(tensor, where)
             self._loaded.append(tensor)
             self.model_files.add(path)
             pin(tensor)
@@ -99,10 +101,9 @@ class DataFileBook:
 
     def position(self, tensor: ir.TensorProtocol, path: Path) -> int | None:
         """The offset where `tensor`'s bytes already lie in `path`, if that is still true."""
-        entry = self._stored.get(id(tensor))
-        if entry is None or entry[0] is not tensor:
+        where = self._where(tensor)
+        if where is None:
             return None
-        where = entry[1]
         if where.path != path or not self.owns(path):
             return None
         identity = self._identities[path]
@@ -119,23 +120,22 @@ class DataFileBook:
             return
         self._identities[path] = identity
         for tensor, offset, length in placements:
-            where = StoredAt(path, identity.device, identity.inode, offset, length)
-            self._stored[id(tensor)] = (tensor, where)
+            self._remember(tensor, StoredAt(path, identity.device, identity.inode, offset, length))
 
-    def forget_unused(self, keep: Iterable[ir.TensorProtocol]) -> None:
-        """Drop positions of tensors no longer used, so their memory can be freed."""
-        wanted = {id(tensor) for tensor in keep}
-        for key in [key for key, (tensor, _) in self._stored.items() if key not in wanted]:
-            if not isinstance(self._stored[key][0], ir.ExternalTensor):
-                del self._stored[key]
+    def _remember(self, tensor: ir.TensorProtocol, where: StoredAt) -> None:
+        key = id(tensor)
+        stored = self._stored
 
-    def files_of(self, tensors: Iterable[ir.TensorProtocol]) -> set[Path]:
-        found = set()
-        for tensor in tensors:
-            entry = self._stored.get(id(tensor))
-            if entry is not None and entry[0] is tensor:
-                found.add(entry[1].path)
-        return found
+        def forget(_: object) -> None:
+            stored.pop(key, None)
+
+        self._stored[key] = (weakref.ref(tensor, forget), where)
+
+    def _where(self, tensor: ir.TensorProtocol) -> StoredAt | None:
+        entry = self._stored.get(id(tensor))
+        if entry is None or entry[0]() is not tensor:
+            return None
+        return entry[1]
 
 
 def external_tensors(model: ir.Model) -> Iterator[ir.ExternalTensor]:

@@ -197,9 +197,14 @@ class ModelDocument:
 
     @contextmanager
     def batch(self, description: str) -> Iterator[None]:
-        """Edits inside the block form one undo step and one event; any error undoes them all."""
-        with self._history.batch(description) as merged:
-            yield
+        """Edits inside the block form one undo step and one event; any error undoes them all.
+        Names created or renamed by earlier edits of the block are visible to later ones."""
+        try:
+            with self._history.batch(description) as merged:
+                yield
+        except BaseException:
+            self._forget_indexes()  # the block's edits were reverted
+            raise
         for event in merged:
             self._emit(event)
 
@@ -211,18 +216,27 @@ class ModelDocument:
         changed in `event` so views can update.
         """
         command = Command(description, edits, event)
-        self._emit(self._history.push(command))
+        emitted = self._history.push(command)
+        self._forget_indexes(event)  # also inside a batch, where no event is emitted yet
+        self._emit(emitted)
 
     def _emit(self, event: ChangeEvent | None) -> bool:
         if event is None:
             return False
-        if event.added or event.removed or event.renamed or event.edges or event.graph_io:
-            self._node_index = None
-            self._value_index = None
-        elif event.initializers:
-            self._value_index = None
+        self._forget_indexes(event)
         self._bus.emit(event)
         return True
+
+    def _forget_indexes(self, event: ChangeEvent | None = None) -> None:
+        """Drop the name indexes an edit may have made stale (all of them without `event`)."""
+        structural = event is None or (
+            event.added or event.removed or event.renamed or event.edges or event.graph_io
+        )
+        if structural:
+            self._node_index = None
+            self._value_index = None
+        elif event is not None and event.initializers:
+            self._value_index = None
 
     # -------------------------------------------------------------- attributes
     def set_attribute(self, node: ir.Node | str, name: str, value: Any) -> None:

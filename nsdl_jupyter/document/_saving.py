@@ -122,7 +122,6 @@ def save_model(model: ir.Model, request: SaveRequest, book: DataFileBook) -> Non
         book.record_written(
             data_file.path, [(p.tensor, p.offset, p.length) for p in data_file.placements]
         )
-    book.forget_unused(p.tensor for f in files for p in f.placements)
     written = {f.path for f in files}
     if request.source is not None and request.source.resolve() == target.resolve():
         _remove_superseded(model, book, book.model_files - written, target)
@@ -424,8 +423,15 @@ def _pin_before_replacing(model: ir.Model, book: DataFileBook, replaced: Sequenc
 
 
 def _serialize(model: ir.Model, files: Sequence[_DataFile], folder: Path, *, hidden: bool) -> bytes:
-    with _external_references(model, files, folder, hidden=hidden):
-        proto = ir.to_proto(model)
+    try:
+        with _external_references(model, files, folder, hidden=hidden):
+            proto = ir.to_proto(model)
+    except Exception as error:  # onnx_ir wraps what it cannot write in its own errors
+        cause = error.__cause__ or error
+        raise ModelSaveError(
+            f"the model cannot be written as ONNX ({type(cause).__name__}: {cause}); "
+            "nothing was written: fix the model (doc.check() lists its problems)"
+        ) from error
     _drop_initializer_value_info(proto.graph)
     data: bytes = proto.SerializeToString()
     if len(data) > _PROTOBUF_LIMIT:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
+from nsdl_jupyter.profiling._report import recorded_path
 
 # Short names users type -> onnxruntime provider names.
 PROVIDER_ALIASES = {
@@ -40,7 +41,15 @@ class OrtProfileSettings:
       then match the ONNX graph one to one);
     - `dim_sizes`: sizes of named free dimensions for random inputs (others = 1), or
       `input_folder`: one TensorProto `<input name>.pb` per input;
-    - `trace_path`: where the raw onnxruntime trace is kept (default from the model name).
+    - `trace_path`: where the raw onnxruntime trace is kept (default from the model name);
+    - `full_paths`: record absolute paths and the host name in the report's metadata (off: file
+      names, or paths relative to the working folder, and no host name, so a shared report or
+      notebook does not carry the user's home folder or machine name);
+    - on a GPU provider: `gpu_timing` traces every kernel with CUPTI for per-layer GPU times
+      (`gpu_ms`, `report.kernels`); `metrics_interval_ms` samples NVML during the measured
+      pass (0: off); `lock_clocks` locks GPU and memory clocks to their default application
+      clocks for the run (reset afterwards; without permission the run goes on unlocked and
+      the report says so). They need the `gpu` extra (cupti-python, nvidia-ml-py) there.
     """
 
     iterations: int = 20
@@ -53,6 +62,10 @@ class OrtProfileSettings:
     trace_path: Path | None = None
     seed: int = 0
     intra_op_threads: int | None = None
+    full_paths: bool = False
+    gpu_timing: bool = True
+    metrics_interval_ms: float = 10.0
+    lock_clocks: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provider", provider_name(self.provider))
@@ -92,6 +105,15 @@ class OrtProfileSettings:
                 "give either input_folder (inputs from files) or dim_sizes (random inputs), "
                 "not both"
             )
+        if (
+            isinstance(self.metrics_interval_ms, bool)
+            or not isinstance(self.metrics_interval_ms, (int, float))
+            or not 0 <= self.metrics_interval_ms <= 60_000
+        ):
+            raise ProfileSettingsError(
+                f"metrics_interval_ms={self.metrics_interval_ms!r}: use milliseconds between "
+                "NVML samples (1 to 60000), or 0 for none"
+            )
         if self.intra_op_threads is not None and self.intra_op_threads < 0:
             raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")
 
@@ -102,8 +124,8 @@ class OrtProfileSettings:
         return Path(os.getcwd()) / f"{safe}_{short}_profile.json"
 
     def to_json(self) -> dict[str, Any]:
+        """The settings as a report's metadata records them (paths as `full_paths` says)."""
         data = dataclasses.asdict(self)
         for key in ("input_folder", "trace_path"):
-            if data[key] is not None:
-                data[key] = str(data[key])
+            data[key] = recorded_path(data[key], full_paths=self.full_paths)
         return data

@@ -296,27 +296,36 @@ class _Tools:
         return self._run(store, args)
 
     def _run(self, store: object, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolStore, run_tool
+        from nsdl_jupyter.transforms._tools import ToolRun, ToolStore, run_tool
 
         assert isinstance(store, ToolStore)
 
         def echo(stream: str, line: str) -> None:
             print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
 
-        tool_run = run_tool(args.name, args.model, args.output, on_output=echo, store=store)
+        # Handlers first: a Ctrl-C that comes while the tool starts must end it too.
+        runs: list[ToolRun] = []
+        early = threading.Event()
         if threading.current_thread() is threading.main_thread():
 
             def interrupted(_signum: int, _frame: FrameType | None) -> None:
-                tool_run.cancel()
+                if runs:
+                    runs[0].cancel()
+                else:
+                    early.set()
 
             signal.signal(signal.SIGINT, interrupted)
             signal.signal(signal.SIGTERM, interrupted)
+        tool_run = run_tool(args.name, args.model, args.output, on_output=echo, store=store)
+        runs.append(tool_run)
+        if early.is_set():
+            tool_run.cancel()
         code = tool_run.wait()
         if tool_run.cancelled:
             print(f"tool {args.name!r} cancelled", file=sys.stderr)
             return 130
         if tool_run.error:
-            print(tool_run.error, file=sys.stderr)
+            print(f"{tool_run.error} (output: {tool_run.output})", file=sys.stderr)
         if code == 0 and tool_run.output is not None and tool_run.output.exists():
             print(f"output: {tool_run.output}")
         if code is not None and code < 0:
