@@ -88,6 +88,10 @@ def gpu_report_parts(
             frame.insert(0, "t_ms", frame.pop("t_ns") / 1e6)
         parts.metrics = frame
     parts.metadata["metrics"] = {k: v for k, v in metrics.items() if k != "columns"}
+    if answer_gpu.get("per_layer_metrics_unavailable"):
+        parts.metadata["per_layer_metrics_unavailable"] = dict(
+            answer_gpu["per_layer_metrics_unavailable"]
+        )
     if answer_gpu.get("clocks"):
         parts.metadata["clocks"] = dict(answer_gpu["clocks"])
     return parts

@@ -156,6 +156,21 @@ class KernelTracer:
         offsets = sorted(wall - stamp for stamp, wall in self.clock_pairs)
         return offsets[len(offsets) // 2] if offsets else 0
 
+    def per_layer_metrics(self) -> dict[str, str]:
+        """Why per-layer Tensor Core, SM and DRAM throughput are not measured (yet)."""
+        import importlib.util
+
+        has_pm = importlib.util.find_spec("cupti.pm_sampling") is not None
+        version = getattr(self._cupti, "__version__", "") or _package_version("cupti-python")
+        why = (
+            "needs CUPTI's range profiler or PM sampling per node (one replay per layer), not "
+            "wired in yet"
+            if has_pm
+            else f"needs CUPTI's PM sampling or range profiler, which cupti-python offers from "
+            f"13.3 on (with a CUDA 13.3+ libcupti); this one is {version or 'older'}"
+        )
+        return {metric: why for metric in ("tensor_core_util", "sm_throughput", "dram_throughput")}
+
     def save(self, path: str, profiling_start_ns: int) -> dict[str, Any]:
         """Write the records as columns (numpy .npz) and return a summary for the answer."""
         import numpy as np
@@ -188,6 +203,15 @@ class KernelTracer:
             "clock_offset_ns": offset,
             "clock_spread_ns": _spread(self.clock_pairs),
         }
+
+
+def _package_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:  # not installed as a distribution
+        return ""
 
 
 def _spread(pairs: list[tuple[int, int]]) -> int:

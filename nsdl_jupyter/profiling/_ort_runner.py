@@ -433,6 +433,7 @@ def _profiled_pass(
         kernels = os.path.join(workdir, "gpu_kernels.npz")
         summary = tracer.save(kernels, int(profiled.get_profiling_start_time_ns()))
         gpu["timing"] = {"available": True, "file": kernels, **summary}
+        gpu["per_layer_metrics_unavailable"] = tracer.per_layer_metrics()
     written: str = profiled.end_profiling()
     return written
 
