@@ -169,7 +169,7 @@ class KernelTracer:
             else f"needs CUPTI's PM sampling or range profiler, which cupti-python offers from "
             f"13.3 on (with a CUDA 13.3+ libcupti); this one is {version or 'older'}"
         )
-        return {metric: why for metric in ("tensor_core_util", "sm_throughput", "dram_throughput")}
+        return dict.fromkeys(("tensor_core_util", "sm_throughput", "dram_throughput"), why)
 
     def save(self, path: str, profiling_start_ns: int) -> dict[str, Any]:
         """Write the records as columns (numpy .npz) and return a summary for the answer."""
