@@ -160,7 +160,10 @@ class KernelTracer:
         """Why per-layer Tensor Core, SM and DRAM throughput are not measured (yet)."""
         import importlib.util
 
-        has_pm = importlib.util.find_spec("cupti.pm_sampling") is not None
+        try:
+            has_pm = importlib.util.find_spec("cupti.pm_sampling") is not None
+        except ImportError:
+            has_pm = False
         version = getattr(self._cupti, "__version__", "") or _package_version("cupti-python")
         why = (
             "needs CUPTI's range profiler or PM sampling per node (one replay per layer), not "
