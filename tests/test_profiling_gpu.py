@@ -40,7 +40,8 @@ def test_gpu_truth_on_torchvision_resnet50(tmp_path: Path) -> None:
     from tests.gpu_truth import bare_loop_p50, export_torchvision, problems
 
     path = export_torchvision("resnet50", tmp_path / "resnet50_b8.onnx")
-    report = profile_ort(path, provider="cuda", iterations=100, warmup=10,
+    # 300 inferences each: the p50s of 100 differ by up to ~4 % from run to run on the H200
+    report = profile_ort(path, provider="cuda", iterations=300, warmup=30,
                          trace_path=tmp_path / "trace.json")  # fmt: skip
-    found = problems(report, bare_loop_p50(path))
+    found = problems(report, bare_loop_p50(path, iterations=300))
     assert found == [], found
