@@ -90,8 +90,9 @@ def op_type_share_figure(
             sort=False,
         )
     )
+    label = time_label(report, column)
     fig.update_layout(
-        title=f"{time_label(report, column).capitalize()} by op type: {report.name}"
+        title=f"{label[:1].upper()}{label[1:]} by op type: {report.name}"
         f"{_hidden_note(report)}",
         height=420,
     )
