@@ -92,8 +92,7 @@ def op_type_share_figure(
     )
     label = time_label(report, column)
     fig.update_layout(
-        title=f"{label[:1].upper()}{label[1:]} by op type: {report.name}"
-        f"{_hidden_note(report)}",
+        title=f"{label[:1].upper()}{label[1:]} by op type: {report.name}{_hidden_note(report)}",
         height=420,
     )
     return fig

@@ -63,7 +63,7 @@ def _cut(text: str, width: int) -> str:
 
 
 MAX_KERNEL_ROWS = 200
-_KERNEL_NAME_WIDTH = 80
+_KERNEL_NAME_WIDTH = 56
 
 
 def _row_label(row: Any, column: str, share: float) -> str:
@@ -100,7 +100,8 @@ def _kernels_html(table: Any, layer: str) -> str:
         )
     more = len(table) - MAX_KERNEL_ROWS
     tail = f"<p><i>and {more} more kernels</i></p>" if more > 0 else ""
-    return f"<table class='nsdl-profile-kernels'><tr>{head}</tr>{''.join(body)}</table>{tail}"
+    table = f"<table class='nsdl-profile-kernels'><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div style='overflow-x:auto'>{table}{tail}</div>"
 
 
 def _cut_end(text: str, width: int) -> str:
@@ -179,6 +180,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.hide_non_compute,
             description="hide non-compute (copies, reorders, shape ops)",
             indent=False,
+            layout=widgets.Layout(width="auto"),
         )
         self._hide.add_class("nsdl-profile-hide-non-compute")
         self._filter = widgets.Text(placeholder="filter by name or op type", description="Filter")
