@@ -45,7 +45,7 @@ def without_gpu_timing(report: ProfileReport, message: str = CUPTI_MISSING) -> P
     metadata = copy.deepcopy(report.metadata)
     metadata["gpu"]["timing"] = {"available": False, "message": message}
     layers = report.layers.drop(columns=["gpu_ms", "kernels"])
-    layers = layers[layers["name"] != "(outside nodes)"]
+    layers = layers[layers["name"] != "(input copy)"]
     return ProfileReport(layers, latencies_ms=report.latencies_ms,
                          timeline_events=report.timeline_events, metadata=metadata,
                          gpu_metrics=report.gpu_metrics)  # fmt: skip
@@ -162,9 +162,9 @@ def test_hide_non_compute(vit: ProfileReport, resnet: ProfileReport) -> None:
     assert len(table) == len(vit.layers) - int(mask.sum())
     assert not set(table["op_type"]) & views.NON_COMPUTE_OP_TYPES
     # the copy is resnet's slowest GPU layer; hidden, it leaves every view
-    assert resnet.layers.nlargest(1, "gpu_ms")["name"].item() == "(outside nodes)"
+    assert resnet.layers.nlargest(1, "gpu_ms")["name"].item() == "(input copy)"
     top = views.top_layers_figure(resnet, hide_non_compute=True)
-    assert "(outside nodes)" not in set(top.data[0].y)
+    assert "(input copy)" not in set(top.data[0].y)
     assert "non-compute layers hidden" in top.layout.title.text
     # shares stay those of the whole report
     full = views.top_layers_figure(resnet)
@@ -173,7 +173,7 @@ def test_hide_non_compute(vit: ProfileReport, resnet: ProfileReport) -> None:
     assert kept["/conv1/Conv"] == pytest.approx(conv["/conv1/Conv"])
     timeline = views.timeline_figure(vit, hide_non_compute=True)
     rows = set(timeline.layout.yaxis.categoryarray)
-    assert "(outside nodes)" not in rows and not rows & set(hidden["name"])
+    assert "(input copy)" not in rows and not rows & set(hidden["name"])
     kernels = sum(len(t.y) for t in bars(timeline))
     assert kernels == 2 * int((~vit.kernel_timeline["layer"].isin(hidden["name"])).sum())
     share = views.op_type_share_figure(vit, hide_non_compute=True)
@@ -193,7 +193,8 @@ def test_hide_non_compute_drops_tensorrt_reformats() -> None:
 
 def test_summary_and_html_say_gpu_busy_idle_and_clocks(resnet: ProfileReport) -> None:
     text = resnet.summary()
-    assert "GPU busy / idle: 2.067 ms busy, 4.653 ms idle of 6.720 ms (31% busy)" in text
+    busy = resnet.metadata["gpu"]["timing"]["busy_ms_mean"]
+    assert f"GPU busy / idle: {busy:.3f} ms busy per inference" in text
     assert "SM clock locked at 1980 MHz" in text
     assert "warning: memory clock not locked" in text
     assert "27 NVML samples every 10 ms" in text
@@ -289,7 +290,7 @@ def test_profile_view_opens_the_kernel_table_of_the_selected_layer(
 def test_profile_view_hides_non_compute(vit: ProfileReport) -> None:
     view = ProfileView(vit)
     assert len(view._table.options) == len(vit.layers)
-    view.selected = "(outside nodes)"
+    view.selected = "(input copy)"
     view._hide.value = True
     assert view.hide_non_compute
     hidden = int(views.non_compute_mask(vit.layers).sum())
@@ -297,7 +298,7 @@ def test_profile_view_hides_non_compute(vit: ProfileReport) -> None:
     assert f"{hidden} non-compute hidden" in view._count.value
     assert view._table.value is None  # the selected copy is hidden from the table
     rows = set(view.timeline.layout.yaxis.categoryarray)
-    assert "(outside nodes)" not in rows
+    assert "(input copy)" not in rows
     share = view._charts[1].outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert "Reshape" not in share["data"][0]["labels"]
 

@@ -22,12 +22,13 @@ def _busy_row(timing: Mapping[str, Any]) -> str:
     )
     if math.isnan(busy):
         return ""
-    text = f"{busy:.3f} ms busy"
-    if not math.isnan(idle):
-        text += f", {idle:.3f} ms idle"
-    if not math.isnan(span) and span > 0:
-        text += f" of {span:.3f} ms ({busy / span:.0%} busy)"
-    return text + " per inference (union of kernel intervals)"
+    text = f"{busy:.3f} ms busy per inference (union of kernel intervals)"
+    if not math.isnan(idle) and not math.isnan(span) and span > 0:
+        text += (
+            f"; in the traced pass {idle:.3f} ms idle of {span:.3f} ms (onnxruntime's profiler "
+            "waits after each node there: compare busy with the end-to-end latency)"
+        )
+    return text
 
 
 def _clocks_row(clocks: Mapping[str, Any]) -> str:
@@ -83,4 +84,10 @@ def gpu_summary_rows(metadata: Mapping[str, Any], metric_samples: int = 0) -> li
         text = _metrics_row(metrics, metric_samples)
         if text:
             rows.append(("GPU metrics", text))
+    per_layer = gpu.get("per_layer_metrics_unavailable")
+    if isinstance(per_layer, Mapping) and per_layer:
+        reasons = sorted({str(v) for v in per_layer.values()})
+        rows.append(
+            ("per-layer metrics", f"{', '.join(per_layer)}: unavailable ({'; '.join(reasons)})")
+        )
     return rows

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
+
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
 
-# Copies between host and GPU that the GPU timing puts outside every node (older reports name
-# them "(outside nodes)").
-COPY_LAYERS = frozenset({"(input copy)", "(output copy)", "(outside nodes)"})
+# Copies between host and GPU that the GPU timing puts before or after every node.
+COPY_LAYERS = frozenset({INPUT_COPY, OUTPUT_COPY})
 # Ops that only copy, reorder the layout of, or reinterpret the shape of a tensor (onnxruntime
 # op types; TensorRT layer types "Reformat" and "NoOp").
 NON_COMPUTE_OP_TYPES = frozenset(
