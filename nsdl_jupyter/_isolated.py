@@ -12,6 +12,7 @@ allows, and the result or the exception comes back through a pipe.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
@@ -70,8 +71,13 @@ class IsolatedWorker:
             b = worker.call(evaluate, batch_b)
     """
 
-    def __init__(self, *, memory_limit: int | None = DEFAULT_MEMORY_LIMIT) -> None:
+    def __init__(
+        self, *, memory_limit: int | None = DEFAULT_MEMORY_LIMIT, preload: tuple[str, ...] = ()
+    ) -> None:
+        """`preload`: modules the child imports as soon as it starts (while the parent works
+        on, before the first call needs them)."""
         self.memory_limit = memory_limit
+        self.preload = preload
         self.starts = 0  # children spawned so far (a crash costs one more)
         self._process: multiprocessing.process.BaseProcess | None = None
         self._connection: multiprocessing.connection.Connection | None = None
@@ -84,7 +90,7 @@ class IsolatedWorker:
 
     def call(self, function: Callable[..., _T], *args: Any, timeout: float | None = None) -> _T:
         """`function(*args)` in the child; raises like `run_isolated`."""
-        connection = self._start()
+        connection = self.start()
         try:
             connection.send((function, args))
             if not connection.poll(timeout):
@@ -121,12 +127,15 @@ class IsolatedWorker:
                 process.kill()
             process.join(5)
 
-    def _start(self) -> multiprocessing.connection.Connection:
+    def start(self) -> multiprocessing.connection.Connection:
+        """Spawn the child now (it imports in the background); calls start it anyway."""
         if self._connection is not None:
             return self._connection
         context = multiprocessing.get_context("spawn")
         here, there = context.Pipe(duplex=True)
-        process = context.Process(target=_child_main, args=(there, self.memory_limit), daemon=True)
+        process = context.Process(
+            target=_child_main, args=(there, self.memory_limit, self.preload), daemon=True
+        )
         process.start()
         there.close()
         self._process, self._connection = process, here
@@ -135,11 +144,16 @@ class IsolatedWorker:
 
 
 def _child_main(
-    connection: multiprocessing.connection.Connection, memory_limit: int | None
+    connection: multiprocessing.connection.Connection,
+    memory_limit: int | None,
+    preload: tuple[str, ...],
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupting the kernel is not for us
     if memory_limit is not None:
         _limit_memory(memory_limit)
+    for module in preload:
+        with contextlib.suppress(Exception):  # a call that needs it will say what is wrong
+            importlib.import_module(module)
     while True:
         try:
             request = connection.recv()

@@ -3,6 +3,12 @@ shape inference, identical outputs, errors."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -297,3 +303,120 @@ def test_bert_base_shrinks_below_peers_and_stays_identical(tmp_path: Path) -> No
     }
     for x, y in zip(_run(source, feeds), _run(out, feeds), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+# A few hundred bytes of model, `rows` x 2**20 floats of folded result: each generator sized
+# from its constant inputs (never from declared shapes, which the ConstantOfShape case lies
+# about).
+HUGE = {
+    "ConstantOfShape": """
+        s = Constant<value: tensor = int64[3] {{{rows}, 1024, 1024}}>()
+        big = ConstantOfShape<value: tensor = float[1] {{1.5}}>(s)""",
+    "Expand": """
+        v = Constant<value: tensor = float[1] {{1.5}}>()
+        s = Constant<value: tensor = int64[3] {{{rows}, 1024, 1024}}>()
+        big = Expand(v, s)""",
+    "Tile": """
+        v = Constant<value: tensor = float[2] {{1.5, 2.5}}>()
+        r = Constant<value: tensor = int64[1] {{{half}}}>()
+        big = Tile(v, r)""",
+    "Range": """
+        a = Constant<value_float: float = 0.0>()
+        b = Constant<value_float: float = {count}.0>()
+        d = Constant<value_float: float = 1.0>()
+        big = Range(a, b, d)""",
+}
+
+
+def _huge_model(tmp_path: Path, op: str, rows: int = 10_000_000) -> Path:
+    """A model whose `op` makes rows * 4 MiB (40 TB by default) and reduces it to one float."""
+    count = rows * 2**20
+    body = HUGE[op].format(rows=rows, half=count // 2, count=count)
+    model = ir.from_onnx_text(
+        f"""<ir_version: 8, opset_import: ["": 18]>
+        g (float[1] x) => (float[1] y) {{
+            {body}
+            m = ReduceMax<keepdims = 0>(big)
+            y = Add(x, m)
+        }}"""
+    )
+    for node in model.graph:
+        if node.op_type == op == "ConstantOfShape":
+            node.outputs[0].type = ir.TensorType(ir.DataType.FLOAT)
+            node.outputs[0].shape = ir.Shape([1])  # a lie: the estimate must not trust it
+    path = tmp_path / f"{op}.onnx"
+    ir.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize("op", sorted(HUGE))
+def test_threshold_is_checked_before_folding(tmp_path: Path, op: str) -> None:
+    source = _huge_model(tmp_path, op)
+    assert source.stat().st_size < 400
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out, fold_size_threshold=1024)
+    assert status.ok, status.warnings
+    assert _ops(out)[op] == 1
+    assert status.counts["nodes_over_threshold"] == 1
+    # the size in the log is the estimate: no machine could have computed 40 TB to measure it
+    kept = next(line for line in status.log if "exceeds 1024 bytes" in line)
+    assert "bytes)" in kept and not status.warnings
+
+
+def test_oversized_folding_stays_out_of_memory(tmp_path: Path) -> None:
+    """Nothing over the threshold is ever computed: sanitizing four models of 1.5 GiB results
+    (computable here, so computing them would show) in a fresh interpreter peaks far below one
+    of them (VmHWM: ru_maxrss would carry this test process's peak across fork and exec)."""
+    sources = [str(_huge_model(tmp_path, op, rows=384)) for op in sorted(HUGE)]
+    script = f"""
+from pathlib import Path
+from nsdl_jupyter.transforms import sanitize
+for source in {sources!r}:
+    assert sanitize(source, source + ".out.onnx", fold_size_threshold=1024).ok
+status = Path("/proc/self/status").read_text().splitlines()
+print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_kib = int(done.stdout.split()[-1])
+    assert peak_kib < 2**19, f"{peak_kib} KiB"  # 512 MiB
+
+
+def _kill_spawned_child(stop: threading.Event, killed: list[int]) -> None:
+    """Kill the first spawned child of this process (the folding worker), as the OOM killer
+    or a segfault in onnxruntime would end it."""
+    me = os.getpid()
+    while not stop.is_set() and not killed:
+        for children in Path(f"/proc/{me}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"spawn_main" in cmdline:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+                    return
+        time.sleep(0.002)
+
+
+def test_a_dead_folding_process_spares_the_kernel(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, CHAIN)
+    out = tmp_path / "out.onnx"
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_spawned_child, args=(stop, killed))
+    killer.start()
+    try:
+        status = sanitize(source, out)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "sanitize evaluated nothing in a child process"
+    assert status.ok
+    died = [w for w in status.warnings if "not folded" in w and "SIGKILL" in w]
+    assert died and "the kernel is fine" in died[0], status.warnings
+    assert _ops(out)["Mul"] == 1  # kept, not lost
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])

@@ -20,7 +20,9 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
-from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
+from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
+from nsdl_jupyter.transforms._evaluate import Evaluator
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -72,24 +74,31 @@ def sanitize(
     copy = working_copy(model)
     status = TransformStatus("sanitize")
     before = _node_count(copy.model)
-    folder = _Sanitizer(copy.model, fold_size_threshold, status)
+    folder = _Sanitizer(
+        copy.model, fold_size_threshold, status, memory_limit=_child_memory(copy.model)
+    )
+    if fold_constants and _likely_folds(copy.model.graph):
+        folder.start_evaluator()  # its imports overlap with the first shape inference
     untyped = [] if infer_shapes else _untyped_values(copy.model)
     done = 0
     changed = True
-    while changed and (passes is None or done < passes):
-        done += 1
-        changed = folder.lift_constants(done) if fold_constants else False
-        # Every pass starts from fresh shapes; edits never invalidate the shapes of the
-        # tensors that remain, so the rules below need no inference of their own.
-        _infer(copy.model)
-        if fold_constants:
-            changed |= folder.fold(done)
-        if simplify:
-            changed |= folder.simplify(done)
-        if fuse_batchnorm:
-            changed |= folder.fuse_batchnorm(done)
-        if remove_dead_nodes:
-            changed |= folder.remove_dead(done)
+    try:
+        while changed and (passes is None or done < passes):
+            done += 1
+            changed = folder.lift_constants(done) if fold_constants else False
+            # Every pass starts from fresh shapes; edits never invalidate the shapes of the
+            # tensors that remain, so the rules below need no inference of their own.
+            _infer(copy.model)
+            if fold_constants:
+                changed |= folder.fold(done)
+            if simplify:
+                changed |= folder.simplify(done)
+            if fuse_batchnorm:
+                changed |= folder.fuse_batchnorm(done)
+            if remove_dead_nodes:
+                changed |= folder.remove_dead(done)
+    finally:
+        folder.close()
     status.count("passes", done)
     if infer_shapes:
         if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
@@ -103,6 +112,28 @@ def sanitize(
     saved = copy.save(target)
     validate_saved(saved, status, model)
     return status.finish(saved)
+
+
+def _likely_folds(graph: ir.Graph) -> bool:
+    """Some node reads only constants (the first pass will evaluate something)."""
+    constant = {v for v in graph.initializers.values() if not v.is_graph_input()}
+    for node in graph:
+        inputs = [v for v in node.inputs if v is not None]
+        if node.op_type == "Constant" and not node.inputs:
+            constant.update(node.outputs)
+        elif inputs and all(v in constant for v in inputs) and node.op_type not in NONDETERMINISTIC:
+            return True
+    return False
+
+
+def _child_memory(model: ir.Model) -> int:
+    """Address space for the folding child: room for a copy or two of the largest weight
+    a folded node may read, on top of the runtime's own."""
+    largest = max(
+        (v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value),
+        default=0,
+    )
+    return DEFAULT_MEMORY_LIMIT + 4 * largest
 
 
 def _untyped_values(model: ir.Model) -> list[ir.Value]:
@@ -161,6 +192,19 @@ class _Constants:
         assert value.const_value is not None
         return value.const_value.numpy()
 
+    def shape(self, value: ir.Value) -> tuple[int, ...]:
+        """The shape, without reading a stored tensor's bytes."""
+        if value in self.extra:
+            return tuple(self.extra[value].shape)
+        assert value.const_value is not None
+        return tuple(value.const_value.shape.numpy())
+
+    def itemsize(self, value: ir.Value) -> int:
+        if value in self.extra:
+            return int(self.extra[value].itemsize)
+        assert value.const_value is not None
+        return bytes_per_element(value.const_value.dtype)
+
     def update(self, values: dict[ir.Value, np.ndarray]) -> None:
         self.extra.update(values)
 
@@ -175,6 +219,22 @@ class _Sanitizer:
     status: TransformStatus
     skipped: set[ir.Node] = field(default_factory=set)
     number: int = 0
+    memory_limit: int | None = None
+    evaluator: Evaluator | None = None
+
+    def start_evaluator(self) -> Evaluator:
+        """The child process that evaluates nodes, started now if it is not running."""
+        if self.evaluator is None:
+            self.evaluator = Evaluator(
+                self.model, max_bytes=self.threshold, memory_limit=self.memory_limit
+            )
+        self.evaluator.worker.start()
+        return self.evaluator
+
+    def close(self) -> None:
+        """End the evaluating child process, if one was started."""
+        if self.evaluator is not None:
+            self.evaluator.close()
 
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
@@ -296,55 +356,68 @@ class _Sanitizer:
     def _evaluate(
         self, batch: Sequence[ir.Node], constants: _Constants
     ) -> dict[ir.Value, np.ndarray]:
-        """Values of the batch's outputs; nodes that cannot be evaluated are skipped."""
-        if not batch:
-            return {}
-        needed = _inputs_from_outside(batch)
-        feeds = {v.name or "": constants[v] for v in needed}
-        outputs = [v for node in batch for v in node.outputs]
-        try:
-            computed = evaluate(batch, feeds, [v.name or "" for v in outputs], self.model)
-            return {v: computed[v.name or ""] for v in outputs}
-        except EvaluationError:
-            pass
+        """Values of the batch's outputs, in rounds of nodes whose inputs are all known, each
+        sized before it runs; nodes over the threshold, or that fail, are skipped."""
+        known = _Constants(constants.values)
+        known.extra = constants.extra.copy()
         results: dict[ir.Value, np.ndarray] = {}
-        for node in batch:
-            sources = [v for v in node.inputs if v is not None]
-            if not all(v in constants or v in results for v in sources):
-                continue  # an input could not be evaluated
-            feeds = {v.name or "": results[v] if v in results else constants[v] for v in sources}
-            names = [v.name or "" for v in node.outputs]
-            try:
-                computed = evaluate([node], feeds, names, self.model)
-            except EvaluationError as error:
-                self.skipped.add(node)
-                self.status.warn(f"not folded: {node.name} ({node.op_type}): {error}")
-                self.status.count("nodes_not_evaluated")
-                continue
-            results.update({v: computed[v.name or ""] for v in node.outputs})
+        remaining = list(batch)
+        too_big: dict[ir.Node, int] = {}
+        while remaining:
+            ready = [n for n in remaining if all(v is None or v in known for v in n.inputs)]
+            if not ready:
+                break  # the rest depends on nodes that were skipped
+            remaining = [n for n in remaining if n not in set(ready)]
+            run = []
+            for node in ready:
+                size = output_bytes(node, known)
+                if self.threshold is not None and size is not None and size > self.threshold:
+                    too_big[node] = size
+                else:
+                    run.append(node)
+            computed, over = self._run(run, known)
+            too_big.update(over)
+            known.update(computed)
+            results.update(computed)
+        self._report_too_big(too_big)
         return results
+
+    def _run(
+        self, nodes: list[ir.Node], known: _Constants
+    ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
+        """Evaluate independent nodes in the child; their values, and those found too big."""
+        if not nodes:
+            return {}, {}
+        feeds = {v.name or "": known[v] for v in _inputs_from_outside(nodes)}
+        result = self.start_evaluator().evaluate(nodes, feeds)
+        for index, reason in sorted(result.failed.items()):
+            node = nodes[index]
+            self.skipped.add(node)
+            self.status.warn(f"not folded: {node.name} ({node.op_type}): {reason}")
+            self.status.count("nodes_not_evaluated")
+        values = {
+            v: result.values[v.name or ""]
+            for node in nodes
+            for v in node.outputs
+            if (v.name or "") in result.values
+        }
+        return values, {nodes[i]: size for i, size in result.too_big.items()}
+
+    def _report_too_big(self, too_big: dict[ir.Node, int]) -> None:
+        if not too_big:
+            return
+        self.skipped.update(too_big)
+        sizes = (f"{node.name} ({size} bytes)" for node, size in too_big.items())
+        self.status.info(
+            f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
+            f"{self.threshold} bytes: {_names(sizes)}"
+        )
+        self.status.count("nodes_over_threshold", len(too_big))
 
     def _apply(
         self, graph: ir.Graph, candidates: list[ir.Node], values: dict[ir.Value, np.ndarray]
     ) -> int:
-        folded: list[ir.Node] = []
-        too_big: list[ir.Node] = []
-        for node in candidates:
-            if not all(v in values for v in node.outputs):
-                continue
-            if self.threshold is not None and any(
-                values[v].nbytes > self.threshold for v in node.outputs
-            ):
-                too_big.append(node)
-                continue
-            folded.append(node)
-        if too_big:
-            self.skipped.update(too_big)
-            self.status.info(
-                f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
-                f"{self.threshold} bytes: {_names(n.name or '' for n in too_big)}"
-            )
-            self.status.count("nodes_over_threshold", len(too_big))
+        folded = [node for node in candidates if all(v in values for v in node.outputs)]
         if not folded:
             return 0
         members = set(folded)
