@@ -420,3 +420,100 @@ def test_a_dead_folding_process_spares_the_kernel(tmp_path: Path) -> None:
     assert _ops(out)["Mul"] == 1  # kept, not lost
     x = np.ones((2, 3), np.float32)
     np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+
+
+# Shaped like an HF BERT torch export, with dynamic batch and sequence: zero biases, the
+# attention-mask chain, the head split through Shape/Gather/Unsqueeze/Concat, and rewrites
+# that must NOT happen (broadcasts that change shape, narrowing casts, Reshape with 0).
+TORCH_LIKE = """<ir_version: 8, opset_import: ["": 17]>
+g (float[batch, seq, 8] x, int64[batch, seq] mask, float[batch, seq, 8] n)
+    => (float[batch, 2, seq, seq] y, float[batch, seq, 8] z, int64[batch, seq] w,
+        int64[batch, seq] w2,
+        float[batch, seq, 8] keep, float[bs, 8] flat, float[batch, seq, 8] same) {
+    W = Constant<value: tensor = float[8, 8] {
+        1, 2, 0, 1, 3, 1, 0, 2, 0, 1, 1, 2, 1, 0, 1, 1, 2, 0, 1, 1, 0, 2, 1, 0, 1, 1, 0, 2,
+        1, 1, 2, 0, 0, 1, 2, 1, 1, 0, 1, 2, 2, 1, 0, 0, 1, 2, 1, 1, 1, 0, 1, 2, 0, 1, 1, 2,
+        0, 2, 1, 1, 2, 1, 0, 1}>()
+    bias = Constant<value: tensor = float[8] {0, 0, 0, 0, 0, 0, 0, 0}>()
+    zero = Constant<value_float: float = 0.0>()
+    one = Constant<value: tensor = float[1] {1.0}>()
+    h = MatMul(x, W)
+    hb = Add(h, bias)
+    h2 = Sub(hb, zero)
+    h3 = Mul(one, h2)
+    h4 = Div(h3, one)
+    sh = Shape(h4)
+    i0 = Constant<value_int: int = 0>()
+    i1 = Constant<value_int: int = 1>()
+    b = Gather(sh, i0)
+    s = Gather(sh, i1)
+    a0 = Constant<value_ints: ints = [0]>()
+    ub = Unsqueeze(b, a0)
+    us = Unsqueeze(s, a0)
+    heads = Constant<value_ints: ints = [2, 4]>()
+    split = Concat<axis = 0>(ub, us, heads)
+    r = Reshape(h4, split)
+    t = Transpose<perm = [0, 2, 1, 3]>(r)
+    tt = Transpose<perm = [0, 1, 3, 2]>(t)
+    scores = MatMul(t, tt)
+    a1 = Constant<value_ints: ints = [1]>()
+    a2 = Constant<value_ints: ints = [2]>()
+    m1 = Unsqueeze(mask, a1)
+    m2 = Unsqueeze(m1, a2)
+    mb = Cast<to = 9>(m2)
+    mf = Cast<to = 1>(mb)
+    inv = Sub(one, mf)
+    big = Constant<value_float: float = -10000.0>()
+    mm = Mul(inv, big)
+    y = Add(scores, mm)
+    u = Unsqueeze(h4, a1)
+    z = Squeeze(u, a1)
+    wb = Cast<to = 9>(mask)
+    wi = Cast<to = 6>(wb)
+    w = Cast<to = 7>(wi)
+    w32 = Cast<to = 6>(mask)
+    w2 = Cast<to = 7>(w32)
+    wide = Constant<value: tensor = float[1, 1, 1, 8] {0, 0, 0, 0, 0, 0, 0, 0}>()
+    grown = Add(n, wide)
+    keep = ReduceSum<keepdims = 0>(grown, a0)
+    two = Constant<value_ints: ints = [0, -1]>()
+    f1 = Flatten<axis = 2>(n)
+    f2 = Reshape(f1, two)
+    back = Constant<value_ints: ints = [-1, 8]>()
+    flat = Reshape(f2, back)
+    e = Constant<value_ints: ints = [8]>()
+    split8 = Concat<axis = 0>(ub, us, e)
+    rs = Reshape(n, split8)
+    same = Relu(rs)
+}"""
+
+
+def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, TORCH_LIKE)
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.ok, status.warnings
+    ops = _ops(out)
+    assert ops["Div"] == 0 and ops["Shape"] == 0 and ops["Gather"] == 0 and ops["Concat"] == 0
+    assert ops["Unsqueeze"] == 1 and ops["Squeeze"] == 0  # mask: two merged; z: undone
+    assert ops["Add"] == 2  # scores + mask; the [1, 1, 1, 8] zeros add a dim: kept
+    assert ops["Sub"] == 1 and ops["Mul"] == 1  # 1 - mask, * -10000; no x-0, no 1*x
+    casts = [n for n in onnx.load(str(out)).graph.node if n.op_type == "Cast"]
+    # bool->int32->int64 merges; int64->bool->float and int64->int32->int64 narrow: kept
+    assert len(casts) == 6
+    # the head split is left; Flatten->Reshape(0, -1)->Reshape(-1, 8) is the Flatten alone;
+    # Reshape(n, [0, 0, 8]) is the identity
+    assert ops["Reshape"] == 1 and ops["Flatten"] == 1
+    model = onnx.load(str(out))
+    names = ["y", "z", "w", "w2", "keep", "flat", "same"]
+    assert [o.name for o in model.graph.output] == names
+    rng = np.random.default_rng(0)
+    for batch, seq in [(2, 5), (1, 1), (3, 2)]:
+        feeds = {
+            "x": rng.standard_normal((batch, seq, 8)).astype(np.float32),
+            "mask": rng.integers(-1, 3, (batch, seq)).astype(np.int64) * (2**33),
+            "n": np.where(rng.random((batch, seq, 8)) < 0.2, -0.0, 1.5).astype(np.float32),
+        }
+        for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
+            assert before.shape == after.shape and before.dtype == after.dtype, name
+            np.testing.assert_array_equal(before, after, err_msg=name)

@@ -301,10 +301,13 @@ class _Sanitizer:
         return pinned + self._apply(graph, [*shapes, *batch], values)
 
     def _pin_reshapes(self, graph: ir.Graph, constants: _Constants) -> int:
-        """Reshape to a computed shape whose result has at most one free dimension gets a
-        constant shape, -1 for the free one (what onnxsim does): the shape arithmetic
-        feeding it (Shape, Gather, Unsqueeze, Concat) then dies."""
+        """Reshape to a computed shape gets a constant one when its result has at most one
+        free dimension besides those it keeps from its input: 0 (copy) for a dimension the
+        input has at the same place, -1 for the free one. The shape arithmetic feeding it
+        (Shape, Gather, Unsqueeze, Concat) then dies: HF's head split `x.view(*x.size()[:-1],
+        heads, size)` on [batch, sequence, hidden] becomes Reshape(x, [0, 0, 12, 64])."""
         pinned = []
+        symbols = _input_symbols(graph)
         for node in graph:
             if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx"):
                 continue
@@ -314,12 +317,16 @@ class _Sanitizer:
             if allowzero is not None and allowzero.as_int():
                 continue
             dims = _known_dims(node.outputs[0].shape)
-            if dims is None:
+            if dims is None or any(dim == 0 for dim in dims):
                 continue
-            free = [i for i, dim in enumerate(dims) if dim is None]
-            if len(free) > 1 or any(dim == 0 for dim in dims):
+            copied = _copied_dims(node, symbols)
+            free = [i for i, dim in enumerate(dims) if dim is None and i not in copied]
+            if len(free) > 1:
                 continue
-            target = np.array([-1 if dim is None else dim for dim in dims], dtype=np.int64)
+            target = np.array(
+                [0 if i in copied else -1 if dim is None else dim for i, dim in enumerate(dims)],
+                dtype=np.int64,
+            )
             shape_value = node.inputs[1]
             name = f"{shape_value.name}_pinned"
             while name in graph.initializers:
@@ -339,7 +346,7 @@ class _Sanitizer:
             self.status.count("reshapes_pinned", len(pinned))
             self.status.info(
                 f"pass {self.number}: {len(pinned)} Reshape(s) got a constant shape "
-                f"(-1 for the free dimension): {_names(pinned)}"
+                f"(0 where it keeps the input's, -1 for a free one): {_names(pinned)}"
             )
         return len(pinned)
 
@@ -592,6 +599,33 @@ def _shape_part_result(node: ir.Node, constants: _Constants) -> dict[ir.Value, n
     if any(dim is None for dim in flat):
         return None
     return {node.outputs[0]: np.array(picked, dtype=np.int64)}
+
+
+def _input_symbols(graph: ir.Graph) -> set[str]:
+    """Named dims of the graph inputs: the exporter's own (the same name is the same size).
+    Names shape inference makes up (unk__3) are left out: separate runs may reuse them."""
+    return {
+        dim.value
+        for value in graph.inputs
+        if value.shape is not None
+        for dim in value.shape
+        if isinstance(dim, ir.SymbolicDim) and dim.value
+    }
+
+
+def _copied_dims(node: ir.Node, symbols: set[str]) -> set[int]:
+    """Output dims of a Reshape that are the input's dim at the same place (a 0 copies it)."""
+    source, result = node.inputs[0], node.outputs[0]
+    if source is None or source.shape is None or result.shape is None:
+        return set()
+    return {
+        i
+        for i, (a, b) in enumerate(zip(source.shape, result.shape, strict=False))
+        if isinstance(a, ir.SymbolicDim)
+        and isinstance(b, ir.SymbolicDim)
+        and a.value in symbols
+        and a.value == b.value
+    }
 
 
 def _inputs_from_outside(nodes: Sequence[ir.Node]) -> list[ir.Value]:

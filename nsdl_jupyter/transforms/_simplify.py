@@ -234,9 +234,71 @@ def _cast(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     source = node.inputs[0]
     to = node.attributes.get("to")
     dtype = _dtype(source)
-    if to is None or dtype is None or int(dtype) != to.as_int():
+    if to is None or dtype is None:
         return False
-    return s.bypass(graph, node, source)
+    if int(dtype) == to.as_int():
+        return s.bypass(graph, node, source)
+    return _cast_of_widening(graph, node)
+
+
+_D = ir.DataType
+# (from, to) where `to` holds every value of `from` exactly: Cast(Cast(x, to), B) == Cast(x, B).
+_WIDENING = frozenset(
+    {
+        (_D.BOOL, t)
+        for t in (
+            _D.UINT8,
+            _D.INT8,
+            _D.INT16,
+            _D.INT32,
+            _D.INT64,
+            _D.FLOAT16,
+            _D.BFLOAT16,
+            _D.FLOAT,
+            _D.DOUBLE,
+        )
+    }
+    | {
+        (_D.UINT8, t)
+        for t in (
+            _D.INT16,
+            _D.UINT16,
+            _D.INT32,
+            _D.UINT32,
+            _D.INT64,
+            _D.UINT64,
+            _D.FLOAT16,
+            _D.BFLOAT16,
+            _D.FLOAT,
+            _D.DOUBLE,
+        )
+    }
+    | {
+        (_D.INT8, t)
+        for t in (_D.INT16, _D.INT32, _D.INT64, _D.FLOAT16, _D.BFLOAT16, _D.FLOAT, _D.DOUBLE)
+    }
+    | {(_D.UINT16, t) for t in (_D.INT32, _D.UINT32, _D.INT64, _D.UINT64, _D.FLOAT, _D.DOUBLE)}
+    | {(_D.INT16, t) for t in (_D.INT32, _D.INT64, _D.FLOAT, _D.DOUBLE)}
+    | {(_D.UINT32, t) for t in (_D.INT64, _D.UINT64, _D.DOUBLE)}
+    | {(_D.INT32, _D.INT64), (_D.INT32, _D.DOUBLE)}
+    | {(_D.FLOAT16, _D.FLOAT), (_D.FLOAT16, _D.DOUBLE), (_D.BFLOAT16, _D.FLOAT)}
+    | {(_D.BFLOAT16, _D.DOUBLE), (_D.FLOAT, _D.DOUBLE)}
+)
+_PLAIN = frozenset(t for pair in _WIDENING for t in pair)
+
+
+def _cast_of_widening(graph: ir.Graph, node: ir.Node) -> bool:
+    """Cast(Cast(x, A), B) -> Cast(x, B) when A holds every value of x's type exactly."""
+    inner = _single_use_producer(graph, node, frozenset({"Cast"}))
+    if inner is None or inner.attributes.keys() != {"to"} or node.attributes.keys() != {"to"}:
+        return False
+    source = inner.inputs[0]
+    start, middle = _dtype(source), _dtype(inner.outputs[0])
+    end = _dtype(node.outputs[0])
+    if start is None or middle is None or end not in _PLAIN or (start, middle) not in _WIDENING:
+        return False
+    node.replace_input_with(0, source)
+    return _drop(graph, inner)
 
 
 def _cast_like(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
@@ -255,9 +317,133 @@ def _same_shape(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
 
 
 def _reshape_like(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
-    if _same_shape(s, graph, node):
-        return True
-    return _collapse_chain(s, graph, node)
+    return (
+        _same_shape(s, graph, node)
+        or _reshape_to_itself(s, graph, node)
+        or _merge_axes(s, graph, node)
+        or _reshape_of_reshape(graph, node)
+        or _collapse_chain(s, graph, node)
+    )
+
+
+def _single_use_producer(graph: ir.Graph, node: ir.Node, ops: frozenset[str]) -> ir.Node | None:
+    """The node making `node`'s first input, if it is one of `ops` and feeds nothing else."""
+    source = node.inputs[0] if node.inputs else None
+    inner = source.producer() if source is not None else None
+    if inner is None or inner.graph is not graph or not _standard(inner):
+        return None
+    if inner.op_type not in ops or inner.inputs[0] is None:
+        return None
+    middle = inner.outputs[0]
+    if middle.is_graph_output() or any(user is not node for user, _ in middle.uses()):
+        return None
+    return inner
+
+
+def _axes(node: ir.Node) -> list[int] | None:
+    """Constant axes of Squeeze/Unsqueeze (attribute before opset 13, input after)."""
+    if "axes" in node.attributes:
+        return list(node.attributes["axes"].as_ints())
+    array = _constant(node.inputs[1]) if len(node.inputs) > 1 else None
+    return None if array is None else [int(a) for a in array.reshape(-1)]
+
+
+def _normalized(axes: list[int], rank: int) -> list[int] | None:
+    out = sorted(a + rank if a < 0 else a for a in axes)
+    if len(set(out)) != len(out) or any(not 0 <= a < rank for a in out):
+        return None
+    return out
+
+
+def _merge_axes(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    """Unsqueeze(Unsqueeze(x)) and Squeeze(Squeeze(x)) -> one node with both axes; an
+    Unsqueeze undone by a Squeeze of the same axes (or the reverse) -> x. Needs x's rank,
+    not its dims, so it works on dynamic shapes."""
+    if node.op_type not in ("Squeeze", "Unsqueeze"):
+        return False
+    inner = _single_use_producer(graph, node, frozenset({"Squeeze", "Unsqueeze"}))
+    source = inner.inputs[0] if inner is not None else None
+    if inner is None or source is None or source.shape is None:
+        return False
+    outer_axes, inner_axes = _axes(node), _axes(inner)
+    if outer_axes is None or inner_axes is None:
+        return False
+    rank = len(source.shape)
+    grow = inner.op_type == "Unsqueeze"
+    middle_rank = rank + len(inner_axes) if grow else rank - len(inner_axes)
+    first = _normalized(inner_axes, middle_rank if grow else rank)
+    final_rank = middle_rank + len(outer_axes) * (1 if node.op_type == "Unsqueeze" else -1)
+    second = _normalized(outer_axes, final_rank if node.op_type == "Unsqueeze" else middle_rank)
+    if first is None or second is None:
+        return False
+    if node.op_type != inner.op_type:  # the second undoes the first, or nothing
+        if first != second:
+            return False
+        return s.bypass(graph, node, source) and _drop(graph, inner)
+    if grow:  # where the first node's new dims land after the second's
+        kept = iter(i in first for i in range(middle_rank))
+        marks = [i in second or next(kept) for i in range(final_rank)]
+        combined = [i for i, new in enumerate(marks) if new]
+    else:  # the second's axes count only the dims the first kept
+        left = [i for i in range(rank) if i not in first]
+        combined = sorted(first + [left[j] for j in second])
+    merged = _like(s, graph, node, source, combined)
+    s.replace(graph, node, merged)
+    return _drop(graph, inner)
+
+
+def _like(
+    s: Simplifier, graph: ir.Graph, node: ir.Node, source: ir.Value, axes: list[int]
+) -> ir.Node:
+    """A node of `node`'s kind on `source` with these axes, given as `node` gives them."""
+    if "axes" in node.attributes:
+        return ir.Node(
+            node.domain,
+            node.op_type,
+            [source],
+            attributes=[ir.AttrInt64s("axes", axes)],
+            name=node.name,
+            version=node.version,
+        )
+    constant = s.constant(graph, f"{node.name}_axes", np.array(axes, dtype=np.int64))
+    return ir.Node(
+        node.domain, node.op_type, [source, constant], name=node.name, version=node.version
+    )
+
+
+def _reshape_to_itself(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    """Reshape(x, t) with a constant t that keeps every dim of x where it is: 0 (copy, when
+    allowzero is off), the same static size, or one -1 standing for the only dim left."""
+    if node.op_type != "Reshape" or len(node.inputs) < 2 or node.inputs[0] is None:
+        return False
+    target, shape = _constant(node.inputs[1]), node.inputs[0].shape
+    if target is None or shape is None or target.ndim != 1 or len(target) != len(shape):
+        return False
+    allowzero = node.attributes.get("allowzero")
+    copies = allowzero is None or not allowzero.as_int()
+    open_dims = [
+        i
+        for i, (t, dim) in enumerate(zip(target.tolist(), shape, strict=True))
+        if not ((t == 0 and copies) or (isinstance(dim, int) and t == dim))
+    ]
+    if open_dims and (len(open_dims) > 1 or target[open_dims[0]] != -1):
+        return False
+    return s.bypass(graph, node, node.inputs[0])
+
+
+def _reshape_of_reshape(graph: ir.Graph, node: ir.Node) -> bool:
+    """Reshape(reshape(x), s) -> Reshape(x, s) when s is constant without 0 entries (a 0
+    would copy a dim of the middle tensor): the result depends only on x's element count."""
+    if node.op_type != "Reshape" or len(node.inputs) < 2:
+        return False
+    target = _constant(node.inputs[1])
+    if target is None or (target == 0).any():
+        return False
+    inner = _single_use_producer(graph, node, _RESHAPES)
+    if inner is None:
+        return False
+    node.replace_input_with(0, inner.inputs[0])
+    return _drop(graph, inner)
 
 
 def _collapse_chain(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
@@ -274,8 +460,7 @@ def _collapse_chain(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     source = inner.inputs[0]
     if final is None or source is None:
         return False
-    if _static(source) == final:
-        node.replace_input_with(0, source)  # the chain is the identity: bypass both
+    if _static(source) == final:  # the chain is the identity: bypass both
         return s.bypass(graph, node, source) and _drop(graph, inner)
     shape = s.constant(graph, f"{node.name}_shape", np.array(final, dtype=np.int64))
     merged = ir.Node(
@@ -356,7 +541,13 @@ def _transpose(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
 
 
 def _neutral(value: float, commutative: bool) -> Callable[[Simplifier, ir.Graph, ir.Node], bool]:
-    """x op c -> x when c is all `value` and broadcasting changes neither shape nor type."""
+    """x op c -> x when c is all `value` and broadcasting changes neither shape nor type.
+
+    Works on dynamic shapes: c must not add dimensions and each of its dims must be 1 or the
+    same as x's (HF exports add zero biases to [batch, sequence, hidden] tensors). `x + 0`
+    turns -0.0 into +0.0, so bypassing it keeps a -0.0 the original would not: accepted, as
+    onnxsim and onnxslim do (equal under ==; only 1/x or atan2 of an exact -0.0 would see it).
+    """
 
     def rule(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
         if len(node.inputs) != 2:
@@ -366,12 +557,24 @@ def _neutral(value: float, commutative: bool) -> Callable[[Simplifier, ir.Graph,
             x, array = node.inputs[x_index], _constant(node.inputs[c_index])
             if array is None or array.size == 0 or not (array == value).all():
                 continue
-            if _static(x) is None or _static(x) != _static(node.outputs[0]):
+            if x is None or not _broadcasts_into(array.shape, x.shape):
+                continue
+            if _dtype(x) is None or _dtype(x) != _dtype(node.outputs[0]):
                 continue
             return s.bypass(graph, node, x)
         return False
 
     return rule
+
+
+def _broadcasts_into(small: tuple[int, ...], shape: ir.Shape | None) -> bool:
+    """Broadcasting `small` against `shape` leaves `shape` as it is."""
+    if shape is None or len(small) > len(shape):
+        return False
+    for dim, target in zip(reversed(small), reversed(list(shape)), strict=False):
+        if dim not in (1, target):
+            return False
+    return True
 
 
 # f(f(x)) = f(x); and Relu(Abs(x)) = Abs(x): the outer node is redundant.
