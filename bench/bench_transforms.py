@@ -1,8 +1,8 @@
 """Global modifications against their peers, on real architectures and the ONNX backend
 node tests (models built in code, random weights).
 
-- sanitize vs onnxsim and `polygraphy surgeon sanitize --fold-constants`: nodes left,
-  seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
+- sanitize vs onnxsim, onnxslim and `polygraphy surgeon sanitize --fold-constants`: nodes
+  left, seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
 - FP16 vs onnxconverter-common's `convert_float_to_float16`: does onnxruntime load and run
   the result, and the max relative error against float32 (max |a-b| / max |a|);
 - the same on every ONNX backend node case (totals; cases where a peer removes more nodes).
@@ -156,6 +156,13 @@ def _sanitize_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
             onnx.save(model, str(out))
 
         record("onnxsim", simplify)
+    if _peer("onnxslim"):
+        import onnxslim
+
+        def slim(out: Path) -> None:
+            onnx.save(_quiet(lambda: onnxslim.slim(str(source))), str(out))
+
+        record("onnxslim", slim)
     if _peer("onnx_graphsurgeon"):
 
         def polygraphy(out: Path) -> None:
