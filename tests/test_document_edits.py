@@ -250,3 +250,26 @@ def test_new_model_opsets() -> None:
     node = doc.add_node("Relu", inputs=["a"])
     doc.add_graph_output(node.outputs[0].name)
     assert doc.check() == []
+
+
+def test_batch_edits_see_names_made_earlier_in_the_batch(doc: nj.ModelDocument) -> None:
+    with doc.batch("build"):
+        doc.add_node("Relu", name="extra")
+        doc.rename_node("extra", "extra2")
+        doc.set_attribute("conv", "group", 1)
+        doc.create_initializer("k", [1.0, 2.0])
+        doc.rename_tensor("k", "k2")
+        doc.connect("c", "extra2", 0)
+        doc.remove_node("extra2")
+    assert "extra2" not in doc.nodes and "k2" in doc.tensors
+    doc.undo()
+    assert "k" not in doc.tensors and "k2" not in doc.tensors and "extra" not in doc.nodes
+    def half_way() -> None:
+        with doc.batch("fails half-way"):
+            doc.add_node("Relu", name="gone")
+            doc.connect("c", "gone", 0)
+            doc.connect("c", "no_such_node", 0)
+
+    with pytest.raises(GraphEditError):
+        half_way()
+    assert "gone" not in doc.nodes  # reverted, and the index knows it

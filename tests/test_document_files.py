@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
+import random
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +17,8 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import (
     COMPANION_SUFFIX,
+    CompanionWarning,
+    DocumentError,
     InitializerError,
     ModelLoadError,
     ModelSaveError,
@@ -59,7 +64,9 @@ def test_external_data_is_read_lazily(tmp_path: Path) -> None:
     doc = nj.open_model(tmp_path / "m.onnx")
     weight = doc.graph.initializers["w"].const_value
     assert isinstance(weight, ir.ExternalTensor)
-    assert weight._array is None  # nothing read yet
+    # mapped, not read: the mapping pins the file's inode and copies no bytes
+    assert isinstance(weight.raw, mmap.mmap)
+    assert not np.asarray(weight).flags.owndata
     doc.set_attribute("conv", "dilations", [1, 1])
     data_file = tmp_path / "m.onnx.data"
     before = data_file.stat().st_mtime_ns
@@ -131,7 +138,13 @@ def test_companion_file_round_trip(tmp_path: Path) -> None:
     assert companion.is_file()
     assert nj.open_model(path).companion["positions"] == {"conv": [0.0, 1.5]}
     companion.write_text("{ not json")
-    assert nj.open_model(path).companion == {}  # never required to open the model
+    with pytest.warns(CompanionWarning, match="not valid JSON"):
+        assert nj.open_model(path).companion == {}  # never required to open the model
+    companion.write_text("[" * 100_000 + "]" * 100_000)  # deeper than json can parse
+    with pytest.warns(CompanionWarning, match="RecursionError"):
+        assert nj.open_model(path).companion == {}
+    companion.write_text('{"positions": {"conv": [1, "x"], "relu": [2, 3]}, "collapsed": 5}')
+    assert nj.open_model(path).companion == {"positions": {"relu": [2.0, 3.0]}}
 
 
 def test_mark_external_with_location_offset(tmp_path: Path) -> None:
@@ -203,3 +216,25 @@ def test_check_names_generated_nodes_and_changes_nothing(tmp_path: Path) -> None
     doc.undo()
     doc.disconnect("Relu_1", 0)
     assert [d.node for d in doc.check() if d.severity == "error"] == ["Relu_1"]
+
+
+def test_mutated_bytes_give_document_errors_only(tmp_path: Path) -> None:
+    """Random byte flips, cuts and insertions in a real model: open and save either work
+    or raise a DocumentError, never a raw exception from protobuf, onnx or onnx_ir."""
+    rng = random.Random(0)
+    seed = conv_relu_model().SerializeToString()
+    path = tmp_path / "m.onnx"
+    for _ in range(400):
+        data = bytearray(seed)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(data))
+            roll = rng.random()
+            if roll < 0.6:
+                data[at] = rng.randrange(256)
+            elif roll < 0.8:
+                del data[at : at + rng.randint(1, 32)]
+            else:
+                data[at:at] = rng.randbytes(rng.randint(1, 8))
+        path.write_bytes(bytes(data))
+        with contextlib.suppress(DocumentError):
+            nj.open_model(path).save(tmp_path / "out.onnx")

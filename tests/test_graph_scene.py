@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -19,7 +20,13 @@ from nsdl_jupyter.graph import (
     decode_columns,
     scope_of,
 )
-from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, OPTIONAL_INPUT
+from nsdl_jupyter.graph._extract import (
+    CONSTANT,
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
+    MAX_SCOPE_DEPTH,
+    OPTIONAL_INPUT,
+)
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN
 from nsdl_jupyter.graph._layout import KIND_FRAME, KIND_GROUP, KIND_NODE
 
@@ -234,3 +241,41 @@ def test_bert_base_groups_by_torch_name_scopes() -> None:
     keys = {g.key for g in scene.hierarchy.groups}
     assert any("layer" in k for k in keys), sorted(keys)[:10]
     assert len(scene.layout().refs) < 400
+
+
+HOSTILE_NAME_SCOPES = [
+    repr(["m"] * 200_000),  # parsed fine, but 200k levels: the hierarchy costs depth squared
+    "[" * 100_000 + "]" * 100_000,  # nesting
+    "['a' * 10**9]",  # an expression, not a literal
+    "'" + "x" * 1_000_000 + "'",  # longer than any scope list
+    "[" + "9" * 5000 + "]",  # a number int() refuses to read
+    "{'a': 1}",
+    "['ok', 1]",
+    "['unterminated",
+]
+
+
+@pytest.mark.parametrize("value", HOSTILE_NAME_SCOPES, ids=lambda v: v[:16])
+def test_crafted_torch_name_scopes_fall_back_to_the_name_hierarchy(value: str) -> None:
+    node = ir.node("Add", [], name="/encoder/layer.3/Add")
+    node.metadata_props["pkg.torch.onnx.name_scopes"] = value
+    assert scope_of(node) == ("encoder", "layer.3")
+
+
+def test_graph_view_opens_a_model_with_crafted_scopes_and_deep_names(tmp_path: Path) -> None:
+    """Once a MemoryError: a 200,000-entry name_scopes list and a 30,000-level node name."""
+    import nsdl_jupyter as nj
+    from nsdl_jupyter.widgets import GraphView
+
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])
+    scoped = onnx.helper.make_node("Relu", ["x"], ["h"], name="/enc/relu")
+    onnx.helper.set_metadata_props(scoped, {"pkg.torch.onnx.name_scopes": HOSTILE_NAME_SCOPES[0]})
+    deep = onnx.helper.make_node("Neg", ["h"], ["y"], name="a/" * 30_000 + "neg")
+    model = onnx.helper.make_model(onnx.helper.make_graph([scoped, deep], "g", [x], [y]))
+    onnx.save(model, tmp_path / "crafted.onnx")
+    view = GraphView(nj.open_model(tmp_path / "crafted.onnx"))
+    table = view._scene.table
+    items = {item.name: item for item in table.items}
+    assert items["/enc/relu"].scope == ("enc",)
+    assert items["a/" * 30_000 + "neg"].scope == ("a",) * MAX_SCOPE_DEPTH

@@ -65,9 +65,10 @@ def test_rows_are_the_nodes_that_ran(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert md["graph_optimization"] is False
     assert len(report.latencies_ms) == 6
     assert len(md["profiled_run_ms"]) == 6  # warm-up runs were skipped in the trace
-    # the default trace path comes from the model name, beside the notebook (cwd)
-    assert Path(md["trace_path"]) == tmp_path / "cf_cpu_profile.json"
-    assert Path(md["trace_path"]).is_file()
+    # the default trace path comes from the model name, beside the notebook (cwd); the report
+    # records it relative to that folder, without the home folder
+    assert md["trace_path"] == "cf_cpu_profile.json"
+    assert (tmp_path / "cf_cpu_profile.json").is_file()
     lat = report.latency
     assert lat["count"] == 6
     assert math.isclose(lat["p50"], float(np.median(report.latencies_ms)))
@@ -97,7 +98,8 @@ def test_optimized_graph_and_named_dimension(mlp_path: Path, tmp_path: Path) -> 
         trace_path=tmp_path / "out" / "mlp.json",
     )
     assert report.metadata["inputs"]["x"]["shape"] == [7, 256]
-    assert Path(report.metadata["trace_path"]).is_file()
+    assert report.metadata["trace_path"] == "mlp.json"  # outside the working folder: name only
+    assert (tmp_path / "out" / "mlp.json").is_file()
     assert any("[7,256]" in s for s in report.layers["input_shapes"])
     assert report.metadata["graph_optimization"] is True
 

@@ -3,9 +3,12 @@ as a document, cancel that ends the tool and its children, clear errors."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +29,8 @@ from nsdl_jupyter.transforms import (
     run_tool,
     run_tool_in_notebook,
 )
+from nsdl_jupyter.transforms._tools import MAX_LINE_BYTES, MAX_LOG_LINES
+from tests._hostile_models import IMG, SCRIPT, hostile_model, raw_markers
 
 COPY_SCRIPT = """
 import shutil, sys
@@ -191,3 +196,138 @@ def test_notebook_widget_streams_and_cancels(tmp_path: Path, model: Path) -> Non
     state, cancel = header.children
     assert cancel.disabled and "exit code 0" in state.value
     assert any("wrote" in item["text"] for item in log.outputs)
+
+
+# ------------------------------------------------------------------ issue 9, item 7
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_a_background_child_does_not_keep_the_run_going(tmp_path: Path, model: Path) -> None:
+    """`sleep 1000 &` inherits the tool's pipes: the run still ends when the tool exits,
+    and the child it left behind is ended with it."""
+    tool = UserTool("bg", "/bin/sh", ["-c", "sleep 1000 & echo $!; echo bye"], open_output=False)
+    start = time.monotonic()
+    run = run_tool(tool, model)
+    assert run.wait(20) == 0 and run.done, "the run waited on pipes the background child holds"
+    assert time.monotonic() - start < 10
+    assert [line for _stream, line in run.lines][1:] == ["bye"]
+    assert _wait_gone(int(run.lines[0][1]), 5), "the background child outlived the run"
+
+
+def test_cancel_ends_a_tool_whose_children_ignore_sigterm(tmp_path: Path, model: Path) -> None:
+    script = "trap '' TERM; sleep 1000 & echo $!; sleep 1000 & wait"
+    run = run_tool(UserTool("stubborn", "/bin/sh", ["-c", script], open_output=False), model)
+    deadline = time.monotonic() + 30
+    while not run.lines and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(run.lines[0][1])
+    start = time.monotonic()
+    run.cancel()
+    assert run.wait(10) is not None and run.done
+    assert time.monotonic() - start < 8  # SIGTERM is ignored: SIGKILL after 3 s
+    assert run.cancelled and _wait_gone(child, 2)
+
+
+def test_cli_tools_run_ends_the_tool_on_ctrl_c(tmp_path: Path, model: Path) -> None:
+    config = tmp_path / "config"
+    env = {**os.environ, "NSDL_CONFIG_DIR": str(config), "PYTHONUNBUFFERED": "1"}
+    ToolStore(config / "tools.json").add(
+        UserTool("hang", "/bin/sh", ["-c", "sleep 1000 & echo $!; wait"], open_output=False)
+    )
+    nsdl = [sys.executable, "-m", "nsdl_jupyter.cli"]
+    cli = subprocess.Popen(
+        [*nsdl, "tools", "run", "hang", str(model)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert cli.stdout is not None
+    child = int(cli.stdout.readline())
+    cli.send_signal(signal.SIGINT)
+    assert cli.wait(15) == 130
+    assert _wait_gone(child, 2), "Ctrl-C left the tool's child running"
+
+
+def test_output_is_kept_as_a_ring_buffer(tmp_path: Path, model: Path) -> None:
+    lines = MAX_LOG_LINES * 10
+    code = f"import sys\nfor i in range({lines}): print(i)\nsys.stdout.write('x' * 100000)"
+    run = run_tool(UserTool("loud", sys.executable, ["-c", code], open_output=False), model)
+    assert run.wait(60) == 0
+    kept = [line for _stream, line in run.lines]
+    assert len(kept) == MAX_LOG_LINES
+    pieces = -(-100000 // MAX_LINE_BYTES)  # the endless last line, in pieces
+    assert run.dropped_lines == lines + pieces - MAX_LOG_LINES
+    assert kept[-pieces - 1] == str(lines - 1)
+    assert "".join(kept[-pieces:]) == "x" * 100000
+    assert f"{run.dropped_lines} earlier lines of output dropped" in str(run.status)
+
+
+def test_notebook_log_is_capped_and_redrawn_a_few_times(tmp_path: Path, model: Path) -> None:
+    lines = 20000
+    code = f"import sys\nfor i in range({lines}): print(i, file=sys.stderr if i % 7 else None)"
+    box = run_tool_in_notebook(UserTool("loud", sys.executable, ["-c", code]), model)
+    log = box.children[1]
+    redraws: list[object] = []
+    log.observe(redraws.append, names="outputs")
+    assert box.run.wait(60) == 0
+    shown = "".join(item["text"] for item in log.outputs).splitlines()
+    assert shown[0] == f"... {lines - MAX_LOG_LINES} earlier lines not shown"
+    # the two pipes interleave as they arrive: the view shows exactly the kept lines
+    assert shown[1:] == [line for _stream, line in box.run.lines]
+    assert len(shown) == MAX_LOG_LINES + 1 and str(lines - 1) in shown
+    assert {item["name"] for item in log.outputs} == {"stdout", "stderr"}
+    assert len(redraws) < 100, f"{len(redraws)} redraws for {lines} lines"
+
+
+def test_model_path_holding_placeholders_reaches_the_tool_as_is(tmp_path: Path) -> None:
+    folder = tmp_path / "$Output ${Model}"
+    folder.mkdir()
+    model = folder / "m$Output.onnx"
+    onnx.save(small_transformer(), str(model))
+    script = _script(tmp_path, "echo.py", "import sys; print(repr(sys.argv[1:]), flush=True)")
+    output = tmp_path / "out$Model.onnx"
+    tool = UserTool("echo", sys.executable, [str(script), "$Model", "-o=${Output}"])
+    run = run_tool(tool, model, output)
+    run.wait(60)
+    assert run.lines[0][1] == repr([str(model), f"-o={output}"])
+
+
+def test_relative_tool_path_is_resolved_when_defined(
+    tmp_path: Path, model: Path, config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    script = _script(tools, "fix.sh", "#!/bin/sh\necho fixed\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tools)
+    tool = UserTool("fix", "./fix.sh", ["$Model"], open_output=False)
+    ToolStore().add(tool)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert tool.application == str(script)
+    for defined in (tool, "fix"):
+        run = run_tool(defined, model)
+        assert run.wait(60) == 0 and run.lines == [("stdout", "fixed")]
+
+
+# ------------------------------------------------------------------ issue 9, item 6
+def test_notebook_status_line_escapes_name_output_and_error(tmp_path: Path) -> None:
+    """The output model's graph name is quoted by the error that opening it raises."""
+    broken = hostile_model()
+    broken.graph.node[1].output[0] = broken.graph.node[0].output[0]  # two producers
+    source = tmp_path / "hostile.onnx"
+    onnx.save(broken, str(source))
+    script = _script(tmp_path, "copy.py", COPY_SCRIPT)
+    box = run_tool_in_notebook(
+        UserTool(IMG, sys.executable, [str(script), "$Model", "$Output"]),
+        source,
+        tmp_path / f"{SCRIPT.replace('/', '_')}.onnx",
+    )
+    state = box.children[0].children[0]
+    assert raw_markers(state.value) == []  # while running: the tool's name
+    assert box.run.wait(60) == 0
+    assert box.run.error is not None and IMG in box.run.error  # the error quotes the model
+    assert raw_markers(state.value) == []
+    assert html.escape(IMG) in state.value and "cannot open the output" in state.value

@@ -4,7 +4,6 @@ selection, problem marks). Colours and shapes mirror js/src/graph_view/render.ts
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nsdl_jupyter._display import html_text as _e
 from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, short_name
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutResult
@@ -74,10 +74,6 @@ def _text_on(rgb: tuple[int, int, int]) -> str:
 def _fit(text: str, width: float, char_width: float) -> str:
     room = max(1, int((width - 14) / char_width))
     return text if len(text) <= room else text[: max(0, room - 1)] + "…"
-
-
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 class _Slots:

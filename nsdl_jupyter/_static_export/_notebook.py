@@ -4,7 +4,8 @@ stored in the output at display time stands in."""
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import logging
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from nsdl_jupyter._static_export._widget_html import (
     WidgetHtml,
     saved_states,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,17 @@ class Replaced:
 
 
 def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
+    return "".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _render(renderer: WidgetHtml, view: Mapping[str, Any]) -> str | None:
+    """The picture of one widget output; None (so the stored picture stands in) when it
+    cannot be drawn, which costs this output its last state and never the export."""
+    try:
+        return renderer.render(str(view.get("model_id", "")))
+    except Exception as error:
+        logger.warning("widget output %s could not be drawn: %r", view.get("model_id"), error)
+        return None
 
 
 def replace_widget_outputs(nb: Any) -> Replaced:
@@ -48,7 +61,7 @@ def replace_widget_outputs(nb: Any) -> Replaced:
             text = _text(data["text/html"]) if "text/html" in data else None
             view = data.get(WIDGET_VIEW)
             if isinstance(view, MutableMapping):
-                drawn = renderer.render(str(view.get("model_id", "")))
+                drawn = _render(renderer, view)
                 if drawn is None and text is None:
                     kept += 1
                     continue

@@ -6,13 +6,15 @@ that; plotly FigureWidgets and plotly outputs become plotly divs (see _plotly_ht
 from __future__ import annotations
 
 import base64
-import html
+import binascii
 import itertools
+import logging
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from nsdl_jupyter._display import html_text as _e
 from nsdl_jupyter._static_export._plotly_html import figure_html
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -20,6 +22,8 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 STATIC_TRAIT = "_static_html"
 REF = "IPY_MODEL_"
+
+logger = logging.getLogger(__name__)
 
 StateLookup = Callable[[str], "Mapping[str, Any] | None"]
 
@@ -102,6 +106,15 @@ _SHORT = {"ButtonModel", "ToggleButtonModel"}
 _CONTAINERS = {"TabModel", "AccordionModel", "StackModel", "OutputModel"}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _MAX_DEPTH = 64
+# A few KB of state whose boxes list the same child many times would draw exponentially
+# many copies: a widget output that needs more than this is not drawn (its stored picture
+# stands in), and one renderer (one notebook) draws at most _MAX_TOTAL_DRAWS widgets.
+# Characters are counted at every nesting level, so the budget bounds the work.
+_MAX_DRAWS = 20_000
+_MAX_CHARS = 64 * 2**20
+_MAX_TOTAL_DRAWS = 200_000
+_MAX_BUFFER_PATH = 64
+_BROKEN = '<div class="nsdl-w-broken">(this widget could not be drawn)</div>'
 _TAB_GROUPS = itertools.count(1)
 _PAGE_SALT = uuid.uuid4().hex[:8]  # radio groups stay apart when outputs share a page
 _MAX_TABS = 16
@@ -127,10 +140,6 @@ def _tab_css() -> str:
 STYLE = STYLE.replace("</style>", _tab_css() + "\n</style>")
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def model_id_of(reference: object) -> str | None:
     if isinstance(reference, str) and reference.startswith(REF):
         return reference[len(REF) :]
@@ -141,29 +150,38 @@ def saved_states(metadata: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """model_id -> state (binary buffers put back in place) of a notebook's saved widgets."""
     saved = (metadata.get("widgets") or {}).get(WIDGET_STATE) or {}
     states: dict[str, Mapping[str, Any]] = {}
-    for model_id, entry in (saved.get("state") or {}).items():
-        if not isinstance(entry, Mapping):
-            continue
-        state = dict(entry.get("state") or {})
-        state.setdefault("_model_name", entry.get("model_name", ""))
-        for buffer in entry.get("buffers") or []:
-            path = list(buffer.get("path") or [])
-            data = buffer.get("data", "")
-            if buffer.get("encoding") == "base64":
-                data = base64.b64decode(data)
-            elif isinstance(data, str):
-                data = base64.b64decode(data)  # the protocol's only other encoding is hex-free
-            if path:
-                state = _set_path(state, path, data)
-        states[model_id] = state
+    entries = saved.get("state") if isinstance(saved, Mapping) else None
+    for model_id, entry in (entries if isinstance(entries, Mapping) else {}).items():
+        try:
+            states[str(model_id)] = _saved_state(entry)
+        except (TypeError, ValueError, AttributeError, LookupError, binascii.Error) as error:
+            # one broken entry costs its own picture, never the export
+            logger.warning("widget %s has an unreadable saved state: %s", model_id, error)
     return states
+
+
+def _saved_state(entry: Any) -> Mapping[str, Any]:
+    state = dict(entry.get("state") or {})
+    state.setdefault("_model_name", entry.get("model_name", ""))
+    for buffer in entry.get("buffers") or []:
+        path = list(buffer.get("path") or [])
+        data = buffer.get("data", "")
+        if isinstance(data, str):  # base64, the protocol's only text encoding
+            data = base64.b64decode(data)
+        if 0 < len(path) <= _MAX_BUFFER_PATH:
+            state = _set_path(state, path, data)
+    return state
 
 
 def _set_path(container: Any, path: Sequence[Any], value: Any) -> Any:
     """A copy of `container` with `value` at `path` (copies only along the path)."""
     head, *rest = path
+    if not isinstance(container, (list, Mapping)):
+        return container
     copy: Any = list(container) if isinstance(container, list) else dict(container)
     if isinstance(copy, list) and not (isinstance(head, int) and 0 <= head < len(copy)):
+        return container
+    if isinstance(copy, dict) and rest and head not in copy:
         return container
     copy[head] = value if not rest else _set_path(copy[head], rest, value)
     return copy
@@ -202,6 +220,17 @@ class WidgetHtml:
     def __init__(self, lookup: StateLookup) -> None:
         self._lookup = lookup
         self._active: set[str] = set()
+        self._draws = 0  # in the current render
+        self._chars = 0
+        self._total_draws = 0
+
+    @property
+    def _over_budget(self) -> bool:
+        return (
+            self._draws >= _MAX_DRAWS
+            or self._chars >= _MAX_CHARS
+            or self._total_draws >= _MAX_TOTAL_DRAWS
+        )
 
     def render(self, model_id: str) -> str | None:
         """HTML of the model and its children; None when its state is unknown or it draws
@@ -209,7 +238,12 @@ class WidgetHtml:
         state = self._lookup(model_id)
         if state is None or not self._known(state):
             return None
-        return f'<div class="nsdl-static">{STYLE}{self._model(model_id, 0)}</div>'
+        self._draws = self._chars = 0
+        drawn = self._model(model_id, 0)
+        if self._over_budget:
+            logger.warning("widget %s is too big to draw as a static picture", model_id)
+            return None
+        return f'<div class="nsdl-static">{STYLE}{drawn}</div>'
 
     def _known(self, state: Mapping[str, Any]) -> bool:
         name = str(state.get("_model_name", ""))
@@ -225,13 +259,20 @@ class WidgetHtml:
         if model_id is None or model_id in self._active or depth > _MAX_DEPTH:
             return ""
         state = self._lookup(model_id)
-        if state is None:
+        if state is None or self._over_budget:
             return ""
+        self._draws += 1
+        self._total_draws += 1
         self._active.add(model_id)
         try:
-            return self._draw(state, depth)
+            drawn = self._draw(state, depth)
+        except Exception as error:  # a crafted or foreign state: this widget only
+            logger.warning("widget %s could not be drawn: %r", model_id, error)
+            drawn = _BROKEN
         finally:
             self._active.discard(model_id)
+        self._chars += len(drawn)
+        return drawn
 
     def _draw(self, state: Mapping[str, Any], depth: int) -> str:
         name = str(state.get("_model_name", ""))
@@ -320,7 +361,7 @@ def _text(value: Any) -> str:
 
 def _image(mime: str) -> Callable[[Any], str]:
     def draw(value: Any) -> str:
-        return f'<img src="data:{mime};base64,{_text(value).strip()}">'
+        return f'<img src="data:{mime};base64,{_e(_text(value).strip())}">'
 
     return draw
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from nsdl_jupyter.document._check import Diagnostic, check_proto
+from nsdl_jupyter.document._companion import COMPANION_SUFFIX, CompanionWarning
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
-    COMPANION_SUFFIX,
     AttributeListing,
     ModelDocument,
     new_model,
@@ -29,6 +29,7 @@ __all__ = [
     "AttributeEditError",
     "AttributeListing",
     "ChangeEvent",
+    "CompanionWarning",
     "Diagnostic",
     "DocumentError",
     "ExternalLocation",

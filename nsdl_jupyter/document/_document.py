@@ -8,8 +8,8 @@ builds a `Command` out of primitive edits, applies it through the `History` and 
 from __future__ import annotations
 
 import difflib
-import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,23 +21,30 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
+from nsdl_jupyter.document._companion import (
+    CompanionWarning,
+    companion_path,
+    read_companion,
+    write_companion,
+)
+from nsdl_jupyter.document._data_files import DataFileBook, real_name
 from nsdl_jupyter.document._data_types import as_data_type
 from nsdl_jupyter.document._errors import (
     AttributeEditError,
     DocumentError,
     GraphEditError,
     InitializerError,
+    ModelLoadError,
     ModelSaveError,
 )
 from nsdl_jupyter.document._events import ChangeEvent, EventBus
 from nsdl_jupyter.document._history import Command, History
 from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._names import check_node_name, check_tensor_name, unique_name
-from nsdl_jupyter.document._saving import ExternalLocation, save_model
-from nsdl_jupyter.document._tensor_values import array_from_source, generate_array
+from nsdl_jupyter.document._saving import ExternalLocation, SaveRequest, save_model
+from nsdl_jupyter.document._tensor_values import array_from_source, generate_array, to_tensor
 from nsdl_jupyter.ops import (
     LiteralSyntaxError,
     UnknownOperatorError,
@@ -46,9 +53,6 @@ from nsdl_jupyter.ops import (
     parse_literal,
     to_attribute,
 )
-
-COMPANION_SUFFIX = ".nsdl.json"
-_COMPANION_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -72,12 +76,9 @@ class ModelDocument:
         self._value_index: dict[str, ir.Value] | None = None
         self._generated_names = _name_unnamed_nodes(model)
         self._external_plan: dict[str, ExternalLocation] = {}
-        self._loaded_external = [
-            value.const_value
-            for value in model.graph.initializers.values()
-            if isinstance(value.const_value, ir.ExternalTensor)
-        ]
-        self.companion: dict[str, Any] = _read_companion(path) if path else {}
+        self._data_files = DataFileBook()
+        self._data_files.record_loaded(model)
+        self.companion: dict[str, Any] = read_companion(path) if path else {}
 
     # ----------------------------------------------------------------- reading
     @property
@@ -196,9 +197,14 @@ class ModelDocument:
 
     @contextmanager
     def batch(self, description: str) -> Iterator[None]:
-        """Edits inside the block form one undo step and one event; any error undoes them all."""
-        with self._history.batch(description) as merged:
-            yield
+        """Edits inside the block form one undo step and one event; any error undoes them all.
+        Names created or renamed by earlier edits of the block are visible to later ones."""
+        try:
+            with self._history.batch(description) as merged:
+                yield
+        except BaseException:
+            self._forget_indexes()  # the block's edits were reverted
+            raise
         for event in merged:
             self._emit(event)
 
@@ -210,18 +216,27 @@ class ModelDocument:
         changed in `event` so views can update.
         """
         command = Command(description, edits, event)
-        self._emit(self._history.push(command))
+        emitted = self._history.push(command)
+        self._forget_indexes(event)  # also inside a batch, where no event is emitted yet
+        self._emit(emitted)
 
     def _emit(self, event: ChangeEvent | None) -> bool:
         if event is None:
             return False
-        if event.added or event.removed or event.renamed or event.edges or event.graph_io:
-            self._node_index = None
-            self._value_index = None
-        elif event.initializers:
-            self._value_index = None
+        self._forget_indexes(event)
         self._bus.emit(event)
         return True
+
+    def _forget_indexes(self, event: ChangeEvent | None = None) -> None:
+        """Drop the name indexes an edit may have made stale (all of them without `event`)."""
+        structural = event is None or (
+            event.added or event.removed or event.renamed or event.edges or event.graph_io
+        )
+        if structural:
+            self._node_index = None
+            self._value_index = None
+        elif event is not None and event.initializers:
+            self._value_index = None
 
     # -------------------------------------------------------------- attributes
     def set_attribute(self, node: ir.Node | str, name: str, value: Any) -> None:
@@ -585,7 +600,7 @@ class ModelDocument:
             raise InitializerError("give a value (array, list, literal or .npy path) or generate=")
         else:
             array = array_from_source(value, data_type, dims)
-        tensor = ir.tensor(array, dtype=data_type, name=name)
+        tensor = to_tensor(array, data_type, name)
         initializer = ir.Value(
             name=name,
             type=ir.TensorType(tensor.dtype),
@@ -681,30 +696,39 @@ class ModelDocument:
         external_data: str | bool | None = None,
         size_threshold: int = 1024,
         keep_generated_names: bool = False,
+        overwrite: bool = False,
     ) -> Path:
         """Write the model atomically (and its companion file); returns the path written.
 
         `external_data`: a file name (relative to the model) for every initializer of at
         least `size_threshold` bytes; True for `<model>.data`; False to keep everything
         inline; None (default) keeps external data external when the model has some.
+        An existing data file that is not this model's is refused unless `overwrite=True`;
+        one that another model in the folder reads is never replaced.
         """
         target = Path(path) if path is not None else self._path
         if target is None:
             raise ModelSaveError("this model has never been saved: give a path")
         target = target.absolute()
-        data_file = self._data_file_name(target, external_data)
+        request = SaveRequest(
+            target=target,
+            source=self._path,
+            planned=self._external_plan,
+            external_data=self._data_file_name(target, external_data),
+            size_threshold=size_threshold,
+            overwrite=overwrite,
+            protected=frozenset(
+                companion
+                for model_path in {target, self._path}
+                if model_path is not None
+                for companion in (model_path.resolve(), companion_path(model_path).resolve())
+            ),
+        )
         with self._serializable(keep_generated_names):
-            save_model(
-                self._model,
-                target,
-                planned=self._external_plan,
-                external_data=data_file,
-                size_threshold=size_threshold,
-                known_external=self._loaded_external,
-            )
-        self._write_companion(target)
+            save_model(self._model, request, self._data_files)
         self._path = target
         self._history.mark_saved()
+        self._write_companion(target)
         self._bus.emit(ChangeEvent(f"saved {target.name}", source="save", dirty=False))
         return target
 
@@ -715,24 +739,33 @@ class ModelDocument:
             return None
         if isinstance(external_data, str):
             return external_data
-        has_external = any(
-            isinstance(value.const_value, ir.ExternalTensor)
+        locations = [
+            real_name(str(value.const_value.location))
             for value in self.graph.initializers.values()
-        )
-        return f"{target.name}.data" if has_external else None
+            if isinstance(value.const_value, ir.ExternalTensor)
+        ]
+        if not locations:
+            return None
+        if self._path is not None and target == self._path:
+            # saved in place: the data stays in the file most of it is in now
+            return max(set(locations), key=locations.count)
+        return f"{target.name}.data"
 
     def update_companion(self, key: str, value: Any) -> None:
         """Set view state kept beside the model (layout, collapsed groups); not an edit."""
         self.companion[key] = value
 
     def _write_companion(self, target: Path) -> None:
-        if not self.companion:
-            return
-        payload = {"version": _COMPANION_VERSION, **self.companion}
-        atomic_write_bytes(
-            target.with_name(target.name + COMPANION_SUFFIX),
-            json.dumps(payload, indent=1, sort_keys=True).encode(),
-        )
+        """The companion is view state: failing to write it warns, the model is saved."""
+        try:
+            write_companion(target, self.companion)
+        except (OSError, TypeError, ValueError) as error:
+            warnings.warn(
+                f"{target.name} was saved, but its view state ({companion_path(target).name}) "
+                f"could not be written: {error}",
+                CompanionWarning,
+                stacklevel=3,
+            )
 
     @contextmanager
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
@@ -760,7 +793,15 @@ class ModelDocument:
 def open_model(path: str | os.PathLike[str]) -> ModelDocument:
     """Open an ONNX file for editing. External weights stay on disk until used."""
     source = Path(path).absolute()
-    return ModelDocument(load_model(source), source)
+    model = load_model(source)
+    try:
+        return ModelDocument(model, source)
+    except (KeyError, AttributeError, TypeError, IndexError, RecursionError) as error:
+        # onnx_ir accepts some malformed graphs that naming or indexing then trips over
+        raise ModelLoadError(
+            f"{source} could not be opened: the model is malformed ({type(error).__name__}: "
+            f"{error})"
+        ) from error
 
 
 def new_model(opset: int = 21, contrib_ops: bool = False, name: str = "main") -> ModelDocument:
@@ -928,16 +969,3 @@ def _lookup(items: Mapping[str, _T], name: str, kind: str, error: type[DocumentE
 def _close(name: str, names: Iterable[str]) -> str:
     matches = difflib.get_close_matches(name, list(names), n=3)
     return f" (did you mean {', '.join(map(repr, matches))}?)" if matches else ""
-
-
-def _read_companion(path: Path) -> dict[str, Any]:
-    """The companion file is optional: a missing or unreadable one gives an empty state."""
-    companion = path.with_name(path.name + COMPANION_SUFFIX)
-    try:
-        data = json.loads(companion.read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    data.pop("version", None)
-    return data

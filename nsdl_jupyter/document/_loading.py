@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,7 +55,7 @@ def check_model_header(proto: onnx.ModelProto, source: Path) -> None:
 def check_external_data(proto: onnx.ModelProto, base_dir: Path, source: Path) -> None:
     """Every external data reference must stay inside the model's folder and fit its file."""
     sizes: dict[Path, int] = {}
-    for tensor in _all_tensors(proto):
+    for tensor in all_tensors(proto):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
         info = {entry.key: entry.value for entry in tensor.external_data}
@@ -68,14 +69,31 @@ def check_external_data(proto: onnx.ModelProto, base_dir: Path, source: Path) ->
         try:
             offset = int(info.get("offset", "0"))
             length = int(info["length"]) if "length" in info else None
+            needed = _stored_bytes(tensor)
         except ValueError as error:
             raise ModelLoadError(f"{where}: bad external data offset/length ({error})") from error
-        end = offset + (length or 0)
+        if length is not None and length < needed:
+            raise ModelLoadError(
+                f"{where}: external data length {length} is shorter than the {needed} bytes "
+                f"its dtype and shape {list(tensor.dims)} need: the model is corrupt"
+            )
+        end = offset + max(length or 0, needed)
         if offset < 0 or end > sizes[data_path]:
             raise ModelLoadError(
                 f"{where}: external data [{offset}, {end}) lies outside {location!r} "
                 f"({sizes[data_path]} bytes): the data file does not belong to this model"
             )
+
+
+def _stored_bytes(tensor: onnx.TensorProto) -> int:
+    """Bytes a tensor's raw data takes, from its dtype and dims."""
+    if tensor.data_type == onnx.TensorProto.STRING:
+        raise ValueError("string tensors cannot be stored as external data")
+    if any(dim < 0 for dim in tensor.dims):
+        raise ValueError(f"negative dimension in {list(tensor.dims)}")
+    count = int(math.prod(tensor.dims))
+    bits: int = ir.DataType(tensor.data_type).bitwidth
+    return -(-count * bits // 8)
 
 
 def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
@@ -98,7 +116,7 @@ def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
     return resolved
 
 
-def _all_tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+def all_tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
     yield from _graph_tensors(proto.graph)
     for function in proto.functions:
         for node in function.node:

@@ -112,3 +112,20 @@ def _load_npy(path: Path) -> np.ndarray:
     if not isinstance(array, np.ndarray):
         raise InitializerError(f"{path} does not hold a single array")
     return array
+
+
+def to_tensor(
+    array: np.ndarray, dtype: ir.DataType | None = None, name: str | None = None
+) -> ir.TensorProtocol:
+    """An onnx_ir tensor of `array`; strings become a StringTensor (UTF-8), the only tensor
+    type onnx_ir can serialize them from."""
+    if dtype == ir.DataType.STRING or array.dtype.kind in "OSU":
+        encoded = [
+            item if isinstance(item, bytes) else str(item).encode() for item in array.ravel()
+        ]
+        return ir.StringTensor(
+            np.array(encoded, dtype=object).reshape(array.shape),
+            shape=ir.Shape(array.shape),
+            name=name,
+        )
+    return ir.tensor(array, dtype=dtype, name=name)

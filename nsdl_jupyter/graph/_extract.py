@@ -6,13 +6,14 @@ tombstone (``alive`` false) so that patches sent to the browser can address item
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import onnx
 import onnx_ir as ir
+
+from nsdl_jupyter.ops import parse_literal
 
 # item flags (mirrored in js/src/graph_view/graph.ts)
 CONSTANT = 1
@@ -22,6 +23,10 @@ HAS_SUBGRAPH = 8
 FUNCTION_CALL = 16
 OUTER_SCOPE = 32
 PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE
+
+# Limits on name scopes read from a model (untrusted): the hierarchy costs depth squared.
+MAX_SCOPE_DEPTH = 64
+MAX_SCOPE_TEXT = 16_384  # characters of a name_scopes / namespace metadata value
 
 # edge flags
 OPTIONAL_INPUT = 1
@@ -84,43 +89,59 @@ def op_label(node: ir.Node) -> str:
 
 
 def scope_of(node: ir.Node) -> tuple[str, ...]:
-    """The name scope of a node, outermost first.
+    """The name scope of a node, outermost first, at most MAX_SCOPE_DEPTH levels.
 
     torch's dynamo exporter records it in metadata_props (``pkg.torch.onnx.name_scopes``, a
     list literal of module names, or ``namespace``); TorchScript exports put it in the node
     name (``/encoder/layer.3/attention/MatMul``); other exporters write ``blk17/Add``.
+    A metadata value that is malformed or over the limits falls back to the next source.
     """
     props = node.metadata_props
-    scopes = props.get("pkg.torch.onnx.name_scopes")
+    scopes = _torch_name_scopes(props.get("pkg.torch.onnx.name_scopes", ""))
     if scopes:
-        try:
-            parsed = ast.literal_eval(scopes)
-        except (ValueError, SyntaxError):
-            parsed = None
-        if isinstance(parsed, list) and all(isinstance(s, str) for s in parsed):
-            parts: list[str] = []
-            previous = ""
-            for entry in parsed:
-                if not entry:
-                    continue
-                # entries may be fully qualified ("encoder.layer.0"): keep the new suffix only
-                part = (
-                    entry[len(previous) + 1 :]
-                    if previous and entry.startswith(previous + ".")
-                    else entry
-                )
-                parts.append(part)
-                previous = entry
-            return tuple(parts)
-    namespace = props.get("namespace")
-    if namespace:
-        return tuple(
+        return scopes
+    namespace = props.get("namespace", "")
+    if namespace and len(namespace) <= MAX_SCOPE_TEXT:
+        parts = tuple(
             p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip()
         )
+        if len(parts) <= MAX_SCOPE_DEPTH:
+            return parts
     name = node.name or ""
     if "/" in name:
-        return tuple(p for p in name.split("/")[:-1] if p)
+        # a name is the node's identity, never dropped: deeper levels are only not drawn
+        return tuple(p for p in name.split("/", MAX_SCOPE_DEPTH + 1)[:-1] if p)[:MAX_SCOPE_DEPTH]
     return ()
+
+
+def _torch_name_scopes(text: str) -> tuple[str, ...]:
+    """Scopes from dynamo's ``['', 'encoder', 'encoder.layer.0']``; () when absent or bad.
+
+    The value is untrusted file content: it is read by the literal parser (linear time, nesting
+    bounded) and only after a length check, never by ``ast.literal_eval``.
+    """
+    if not text or len(text) > MAX_SCOPE_TEXT:
+        return ()
+    try:
+        parsed = parse_literal(text)
+    except ValueError:  # LiteralSyntaxError, or int() refusing an absurd number of digits
+        return ()
+    if not isinstance(parsed, list):
+        return ()
+    entries = [s for s in parsed if isinstance(s, str)]
+    if len(entries) != len(parsed):
+        return ()
+    parts: list[str] = []
+    previous = ""
+    for entry in entries:
+        if not entry:
+            continue
+        # entries may be fully qualified ("encoder.layer.0"): keep the new suffix only
+        qualified = previous and entry.startswith(previous + ".")
+        part = entry[len(previous) + 1 :] if qualified else entry
+        parts.append(part)
+        previous = entry
+    return tuple(parts) if len(parts) <= MAX_SCOPE_DEPTH else ()
 
 
 def short_name(name: str) -> str:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape
-
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter.graph._extract import PSEUDO, short_name
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutResult
@@ -56,7 +55,7 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
         f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="system-ui, sans-serif">'
     ]
     if background:
-        out.append(f'<rect width="100%" height="100%" fill="{escape(background)}"/>')
+        out.append(f'<rect width="100%" height="100%" fill="{html_text(background)}"/>')
     if grid:
         out.append(
             '<defs><pattern id="grid" width="40" height="40" patternUnits="userSpaceOnUse">'
@@ -76,7 +75,7 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{hh:.1f}" rx="8" '
             'fill="#6366f1" fill-opacity="0.05" stroke="#4f46e5" stroke-opacity="0.35"/>'
             f'<text x="{x + 6:.1f}" y="{y + HEADER / 2 + 4:.1f}" font-size="12" font-weight="600" '
-            f'fill="#3730a3">{escape(group.label)} ({group.size})</text>'
+            f'fill="#3730a3">{html_text(group.label)} ({group.size})</text>'
         )
     lr = scene.direction == "LR"
     paths = []
@@ -97,8 +96,8 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
             )
         tensor = table.tensors[table.edges[k].tensor]
         paths.append(
-            f'<path d="{curve}"><title>{escape(tensor.name)} {tensor.dtype} '
-            f"{escape(tensor.shape)}</title></path>"
+            f'<path d="{curve}"><title>{html_text(tensor.name)} {html_text(tensor.dtype)} '
+            f"{html_text(tensor.shape)}</title></path>"
         )
     out.append('<g fill="none" stroke="#94a3b8" stroke-width="1.2">' + "".join(paths) + "</g>")
     for slot, (ref, kind) in enumerate(
@@ -122,12 +121,12 @@ def scene_svg(scene: GraphScene, *, background: str | None = "#ffffff", grid: bo
             sub = item.op if pseudo else short_name(item.name)
             fill, stroke = ("#f1f5f9" if pseudo else "#ede9fe"), "#64748b"
         out.append(
-            f'<g><title>{escape(title)}</title><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+            f'<g><title>{html_text(title)}</title><rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
             f'height="{hh:.1f}" rx="6" fill="{fill}" stroke="{stroke}"/>'
             f'<text x="{x + 8:.1f}" y="{y + hh / 2 - 3:.1f}" font-size="12" font-weight="600" '
-            f'fill="#1f2328">{escape(title[:24])}</text>'
+            f'fill="#1f2328">{html_text(title[:24])}</text>'
             f'<text x="{x + 8:.1f}" y="{y + hh / 2 + 11:.1f}" font-size="11" fill="#57606a">'
-            f"{escape(sub[:26])}</text></g>"
+            f"{html_text(sub[:26])}</text></g>"
         )
     out.append("</g></svg>")
     return "\n".join(out)

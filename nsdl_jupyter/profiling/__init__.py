@@ -20,11 +20,15 @@ from nsdl_jupyter.profiling._errors import (
     InputFolderError,
     ProfileCancelledError,
     ProfileError,
+    ProfileFileError,
     ProfileSettingsError,
+    ReportFormatError,
     RunnerCrashError,
+    TraceFormatError,
+    TrtexecFormatError,
 )
 from nsdl_jupyter.profiling._inputs import input_file_name
-from nsdl_jupyter.profiling._ort_trace import TraceFormatError, parse_ort_trace
+from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,
     RuntimeInfo,
@@ -41,14 +45,17 @@ __all__ = [
     "OrtProfileSettings",
     "ProfileCancelledError",
     "ProfileError",
+    "ProfileFileError",
     "ProfileJob",
     "ProfileReport",
     "ProfileSettingsError",
     "Progress",
     "ProviderStatus",
+    "ReportFormatError",
     "RunnerCrashError",
     "RuntimeInfo",
     "TraceFormatError",
+    "TrtexecFormatError",
     "available_providers",
     "input_file_name",
     "load_ort_profile",

@@ -23,7 +23,7 @@ from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError, 
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
-from nsdl_jupyter.profiling._report import ProfileReport, now_iso
+from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._settings import OrtProfileSettings
 from nsdl_jupyter.targets import JobResult, LocalTarget, RunnerJob, Target
 
@@ -106,8 +106,13 @@ class ProfileJob:
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
             }
             if arrays is not None:
-                npz = write_npz(arrays, self._stage / "inputs.npz")
-                request["inputs"] = {"mode": "npz", "path": target.put(npz, self._workdir)}
+                npz = self._stage / "inputs.npz"
+                strings = write_npz(arrays, npz)
+                request["inputs"] = {
+                    "mode": "npz",
+                    "path": target.put(npz, self._workdir),
+                    "strings": strings,
+                }
             if debug_crash_at is not None:
                 request["debug_crash_at"] = debug_crash_at
             self._job: RunnerJob = target.start(RUNNER, request, self._workdir, self._on_event)
@@ -229,14 +234,13 @@ def _report_from_run(
         "provider": answer.get("provider"),
         "providers": answer.get("providers"),
         "device": answer.get("device"),
-        "host": answer.get("host"),
         "python": answer.get("python"),
         "iterations": answer.get("iterations"),
         "warmup": answer.get("warmup"),
         "graph_optimization": answer.get("graph_optimization"),
         "model_name": source.name,
-        "model_path": str(source.path) if source.path is not None else None,
-        "trace_path": str(trace_path),
+        "model_path": recorded_path(source.path, full_paths=settings.full_paths),
+        "trace_path": recorded_path(trace_path, full_paths=settings.full_paths),
         "inputs": answer.get("inputs"),
         "session_create_ms": answer.get("session_create_ms"),
         "created": now_iso(),
@@ -247,6 +251,8 @@ def _report_from_run(
         "timing_note": NODE_TIME_NOTE,
         "settings": settings.to_json(),
     }
+    if settings.full_paths:
+        metadata["host"] = answer.get("host")
     return ProfileReport(
         parsed.layers,
         latencies_ms=latencies,
@@ -307,13 +313,14 @@ def profile_ort(
 
 
 def load_ort_profile(
-    trace_path: str | Path, model: Any = None, *, skip_runs: int = 0
+    trace_path: str | Path, model: Any = None, *, skip_runs: int = 0, full_paths: bool = False
 ) -> ProfileReport:
     """A ProfileReport from a trace written by onnxruntime's own profiler, from any machine.
 
     `model` (optional) marks which rows are nodes of that graph; `skip_runs` drops the first
     runs as warm-up. Without a separate bare pass, end-to-end latencies are the profiled run
-    times, which the profiler inflates (the metadata says so).
+    times, which the profiler inflates (the metadata says so). The metadata records the trace's
+    file name (or path relative to the working folder) unless `full_paths` is set.
     """
     trace_path = Path(trace_path)
     source = model_source(model) if model is not None else None
@@ -328,7 +335,7 @@ def load_ort_profile(
         "iterations": len(parsed.run_ms),
         "warmup": skip_runs,
         "model_name": source.name if source else trace_path.name.removesuffix(".json"),
-        "trace_path": str(trace_path.resolve()),
+        "trace_path": recorded_path(trace_path, full_paths=full_paths),
         "created": now_iso(),
         "latency_source": "profiled runs (profiler on: inflated)",
         "profiled_run_ms": parsed.run_ms.tolist(),

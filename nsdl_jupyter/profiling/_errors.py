@@ -25,3 +25,19 @@ class ProfileSettingsError(ValueError):
 
 class InputFolderError(ValueError):
     """The input folder lacks a file for an input, or a file does not match its input."""
+
+
+class ProfileFileError(ValueError):
+    """A profile file (saved report, onnxruntime trace, trtexec export) is malformed."""
+
+
+class ReportFormatError(ProfileFileError):
+    """A file given to `ProfileReport.load` is not a report that `ProfileReport.save` wrote."""
+
+
+class TraceFormatError(ProfileFileError):
+    """The file is not an onnxruntime profile trace."""
+
+
+class TrtexecFormatError(ProfileFileError):
+    """A file given to `load_trtexec` is not the trtexec JSON export it should be."""

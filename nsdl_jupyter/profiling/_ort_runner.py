@@ -246,11 +246,21 @@ def _random_inputs(
     return feeds, described
 
 
-def _file_inputs(sess: Any, path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _file_inputs(
+    sess: Any, path: str, strings: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Feeds from the parent's npz; a string input comes as byte lengths + UTF-8 bytes."""
     import numpy as np
 
     with np.load(path, allow_pickle=False) as data:
-        feeds = {name: data[name] for name in data.files}
+        feeds = {name: data[name] for name in data.files if name not in strings.values()}
+        for name, key in strings.items():
+            lengths = feeds[name]
+            blob = data[key].tobytes()
+            ends = np.cumsum(lengths.ravel()).tolist()
+            starts = [0, *ends[:-1]]
+            values = [blob[a:b].decode("utf-8") for a, b in zip(starts, ends)]  # noqa: B905 (Python 3.8)
+            feeds[name] = np.array(values, dtype=object).reshape(lengths.shape)
     missing = [arg.name for arg in sess.get_inputs() if arg.name not in feeds]
     if missing:
         raise RunnerError(f"the input file {path} has no array for input(s) {missing}")
@@ -312,7 +322,7 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
     sess, used = _session(ort, request, profile_prefix=None)
     session_ms = (time.perf_counter() - t0) * 1e3
     if inputs.get("mode") == "npz":
-        feeds, described = _file_inputs(sess, inputs["path"])
+        feeds, described = _file_inputs(sess, inputs["path"], inputs.get("strings") or {})
     else:
         feeds, described = _random_inputs(
             sess, dict(inputs.get("dims") or {}), int(inputs.get("seed", 0))

@@ -3,9 +3,10 @@
 Traces get big (a 20-iteration profile of a 20,000-node model: 215 MB, 240k events), so the
 file is streamed: onnxruntime writes one event per line, and a regular expression reads the
 few fields needed from the head of each line; the full JSON of a node is decoded only the
-first time its name appears (op type, provider, shapes). Files in another layout fall back to
-an incremental JSON decoder over chunks. Memory stays proportional to the number of events
-times a few integers, never to the file size.
+first time its name appears (op type, provider, shapes). Files in another layout (one huge
+line, `{"traceEvents": [...]}`, pretty-printed) fall back to an incremental JSON decoder over
+chunks. Memory stays proportional to the number of events times a few integers, never to the
+file size; a trace is untrusted input, and anything malformed raises TraceFormatError.
 
 Nested events: nodes inside If/Loop/Scan bodies run inside their control-flow node's event, on
 the same thread. Their time is counted once: each event's *self* time is its duration minus
@@ -14,6 +15,7 @@ its direct children's, and a node's per-inference time is the sum of its self ti
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -24,16 +26,19 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.profiling._errors import ProfileSettingsError, TraceFormatError
+from nsdl_jupyter.profiling._files import malformed_as, open_regular
+
+__all__ = ["ParsedTrace", "TraceFormatError", "parse_ort_trace"]
+
 _KERNEL_SUFFIX = "_kernel_time"
 _HEAD = re.compile(
     rb'\{"cat" : "(\w+)","pid" :-?\d+,"tid" :(-?\d+),"dur" :(-?\d+),"ts" :(-?\d+),'
     rb'"ph" : "X","name" :"((?:[^"\\]|\\.)*)"'
 )
 _CHUNK = 1 << 20
-
-
-class TraceFormatError(ValueError):
-    """The file is not an onnxruntime profile trace."""
+_MAX_LINE = 1 << 20  # a longer line means another layout: the chunked decoder reads it
+_MAX_EVENT = 16 << 20  # characters; onnxruntime's events are a few hundred
 
 
 @dataclass(frozen=True)
@@ -102,18 +107,26 @@ class _Accumulator:
         self.n_events += 1
         cat = event.get("cat")
         name = str(event.get("name", ""))
-        if cat == "Session" and name == "model_run":
-            self.runs.append((int(event["ts"]), int(event["dur"])))
-        elif cat == "Node" and name.endswith(_KERNEL_SUFFIX):
-            node = name[: -len(_KERNEL_SUFFIX)]
-            info = None if self.known(node) else _node_info(event)
-            self.add_kernel(
-                node, int(event.get("tid", 0)), int(event["ts"]), int(event["dur"]), info
-            )
+        try:
+            if cat == "Session" and name == "model_run":
+                self.runs.append((int(event["ts"]), int(event["dur"])))
+            elif cat == "Node" and name.endswith(_KERNEL_SUFFIX):
+                node = name[: -len(_KERNEL_SUFFIX)]
+                info = None if self.known(node) else _node_info(event)
+                self.add_kernel(
+                    node, int(event.get("tid", 0)), int(event["ts"]), int(event["dur"]), info
+                )
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise TraceFormatError(
+                f"event {self.n_events} ({name[:80]!r}) has no integer 'ts', 'dur' or 'tid' "
+                f"({type(exc).__name__}: {exc}): not an onnxruntime trace event"
+            ) from exc
 
 
 def _node_info(event: dict[str, Any]) -> NodeInfo:
-    args = event.get("args") or {}
+    args = event.get("args")
+    if not isinstance(args, dict):
+        args = {}
     return NodeInfo(
         op_type=str(args.get("op_name", "")),
         provider=str(args.get("provider", "")),
@@ -131,7 +144,9 @@ def _decode_name(raw: bytes) -> str:
 def _scan_lines(stream: IO[bytes], acc: _Accumulator) -> bool:
     """Fast path over a one-event-per-line file; False when the layout is something else."""
     kernel_suffix = _KERNEL_SUFFIX.encode()
-    for line in stream:
+    while line := stream.readline(_MAX_LINE):
+        if len(line) == _MAX_LINE and not line.endswith(b"\n"):
+            return False  # one huge line: not read whole
         m = _HEAD.match(line)
         if m is None:
             stripped = line.strip().rstrip(b",")
@@ -141,7 +156,7 @@ def _scan_lines(stream: IO[bytes], acc: _Accumulator) -> bool:
                 event = json.loads(stripped)
             except json.JSONDecodeError:
                 return False
-            if not isinstance(event, dict):
+            if not isinstance(event, dict) or "traceEvents" in event:
                 return False
             acc.add_event(event)
             continue
@@ -160,67 +175,96 @@ def _scan_lines(stream: IO[bytes], acc: _Accumulator) -> bool:
     return True
 
 
-def _iter_array(stream: IO[bytes]) -> Iterator[dict[str, Any]]:
-    """Objects of a top-level JSON array (or of its `traceEvents`), decoded chunk by chunk."""
-    decoder = json.JSONDecoder()
-    text = ""
-    pos = 0
-    eof = False
+class _ChunkedJson:
+    """JSON values read one at a time from a stream, holding at most one value in memory."""
 
-    def fill() -> bool:
-        nonlocal text, pos, eof
-        chunk = stream.read(_CHUNK)
-        if not chunk:
-            eof = True
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.decoder = json.JSONDecoder()
+        # incremental: a UTF-8 character split across two chunks stays one character
+        self.utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self.text = ""
+        self.pos = 0
+        self.eof = False
+
+    def fill(self) -> bool:
+        if self.eof:
             return False
-        text = text[pos:] + chunk.decode("utf-8", "replace")
-        pos = 0
-        return True
+        chunk = self.stream.read(_CHUNK)
+        self.eof = not chunk
+        self.text = self.text[self.pos :] + self.utf8.decode(chunk, final=self.eof)
+        self.pos = 0
+        return not self.eof
 
-    def skip_ws_and(chars: str) -> None:
-        nonlocal pos
+    def peek(self, skip: str = "") -> str:
+        """The next character after whitespace and any of `skip` ('' at the end)."""
         while True:
-            while pos < len(text) and (text[pos].isspace() or text[pos] in chars):
+            text, pos = self.text, self.pos
+            while pos < len(text) and (text[pos].isspace() or text[pos] in skip):
                 pos += 1
-            if pos < len(text) or not fill():
-                return
+            self.pos = pos
+            if pos < len(text):
+                return text[pos]
+            if not self.fill():
+                return ""
 
-    fill()
-    skip_ws_and("")
-    if text[pos : pos + 1] == "{":
-        # {"traceEvents": [...]} form (some tools re-save traces that way)
-        idx = text.find("[", pos)
-        while idx < 0 and fill():
-            idx = text.find("[", pos)
-        if idx < 0:
-            raise TraceFormatError("no event array in the trace")
-        pos = idx
-    if text[pos : pos + 1] != "[":
-        raise TraceFormatError("an onnxruntime trace is a JSON array of events")
-    pos += 1
-    while True:
-        skip_ws_and(",")
-        if pos >= len(text) or text[pos] == "]":
-            return
+    def value(self) -> Any:
+        self.peek()  # raw_decode does not skip leading whitespace
         while True:
             try:
-                obj, end = decoder.raw_decode(text, pos)
-                break
+                obj, end = self.decoder.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
-                if eof or not fill():
+                if len(self.text) - self.pos > _MAX_EVENT:
+                    raise TraceFormatError(
+                        f"a value in the trace is over {_MAX_EVENT >> 20} M characters long: "
+                        "not an onnxruntime event"
+                    ) from None
+                if not self.fill():
                     raise TraceFormatError(f"truncated or invalid trace: {exc}") from exc
-        pos = end
+                continue
+            except RecursionError:
+                raise TraceFormatError("the trace nests JSON too deeply") from None
+            if end == len(self.text) and self.fill():
+                continue  # a number at the end of the buffer may go on in the next chunk
+            self.pos = end
+            return obj
+
+    def expect(self, char: str, what: str) -> None:
+        if self.peek() != char:
+            raise TraceFormatError(what)
+        self.pos += 1
+
+
+def _iter_array(stream: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """Objects of a top-level JSON array (or of its `traceEvents`), decoded one at a time."""
+    reader = _ChunkedJson(stream)
+    if reader.peek() == "{":
+        # {"traceEvents": [...], ...}: chrome://tracing's object form
+        reader.pos += 1
+        while True:
+            if reader.peek(",") != '"':
+                raise TraceFormatError("the trace object has no 'traceEvents' array of events")
+            key = reader.value()
+            reader.expect(":", "invalid trace object: ':' expected after a key")
+            if key == "traceEvents":
+                break
+            reader.value()  # another key's value (metadata): skipped
+    reader.expect("[", 'an onnxruntime trace is a JSON array of events (or {"traceEvents": [...]})')
+    while (char := reader.peek(",")) != "]":
+        if not char:
+            raise TraceFormatError("truncated trace: the event array is not closed")
+        obj = reader.value()
         if isinstance(obj, dict):
             yield obj
 
 
 def _accumulate(path: Path) -> _Accumulator:
     acc = _Accumulator()
-    with path.open("rb") as stream:
+    with open_regular(path, TraceFormatError) as stream:
         if _scan_lines(stream, acc):
             return acc
     acc = _Accumulator()
-    with path.open("rb") as stream:
+    with open_regular(path, TraceFormatError) as stream:
         for event in _iter_array(stream):
             acc.add_event(event)
     return acc
@@ -294,7 +338,7 @@ def _events(acc: _Accumulator, skip_runs: int) -> tuple[_Events, np.ndarray, int
         start = int(ts.min())
         runs = [(start, int((ts + dur).max()) - start)]
     if skip_runs >= len(runs):
-        raise ValueError(
+        raise ProfileSettingsError(
             f"the trace has {len(runs)} runs; cannot skip {skip_runs} as warm-up "
             f"(use skip_runs < {len(runs)})"
         )
@@ -391,15 +435,25 @@ def parse_ort_trace(
     `graph_nodes` (the model's node names) fills `in_graph` and `onnx_nodes` for the rows that
     are nodes of the graph (fused or subgraph nodes are not).
     """
+    if not isinstance(skip_runs, int) or isinstance(skip_runs, bool) or skip_runs < 0:
+        raise ProfileSettingsError(
+            f"skip_runs={skip_runs!r}: give the number of warm-up runs to drop, an integer >= 0"
+        )
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"no trace file at {path}")
-    acc = _accumulate(path)
+    with malformed_as(TraceFormatError, f"{path} (onnxruntime trace)"):
+        acc = _accumulate(path)
     if not acc.name_id:
         raise TraceFormatError(
             f"{path} has no node events: profile with SessionOptions.enable_profiling = True "
             "(onnxruntime's profiler) and pass the JSON file that end_profiling() returns"
         )
+    with malformed_as(TraceFormatError, f"{path} (onnxruntime trace)"):
+        return _parsed(acc, skip_runs, graph_nodes)
+
+
+def _parsed(acc: _Accumulator, skip_runs: int, graph_nodes: set[str] | None) -> ParsedTrace:
     events, run_ms, n_runs_total = _events(acc, skip_runs)
     n_runs = n_runs_total - skip_runs
     layers = _layers(acc, events, n_runs)

@@ -9,7 +9,6 @@ load back without the runtime or the GPU that produced them.
 from __future__ import annotations
 
 import datetime as _dt
-import html
 import json
 import math
 import os
@@ -20,11 +19,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._display import html_text, neutralize, shown_path
+from nsdl_jupyter.profiling._errors import ReportFormatError
+from nsdl_jupyter.profiling._files import malformed_as, read_json
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 FORMAT = "nsdl-profile-report"
 FORMAT_VERSION = 1
+MAX_METADATA_DEPTH = 32  # nesting a loaded report's metadata may have (save recurses into it)
 
 # The columns every report's `layers` has, in this order (others may follow).
 LAYER_COLUMNS = [
@@ -94,7 +99,7 @@ def _normalise_layers(layers: pd.DataFrame) -> pd.DataFrame:
     for column in _TEXT_COLUMNS:
         layers[column] = layers[column].fillna("").astype(str)
     layers["onnx_nodes"] = [
-        list(v) if isinstance(v, (list, tuple)) else [] for v in layers["onnx_nodes"]
+        [str(n) for n in v] if isinstance(v, (list, tuple)) else [] for v in layers["onnx_nodes"]
     ]
     extra = [c for c in layers.columns if c not in LAYER_COLUMNS]
     return layers[LAYER_COLUMNS + extra].reset_index(drop=True)
@@ -291,18 +296,19 @@ class ProfileReport:
             ),
             ("end-to-end mean", f"{lat['mean']:.3f} ms"),
             ("layers", len(self.layers)),
-            ("trace", md.get("trace_path", "")),
+            ("trace", shown_path(md["trace_path"]) if md.get("trace_path") else ""),
         ]
         body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
-            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            f"<tr><th style='text-align:left'>{html_text(str(k))}</th>"
+            f"<td style='text-align:left'>{html_text(str(v))}</td></tr>"
             for k, v in rows
         )
         top = self.top(10)[["name", "op_type", "mean_ms", "share", "output_shapes"]]
+        top = top.assign(name=top["name"].map(neutralize))  # to_html escapes, bidi stays
         note = md.get("timing_note", "")
         return (
             f"<div class='nsdl-profile-report'><table>{body}</table>"
-            f"<p><i>{html.escape(str(note))}</i></p>"
+            f"<p><i>{html_text(str(note))}</i></p>"
             f"<p>Top layers</p>{top.to_html(index=False, float_format=lambda x: f'{x:.4f}')}</div>"
         )
 
@@ -319,39 +325,103 @@ class ProfileReport:
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the report as one JSON file, atomically; returns the path."""
+        """Write the report as one JSON file, atomically (a crash leaves the old file or none)."""
         path = Path(path)
         if path.is_dir():
             raise IsADirectoryError(f"{path} is a folder: give a file name such as report.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        partial.write_text(json.dumps(self.to_json(), allow_nan=False), encoding="utf-8")
-        os.replace(partial, path)
+        text = json.dumps(self.to_json(), allow_nan=False)
+        atomic_write_bytes(path, text.encode("utf-8"))
         return path
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ProfileReport:
+    def from_json(cls, data: Any, *, where: str = "the data") -> ProfileReport:
+        """A report from what `to_json` returns; ReportFormatError naming `where` otherwise."""
+        if not isinstance(data, Mapping):
+            raise ReportFormatError(
+                f"{where} is not a profile report: its JSON is a {type(data).__name__}, not an "
+                "object; give a file written by ProfileReport.save"
+            )
         if data.get("format") != FORMAT:
-            raise ValueError(
-                f"not a profile report (format {data.get('format')!r}, want {FORMAT!r})"
+            raise ReportFormatError(
+                f"{where} is not a profile report (format {data.get('format')!r}, want "
+                f"{FORMAT!r}); give a file written by ProfileReport.save"
             )
-        if int(data.get("version", 0)) > FORMAT_VERSION:
-            raise ValueError(
-                f"report format version {data.get('version')} is newer than this nsdl_jupyter "
-                f"reads ({FORMAT_VERSION}): upgrade nsdl_jupyter"
+        version = data.get("version", 0)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise ReportFormatError(f"{where}: version {version!r} is not an integer")
+        if version > FORMAT_VERSION:
+            raise ReportFormatError(
+                f"{where}: report format version {version} is newer than this nsdl_jupyter reads "
+                f"({FORMAT_VERSION}): upgrade nsdl_jupyter"
             )
-        return cls(
-            pd.DataFrame(data["layers"]),
-            latencies_ms=[math.nan if v is None else v for v in data.get("latencies_ms", [])],
-            timeline_events=pd.DataFrame(data.get("timeline") or {}),
-            metadata=data.get("metadata") or {},
-        )
+        layers = _columns(data.get("layers"), f"{where}: 'layers'", required=True)
+        timeline = _columns(data.get("timeline"), f"{where}: 'timeline'", required=False)
+        latencies = data.get("latencies_ms", [])
+        if not isinstance(latencies, list) or not all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+            for v in latencies
+        ):
+            raise ReportFormatError(f"{where}: 'latencies_ms' is not a list of numbers")
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise ReportFormatError(
+                f"{where}: 'metadata' is a {type(metadata).__name__}, not an object"
+            )
+        if _depth_exceeds(metadata, MAX_METADATA_DEPTH):
+            raise ReportFormatError(
+                f"{where}: 'metadata' nests deeper than {MAX_METADATA_DEPTH} levels"
+            )
+        with malformed_as(ReportFormatError, where):
+            return cls(
+                pd.DataFrame(layers),
+                latencies_ms=[math.nan if v is None else v for v in latencies],
+                timeline_events=pd.DataFrame(timeline),
+                metadata=metadata,
+            )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ProfileReport:
-        """Read a report written by `save`."""
-        with Path(path).open(encoding="utf-8") as f:
-            return cls.from_json(json.load(f))
+        """Read a report written by `save`; ReportFormatError when the file is not one."""
+        data = read_json(path, ReportFormatError, "a profile report")
+        return cls.from_json(data, where=str(path))
+
+
+def _columns(value: Any, where: str, *, required: bool) -> dict[str, list[Any]]:
+    """A frame as saved: an object of equally long lists."""
+    if value is None and not required:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, list) for v in value.values()):
+        raise ReportFormatError(f"{where} is not an object of column lists")
+    if len({len(v) for v in value.values()}) > 1:
+        raise ReportFormatError(f"{where}: its columns have different lengths")
+    return dict(value)
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
+
+
+def recorded_path(path: str | os.PathLike[str] | None, *, full_paths: bool) -> str | None:
+    """How a report records a file path: absolute with `full_paths`, else relative to the
+    working folder when under it, else the file name (no home folder or user name leaks)."""
+    if path is None:
+        return None
+    absolute = Path(os.path.abspath(path))
+    if full_paths:
+        return str(absolute)
+    cwd = Path.cwd()
+    if cwd != Path(cwd.anchor) and absolute.is_relative_to(cwd):
+        return absolute.relative_to(cwd).as_posix()
+    return absolute.name
 
 
 def now_iso() -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
+from nsdl_jupyter.profiling._report import recorded_path
 
 # Short names users type -> onnxruntime provider names.
 PROVIDER_ALIASES = {
@@ -40,7 +41,10 @@ class OrtProfileSettings:
       then match the ONNX graph one to one);
     - `dim_sizes`: sizes of named free dimensions for random inputs (others = 1), or
       `input_folder`: one TensorProto `<input name>.pb` per input;
-    - `trace_path`: where the raw onnxruntime trace is kept (default from the model name).
+    - `trace_path`: where the raw onnxruntime trace is kept (default from the model name);
+    - `full_paths`: record absolute paths and the host name in the report's metadata (off: file
+      names, or paths relative to the working folder, and no host name, so a shared report or
+      notebook does not carry the user's home folder or machine name).
     """
 
     iterations: int = 20
@@ -53,6 +57,7 @@ class OrtProfileSettings:
     trace_path: Path | None = None
     seed: int = 0
     intra_op_threads: int | None = None
+    full_paths: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provider", provider_name(self.provider))
@@ -102,8 +107,8 @@ class OrtProfileSettings:
         return Path(os.getcwd()) / f"{safe}_{short}_profile.json"
 
     def to_json(self) -> dict[str, Any]:
+        """The settings as a report's metadata records them (paths as `full_paths` says)."""
         data = dataclasses.asdict(self)
         for key in ("input_folder", "trace_path"):
-            if data[key] is not None:
-                data[key] = str(data[key])
+            data[key] = recorded_path(data[key], full_paths=self.full_paths)
         return data

@@ -4,12 +4,12 @@ TensorRT fuses ONNX nodes into layers and names a layer after what it fused
 ("features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)"); from TensorRT 10 on, a
 detailed layer export also carries a `Metadata` field ("[ONNX Layer: /conv1/Conv]..."). Both
 are read back into the ONNX node names of each layer (`onnx_nodes`), so a TensorRT report can be
-laid over the graph and compared with an onnxruntime report.
+laid over the graph and compared with an onnxruntime report. The exports are untrusted input:
+anything malformed in them raises TrtexecFormatError naming the file.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.profiling._errors import TrtexecFormatError
+from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._model_source import model_source
-from nsdl_jupyter.profiling._report import ProfileReport, now_iso
+from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
 _FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$")
@@ -144,14 +146,18 @@ def _shapes(bindings: Any) -> str:
     return ", ".join(parts)
 
 
-def _read_json(path: PathLike) -> Any:
-    with Path(path).open(encoding="utf-8") as f:
-        return json.load(f)
+def _read_json(path: PathLike, what: str, kind: type = object) -> Any:
+    """The JSON of one export, checked to be a `kind` (list or Mapping) at the top."""
+    data = read_json(path, TrtexecFormatError, f"a trtexec {what}")
+    if not isinstance(data, kind):
+        want = "list" if kind is list else "object"
+        raise TrtexecFormatError(
+            f"{path} is not a trtexec {what}: its JSON is a {type(data).__name__}, not a {want}"
+        )
+    return data
 
 
-def _profile_rows(data: Any) -> tuple[list[dict[str, Any]], int | None]:
-    if not isinstance(data, list):
-        raise ValueError("a trtexec --exportProfile file is a JSON list of layer records")
+def _profile_rows(data: list[Any]) -> tuple[list[dict[str, Any]], int | None]:
     count = None
     rows = []
     for record in data:
@@ -165,10 +171,14 @@ def _profile_rows(data: Any) -> tuple[list[dict[str, Any]], int | None]:
     return rows, count
 
 
-def _layer_info(data: Any) -> list[dict[str, Any]]:
+def _layer_info(data: Any, path: PathLike) -> list[dict[str, Any]]:
     layers = data.get("Layers", []) if isinstance(data, Mapping) else data
+    if not isinstance(layers, list):
+        raise TrtexecFormatError(
+            f"{path} is not a trtexec --exportLayerInfo file: 'Layers' is not a list"
+        )
     out = []
-    for layer in layers or []:
+    for layer in layers:
         if isinstance(layer, str):  # exports without --profilingVerbosity=detailed
             out.append({"Name": layer})
         elif isinstance(layer, Mapping):
@@ -191,6 +201,7 @@ def load_trtexec(
     run_metadata: PathLike | None = None,
     model: Any = None,
     name: str | None = None,
+    full_paths: bool = False,
 ) -> ProfileReport:
     """A ProfileReport from trtexec exports; at least one of the three files is needed.
 
@@ -199,14 +210,43 @@ def load_trtexec(
     `times`: `--exportTimes` (end-to-end per inference). `run_metadata` (trtexec's
     `*.profile.metadata.json`, found beside the profile when not given) adds the device and the
     run options. `model` (path, ModelProto, ModelDocument) restricts `onnx_nodes` to real nodes.
+    The metadata records file names only unless `full_paths` (absolute paths) is set.
     """
     if profile is None and layer_info is None and times is None:
         raise TypeError("load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)")
     profile_path = Path(profile) if profile is not None else None
     graph_nodes = model_source(model).node_names if model is not None else None
 
-    rows, count = _profile_rows(_read_json(profile_path)) if profile_path else ([], None)
-    info = _layer_info(_read_json(layer_info)) if layer_info is not None else []
+    files = ", ".join(str(p) for p in (profile, layer_info, times) if p is not None)
+    with malformed_as(TrtexecFormatError, f"trtexec export {files}"):
+        return _load(
+            profile_path,
+            layer_info,
+            times,
+            run_metadata=run_metadata,
+            graph_nodes=graph_nodes,
+            name=name,
+            full_paths=full_paths,
+        )
+
+
+def _load(
+    profile_path: Path | None,
+    layer_info: PathLike | None,
+    times: PathLike | None,
+    *,
+    run_metadata: PathLike | None,
+    graph_nodes: set[str] | None,
+    name: str | None,
+    full_paths: bool,
+) -> ProfileReport:
+    rows: list[dict[str, Any]] = []
+    count = None
+    if profile_path is not None:
+        rows, count = _profile_rows(_read_json(profile_path, "--exportProfile file", list))
+    info = []
+    if layer_info is not None:
+        info = _layer_info(_read_json(layer_info, "--exportLayerInfo file"), layer_info)
     info_by_name = {str(layer.get("Name", "")): layer for layer in info}
     if not rows:  # layer info only: layers without times
         rows = [{"name": n} for n in info_by_name]
@@ -237,7 +277,7 @@ def load_trtexec(
 
     latencies: list[float] = []
     if times is not None:
-        for record in _read_json(times):
+        for record in _read_json(times, "--exportTimes file", list):
             if isinstance(record, Mapping):
                 value = record.get("latencyMs", record.get("computeMs"))
                 if value is not None:
@@ -249,9 +289,9 @@ def load_trtexec(
         "provider": "TensorRT",
         "iterations": count if count is not None else (len(latencies) or None),
         "model_name": name or _model_name(profile_path or Path(layer_info or times or "model")),
-        "profile_path": str(profile_path) if profile_path else None,
-        "layer_info_path": str(layer_info) if layer_info is not None else None,
-        "times_path": str(times) if times is not None else None,
+        "profile_path": recorded_path(profile_path, full_paths=full_paths),
+        "layer_info_path": recorded_path(layer_info, full_paths=full_paths),
+        "times_path": recorded_path(times, full_paths=full_paths),
         "created": now_iso(),
         "latency_source": "trtexec --exportTimes" if latencies else "none",
         "timing_note": TRT_TIME_NOTE,
@@ -310,7 +350,7 @@ def _run_metadata(
         else _sibling(profile_path, ".profile.json", ".profile.metadata.json")
     )
     if meta_path is not None:
-        run = _read_json(meta_path)
+        run = _read_json(meta_path, "profile metadata file", Mapping)
         device = run.get("device_information", {})
         metadata["device"] = device.get("Selected Device")
         metadata["compute_capability"] = device.get("Compute Capability")
@@ -327,7 +367,8 @@ def _run_metadata(
             )
     build_path = _sibling(profile_path, ".profile.json", ".build.metadata.json")
     if build_path is not None:
-        metadata["build_options"] = _read_json(build_path).get("build_options")
+        build = _read_json(build_path, "build metadata file", Mapping)
+        metadata["build_options"] = build.get("build_options")
     return metadata
 
 

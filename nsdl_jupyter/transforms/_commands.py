@@ -259,7 +259,7 @@ class _Tools:
             print(f"tool {args.name!r} cancelled", file=sys.stderr)
             return 130
         if tool_run.error:
-            print(tool_run.error, file=sys.stderr)
+            print(f"{tool_run.error} (output: {tool_run.output})", file=sys.stderr)
         if code == 0 and tool_run.output is not None and tool_run.output.exists():
             print(f"output: {tool_run.output}")
         if code is not None and code < 0:

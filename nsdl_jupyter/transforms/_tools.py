@@ -6,28 +6,35 @@ else a temporary file). Tools are saved as JSON in the user's config directory
 (`NSDL_CONFIG_DIR`, else `$XDG_CONFIG_HOME/nsdl_jupyter`, else `~/.config/nsdl_jupyter`).
 
 Running never goes through a shell: the argument list goes to `subprocess.Popen` as is, in
-a new process group, so `cancel()` ends the tool and every child it started. Output lines
-are streamed to a callback (or to an ipywidgets Output in a notebook); on success the output
-is opened as a new ModelDocument when "open output when done" is set.
+a new session, so `cancel()` ends the tool and every child it started, and a background
+child that keeps the tool's pipes open cannot keep the run going. Output lines are streamed
+to a callback (or to an ipywidgets Output in a notebook, throttled) and the last
+MAX_LOG_LINES are kept; on success the output is opened as a new ModelDocument when "open
+output when done" is set.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import json
 import os
+import re
+import selectors
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._display import html_text, shown_path
+from nsdl_jupyter._process import POLL_S, end_session
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
 
@@ -35,8 +42,13 @@ if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
 _FORMAT_VERSION = 1
-_PLACEHOLDERS = ("$Model", "${Model}", "$Output", "${Output}")
-_TERMINATE_GRACE_S = 3.0
+_PLACEHOLDER = re.compile(r"\$(?:\{(Model|Output)\}|(Model|Output))")
+TERMINATE_GRACE_S = 3.0  # SIGTERM, then SIGKILL
+PIPE_GRACE_S = 0.5  # after the program exits, how long pipes a background child holds are read
+MAX_LOG_LINES = 2000  # lines of output kept (and shown) per run; earlier ones are counted
+MAX_LINE_BYTES = 16384  # a longer line is kept in pieces
+_READ_BYTES = 65536
+REDRAW_S = 0.25  # the notebook's output view is redrawn at most this often
 
 Stream = Literal["stdout", "stderr"]
 LineCallback = Callable[[Stream, str], None]
@@ -67,6 +79,9 @@ class UserTool:
             raise ToolError(f"tool {self.name!r} needs an application (a program path or name)")
         if not all(isinstance(arg, str) for arg in self.arguments):
             raise ToolError(f"tool {self.name!r}: every argument must be a string")
+        if _is_path(self.application):
+            # a relative path means the folder it was defined in, not wherever it runs later
+            self.application = os.path.abspath(os.path.expanduser(self.application))
 
     @property
     def uses_output(self) -> bool:
@@ -74,8 +89,8 @@ class UserTool:
 
     def resolve_application(self) -> str:
         """The executable's full path; a clear error when it does not exist."""
-        app = os.path.expanduser(self.application)
-        if os.sep in app or (os.altsep and os.altsep in app):
+        app = self.application
+        if _is_path(app):
             if not os.path.isfile(app):
                 raise ToolError(
                     f"tool {self.name!r}: application {app} does not exist: fix the path"
@@ -84,7 +99,7 @@ class UserTool:
                 raise ToolError(
                     f"tool {self.name!r}: application {app} is not executable: chmod +x it"
                 )
-            return os.path.abspath(app)
+            return app
         found = shutil.which(app)
         if found is None:
             raise ToolError(
@@ -94,14 +109,24 @@ class UserTool:
         return found
 
     def command(self, model: Path, output: Path | None) -> list[str]:
-        """The argument list with `$Model` and `$Output` substituted."""
-        args = []
-        for arg in self.arguments:
-            text = arg.replace("${Model}", str(model)).replace("$Model", str(model))
-            if output is not None:
-                text = text.replace("${Output}", str(output)).replace("$Output", str(output))
-            args.append(text)
+        """The argument list with `$Model` and `$Output` substituted, in one pass (a model
+        path that contains "$Output" reaches the tool as it is)."""
+        values = {"Model": str(model)}
+        if output is not None:
+            values["Output"] = str(output)
+
+        def substitute(match: re.Match[str]) -> str:
+            return values.get(match.group(1) or match.group(2), match.group())
+
+        args = [_PLACEHOLDER.sub(substitute, arg) for arg in self.arguments]
         return [self.resolve_application(), *args]
+
+
+def _is_path(application: str) -> bool:
+    """A program path (`./fix.sh`, `~/bin/fix`), not a name looked up on PATH."""
+    return application.startswith("~") or any(
+        sep in application for sep in (os.sep, os.altsep) if sep
+    )
 
 
 # ------------------------------------------------------------------- storage
@@ -163,8 +188,55 @@ class ToolStore:
 
 
 # ------------------------------------------------------------------- running
+class ToolLog:
+    """The last `limit` lines a tool wrote (a ring buffer) and how many came before them."""
+
+    def __init__(self, limit: int = MAX_LOG_LINES) -> None:
+        self._lines: deque[tuple[Stream, str]] = deque(maxlen=limit)
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def append(self, stream: Stream, line: str) -> None:
+        with self._lock:
+            self._lines.append((stream, line))
+            self._total += 1
+
+    def snapshot(self) -> tuple[list[tuple[Stream, str]], int]:
+        """The kept lines, oldest first, and the number of lines dropped before them."""
+        with self._lock:
+            return list(self._lines), self._total - len(self._lines)
+
+    @property
+    def total(self) -> int:
+        return self._total
+
+
+class _LineSplitter:
+    """Bytes from a pipe -> lines; a line longer than MAX_LINE_BYTES comes in pieces, so one
+    endless line cannot fill the memory."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        while len(self._partial) > MAX_LINE_BYTES:
+            lines.append(self._partial[:MAX_LINE_BYTES])
+            self._partial = self._partial[MAX_LINE_BYTES:]
+        return lines
+
+    def finish(self) -> list[bytes]:
+        rest, self._partial = self._partial, b""
+        return [rest] if rest else []
+
+
 class ToolRun:
-    """A running tool: stream its lines, `cancel()` it, `wait()` for it."""
+    """A running tool: stream its lines, `cancel()` it, `wait()` for it.
+
+    The tool runs in its own session. It is done when its program has exited: pipes a
+    background child inherited are read for PIPE_GRACE_S more, then that child and whatever
+    else the tool left in its process group are ended.
+    """
 
     def __init__(
         self,
@@ -180,14 +252,13 @@ class ToolRun:
         self.tool = tool
         self.command = list(command)
         self.output = output
-        self.lines: list[tuple[Stream, str]] = []
+        self.log = ToolLog()
         self.document: ModelDocument | None = None
         self.cancelled = False
         self.error: str | None = None
         self._on_output = on_output
         self._on_done = on_done
         self._cleanup = cleanup
-        self._lock = threading.Lock()
         self._finished = threading.Event()
         self.process = subprocess.Popen(  # no shell: the argument list is passed as is
             self.command,
@@ -195,56 +266,90 @@ class ToolRun:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
-            start_new_session=True,  # own process group: cancel reaches the children
+            start_new_session=True,  # own session and process group: cancel reaches children
         )
-        readers = [
-            threading.Thread(target=self._pump, args=("stdout", self.process.stdout), daemon=True),
-            threading.Thread(target=self._pump, args=("stderr", self.process.stderr), daemon=True),
-        ]
-        for reader in readers:
-            reader.start()
-        self._watcher = threading.Thread(target=self._watch, args=(readers,), daemon=True)
-        self._watcher.start()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="nsdl-tool")
+        self._thread.start()
 
-    def _pump(self, stream: Stream, pipe: IO[bytes] | None) -> None:
-        assert pipe is not None
-        for raw in iter(pipe.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
-            with self._lock:
-                self.lines.append((stream, line))
-            if self._on_output is not None:
-                try:
-                    self._on_output(stream, line)
-                except Exception as error:  # a broken display must not stop the tool
-                    self.error = f"output callback failed: {error}"
-        pipe.close()
+    @property
+    def lines(self) -> list[tuple[Stream, str]]:
+        """The last MAX_LOG_LINES lines, oldest first (`dropped_lines` came before them)."""
+        return self.log.snapshot()[0]
 
-    def _watch(self, readers: list[threading.Thread]) -> None:
-        self.process.wait()
-        for reader in readers:
-            reader.join()
+    @property
+    def dropped_lines(self) -> int:
+        return self.log.snapshot()[1]
+
+    def _run(self) -> None:
         try:
+            self._pump()
+            self.process.wait()
+            end_session(self.process, TERMINATE_GRACE_S)  # what the tool left running
             if self.returncode == 0 and not self.cancelled:
                 self._open_output()
         finally:
             if self._cleanup is not None:
                 shutil.rmtree(self._cleanup, ignore_errors=True)
-            self._finished.set()
-            if self._on_done is not None:
-                self._on_done(self)
+            try:
+                if self._on_done is not None:
+                    self._on_done(self)
+            finally:
+                self._finished.set()
+
+    def _pump(self) -> None:
+        """Read both pipes until they close, or until the program has exited and
+        PIPE_GRACE_S has passed (a background child may hold them open for ever)."""
+        pipes = [(self.process.stdout, "stdout"), (self.process.stderr, "stderr")]
+        exited_at: float | None = None
+        with selectors.DefaultSelector() as selector:
+            for pipe, stream in pipes:
+                assert pipe is not None
+                os.set_blocking(pipe.fileno(), False)
+                selector.register(pipe, selectors.EVENT_READ, (stream, _LineSplitter()))
+            while selector.get_map():
+                for key, _events in selector.select(POLL_S):
+                    stream, splitter = key.data
+                    try:
+                        chunk = os.read(key.fd, _READ_BYTES)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    for raw in splitter.feed(chunk) if chunk else splitter.finish():
+                        self._emit(stream, raw)
+                if self.process.poll() is not None:
+                    exited_at = time.monotonic() if exited_at is None else exited_at
+                    if time.monotonic() - exited_at >= PIPE_GRACE_S:
+                        break
+            for key in list(selector.get_map().values()):
+                stream, splitter = key.data
+                for raw in splitter.finish():
+                    self._emit(stream, raw)
+        for pipe, _stream in pipes:
+            assert pipe is not None
+            pipe.close()
+
+    def _emit(self, stream: Stream, raw: bytes) -> None:
+        line = raw.decode(errors="replace").removesuffix("\r")
+        self.log.append(stream, line)
+        if self._on_output is not None:
+            try:
+                self._on_output(stream, line)
+            except Exception as error:  # a broken display must not stop the tool
+                self.error = f"output callback failed: {error}"
 
     def _open_output(self) -> None:
         if not self.tool.open_output or self.output is None:
             return
         if not self.output.is_file():
-            self.error = f"the tool succeeded but wrote no output at {self.output}"
+            self.error = "the tool succeeded but wrote no output file"
             return
         from nsdl_jupyter.document import open_model
 
         try:
             self.document = open_model(self.output)
         except Exception as error:  # the tool wrote something that is not a model
-            self.error = f"cannot open the output {self.output}: {error}"
+            self.error = f"cannot open the output: {error}"
 
     @property
     def returncode(self) -> int | None:
@@ -260,24 +365,21 @@ class ToolRun:
         return self.returncode
 
     def cancel(self) -> None:
-        """End the tool and all its children (SIGTERM to the group, SIGKILL after 3 s)."""
-        if self.process.poll() is not None:
+        """End the tool and everything it started (SIGTERM to its process group, SIGKILL
+        after TERMINATE_GRACE_S), also when only a background child of it still runs."""
+        if self.done:
             return
         self.cancelled = True
-        _signal_group(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(_TERMINATE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        # children that outlived the leader are still in the group
-        _signal_group(self.process.pid, signal.SIGKILL)
+        end_session(self.process, TERMINATE_GRACE_S)
 
     @property
     def status(self) -> TransformStatus:
-        """The run as a TransformStatus (ok, output, the lines as its log)."""
+        """The run as a TransformStatus (ok, output, the kept lines as its log)."""
         status = TransformStatus(f"tool {self.tool.name}")
-        for stream, line in list(self.lines):
+        lines, dropped = self.log.snapshot()
+        if dropped:
+            status.info(f"({dropped} earlier lines of output dropped)")
+        for stream, line in lines:
             status.info(f"{stream}: {line}")
         if self.cancelled:
             status.fail("cancelled")
@@ -286,11 +388,6 @@ class ToolRun:
         if self.error:
             status.warn(self.error)
         return status.finish(self.output if self.output and self.output.exists() else None)
-
-
-def _signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
 
 
 def run_tool(
@@ -363,6 +460,49 @@ def _slug(name: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in name).strip("_") or "tool"
 
 
+class _LiveLog:
+    """A run's output in an ipywidgets Output, redrawn from the run's ring buffer at most
+    every REDRAW_S seconds: each redraw sends at most MAX_LOG_LINES lines, and a burst of
+    output costs a few redraws instead of one ever longer one per line."""
+
+    def __init__(self, widget: Any) -> None:
+        self.widget = widget
+        self.run: ToolRun | None = None
+        self._lock = threading.Lock()
+        self._draw_lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._last = 0.0
+        self._shown = 0  # the log's line count at the last redraw
+
+    def changed(self, _stream: Stream, _line: str) -> None:
+        """Called for each line: schedule one redraw unless one is pending."""
+        with self._lock:
+            if self._timer is not None:
+                return
+            delay = max(0.0, self._last + REDRAW_S - time.monotonic())
+            self._timer = threading.Timer(delay, self.redraw)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def redraw(self) -> None:
+        with self._lock:
+            self._timer = None
+            self._last = time.monotonic()
+        with self._draw_lock:  # one snapshot at a time, so an older one never wins
+            if self.run is None or self.run.log.total == self._shown:
+                return
+            lines, dropped = self.run.log.snapshot()
+            self._shown = dropped + len(lines)
+            outputs = []
+            if dropped:
+                note = f"... {dropped} earlier lines not shown\n"
+                outputs.append({"output_type": "stream", "name": "stdout", "text": note})
+            for stream, group in itertools.groupby(lines, key=lambda entry: entry[0]):
+                text = "".join(f"{line}\n" for _stream, line in group)
+                outputs.append({"output_type": "stream", "name": stream, "text": text})
+            self.widget.outputs = tuple(outputs)
+
+
 def run_tool_in_notebook(
     tool: UserTool | str,
     model: ModelSource,
@@ -371,28 +511,30 @@ def run_tool_in_notebook(
 ) -> Any:
     """Run a tool with its output streamed into an ipywidgets Output and a Cancel button.
 
-    Returns the widget box; its `.run` attribute is the ToolRun.
+    Returns the widget box; its `.run` attribute is the ToolRun. The output shows the last
+    MAX_LOG_LINES lines; names, paths and errors in the status line are escaped.
     """
     import ipywidgets as widgets
 
     log = widgets.Output(layout={"max_height": "240px", "overflow": "auto"})
-    state = widgets.HTML(value=f"<b>{getattr(tool, 'name', tool)}</b>: running")
+    live = _LiveLog(log)
+    state = widgets.HTML(value=f"<b>{html_text(getattr(tool, 'name', tool))}</b>: running")
     cancel = widgets.Button(description="Cancel", button_style="warning", icon="stop")
 
-    def show(stream: Stream, line: str) -> None:
-        if stream == "stderr":
-            log.append_stderr(line + "\n")
-        else:
-            log.append_stdout(line + "\n")
-
     def finished(run: ToolRun) -> None:
+        live.run = run
+        live.redraw()
         cancel.disabled = True
         outcome = "cancelled" if run.cancelled else f"exit code {run.returncode}"
-        opened = f"; opened {run.output}" if run.document is not None else ""
-        problem = f"; {run.error}" if run.error else ""
-        state.value = f"<b>{run.tool.name}</b>: {outcome}{opened}{problem}"
+        if run.document is not None and run.output is not None:
+            outcome += f"; opened {shown_path(run.output)}"
+        if run.error:
+            outcome += f"; {run.error}"
+        state.value = f"<b>{html_text(run.tool.name)}</b>: {html_text(outcome)}"
 
-    run = run_tool(tool, model, output, on_output=show, on_done=finished, **kwargs)
+    run = run_tool(tool, model, output, on_output=live.changed, on_done=finished, **kwargs)
+    live.run = run
+    live.redraw()
     cancel.on_click(lambda _button: run.cancel())
     box = widgets.VBox([widgets.HBox([state, cancel]), log])
     box.run = run  # type: ignore[attr-defined]

@@ -8,7 +8,6 @@ and a finished run shows a ProfileView of the report (bound to `graph_view`, if 
 
 from __future__ import annotations
 
-import html
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import (
     OrtProfileSettings,
@@ -42,6 +42,12 @@ def parse_dim_sizes(text: str) -> dict[str, int]:
             raise ValueError(f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)")
         sizes[name.strip()] = int(value)
     return sizes
+
+
+def _where(target: Target | None) -> str:
+    """The target as the panel names it: never this machine's host name, which a saved
+    notebook would carry."""
+    return "this machine" if target is None or target.name == "local" else target.name
 
 
 class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
@@ -95,7 +101,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             placeholder="one <input name>.pb TensorProto per input",
         )
         default_trace = base.trace_path or base.default_trace_path(source.name)
-        self._trace = widgets.Text(str(default_trace), description="Trace file",
+        # relative or ~/...: the notebook's saved widget state holds no home path
+        self._trace = widgets.Text(shown_path(default_trace), description="Trace file",
                                    layout=widgets.Layout(width="70%"))  # fmt: skip
         self._provider_buttons: dict[str, widgets.Button] = {}
         provider_rows = []
@@ -106,7 +113,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             button.add_class(f"nsdl-provider-{status.short_name.lower()}")
             button.on_click(lambda _b, name=status.name: setattr(self, "provider", name))
             self._provider_buttons[status.name] = button
-            reason = widgets.HTML(f"<small>{html.escape(status.reason)}</small>")
+            reason = widgets.HTML(f"<small>{html_text(status.reason)}</small>")
             provider_rows.append(widgets.HBox([button, reason]))
         wanted = base.provider
         available = [s.name for s in runtime.providers if s.available]
@@ -127,8 +134,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._on_input_mode({"new": self._input_mode.value})
 
         header = widgets.HTML(
-            f"<b>Profile {html.escape(source.name)} with ONNX Runtime "
-            f"{html.escape(runtime.ort_version)}</b> on {html.escape(runtime.host)}"
+            f"<b>Profile {html_text(source.name)} with ONNX Runtime "
+            f"{html_text(runtime.ort_version)}</b> on {html_text(_where(target))}"
         )
         super().__init__(
             children=[
@@ -226,7 +233,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             report = job.wait()
             view = ProfileView(report, graph_view=self.graph_view)
         except ProfileCancelledError as exc:
-            self._finish("cancelled", "warning", html.escape(f"Cancelled: {exc}"))
+            self._finish("cancelled", "warning", html_text(f"Cancelled: {exc}"))
             return
         except Exception as exc:  # shown in the panel: this thread has no caller to raise to
             self._fail(exc)
@@ -240,15 +247,15 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             "success",
             f"Done: {len(report.layers)} layers, end-to-end p50 {lat['p50']:.3f} ms over "
             f"{int(lat['count'])} iterations (<code>panel.report</code>). Trace: "
-            f"{html.escape(str(report.metadata.get('trace_path', '')))}",
+            f"{html_text(shown_path(report.metadata.get('trace_path') or ''))}",
         )
 
     def _fail(self, exc: BaseException) -> None:
         self.error = exc
         stderr = getattr(exc, "stderr", "")
         text = str(exc) if not stderr or stderr in str(exc) else f"{exc}\n--- stderr ---\n{stderr}"
-        self._finish("failed", "danger", f"<pre>{html.escape(type(exc).__name__)}: "
-                                         f"{html.escape(text)}</pre>")  # fmt: skip
+        self._finish("failed", "danger", f"<pre>{html_text(type(exc).__name__)}: "
+                                         f"{html_text(text)}</pre>")  # fmt: skip
 
     def _finish(self, status: str, style: str, message: str) -> None:
         self._run.disabled = False

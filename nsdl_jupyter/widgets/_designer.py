@@ -10,7 +10,6 @@ the model while the focus is inside the Designer; "/" jumps to the quick-add box
 from __future__ import annotations
 
 import concurrent.futures
-import html
 import itertools
 import os
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.widgets._designer_base import (
@@ -177,7 +177,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.redo_button.tooltip = (
             f"redo {doc.redo_description} (Ctrl+Y)" if doc.can_redo else "nothing to redo"
         )
-        where = html.escape(doc.path.name) if doc.path else "unsaved model"
+        where = html_text(doc.path.name) if doc.path else "unsaved model"
         mark = " <b title='unsaved changes'>●</b>" if doc.dirty else ""
         self.dirty_label.value = f"<span class='nsdl-note'>{where}</span>{mark}"
 

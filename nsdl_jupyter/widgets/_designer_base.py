@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 
@@ -40,7 +41,7 @@ def style_widget() -> widgets.HTML:
 def message_html(text: str | None, kind: str = "error") -> str:
     if not text:
         return ""
-    return f'<div class="nsdl-{kind}">{html.escape(text)}</div>'
+    return f'<div class="nsdl-{kind}">{html_text(text)}</div>'
 
 
 class MessageLine(widgets.HTML):  # type: ignore[misc]

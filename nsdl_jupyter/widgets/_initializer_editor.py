@@ -10,12 +10,12 @@ disconnect button and a preview; free inputs get "connect initializer".
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import (
     CREATE_DTYPES,
@@ -204,14 +204,14 @@ class InitializerEditor(ToolWindow):
         self.shown = matching[:MAX_LISTED]
         width = min(40, max((len(r.name) for r in self.shown), default=8))
         selected = self.table.value
-        self.table.options = [(row.label(width), row.name) for row in self.shown]
+        self.table.options = [(neutralize(row.label(width)), row.name) for row in self.shown]
         names = [row.name for row in self.shown]
         self.table.value = selected if selected in names else None
         more = len(matching) - len(self.shown)
         note = f"{len(matching):,} of {len(self.rows):,} initializers"
         if more > 0:
             note += f" ({more:,} more: refine the filter)"
-        self.count.value = f"<span class='nsdl-note'>{html.escape(note)}</span>"
+        self.count.value = f"<span class='nsdl-note'>{html_text(note)}</span>"
 
     def preview(self, name: str | None) -> None:
         """Show initializer `name` in the tensor editor (statistics and one page of values)."""
@@ -233,7 +233,7 @@ class InitializerEditor(ToolWindow):
             return "nothing selected"
         problem = delete_initializer(self.doc, name)
         self.table_error.show(problem)
-        if problem is None and self.tensor_editor.title.value.startswith(f"<b>{html.escape(name)}"):
+        if problem is None and self.tensor_editor.title.value.startswith(f"<b>{html_text(name)}"):
             self.tensor_editor.clear()
         return problem
 
@@ -332,7 +332,7 @@ class InitializerEditor(ToolWindow):
             return
         node = names[0]
         self.slots = input_slots(self.doc, node)
-        self.node_header.value = f"<b>inputs of {html.escape(node)}</b>"
+        self.node_header.value = f"<b>inputs of {html_text(node)}</b>"
         rows = [self._slot_row(node, slot) for slot in self.slots]
         self.node_inputs.children = rows
         self._slot_widgets = rows
@@ -340,14 +340,14 @@ class InitializerEditor(ToolWindow):
     def _slot_row(self, node: str, slot: InputSlot) -> widgets.Widget:
         label = widgets.HTML(
             f"<span class='nsdl-attr-label' title='{'optional' if slot.optional else 'required'}'>"
-            f"{slot.index} {html.escape(slot.label)}{'?' if slot.optional else ''}</span>",
+            f"{slot.index} {html_text(slot.label)}{'?' if slot.optional else ''}</span>",
             layout=widgets.Layout(width="70px", min_width="70px"),
         )
         error = MessageLine("nsdl-slot-error")
         self._slot_errors[slot.index] = error
         parts: list[widgets.Widget] = [label]
         if slot.tensor is not None and not slot.is_initializer:
-            parts.append(widgets.HTML(f"<span class='nsdl-mono'>{html.escape(slot.tensor)}</span>"))
+            parts.append(widgets.HTML(f"<span class='nsdl-mono'>{html_text(slot.tensor)}</span>"))
         else:
             options = candidates(self.doc, slot)
             choose = widgets.Combobox(

@@ -8,12 +8,12 @@ Constants are hidden by default; the toggle's last state is kept in the user set
 
 from __future__ import annotations
 
-import html
 from dataclasses import replace
 from typing import Any
 
 import ipywidgets as widgets
 
+from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import (
     COMPARISONS,
@@ -198,10 +198,12 @@ class LayerExplorer(ToolWindow):
         active = flt.active_count
         self.filters_button.description = f"Filters ({active})" if active else "Filters"
         self.filters_button.button_style = "info" if active else ""
-        self.conditions.options = [(c.describe(), i) for i, c in enumerate(flt.conditions)]
+        self.conditions.options = [
+            (neutralize(c.describe()), i) for i, c in enumerate(flt.conditions)
+        ]
         self._binding = True
         try:
-            self.list.options = [(e.label, i) for i, e in enumerate(self.entries)]
+            self.list.options = [(neutralize(e.label), i) for i, e in enumerate(self.entries)]
             self.list.value = None
         finally:
             self._binding = False
@@ -211,7 +213,7 @@ class LayerExplorer(ToolWindow):
         )
         self.previous_page.disabled = self.state.page == 0
         self.next_page.disabled = self.state.page >= pages - 1
-        self.summary.value = f"<span class='nsdl-note'>{html.escape(self.state.summary())}</span>"
+        self.summary.value = f"<span class='nsdl-note'>{html_text(self.state.summary())}</span>"
 
     def _on_list(self, change: dict[str, Any]) -> None:
         if self._binding or change["new"] is None:

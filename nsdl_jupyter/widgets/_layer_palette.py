@@ -5,12 +5,12 @@ The quick-add box finds an operator by typing (Enter adds the best match)."""
 
 from __future__ import annotations
 
-import html
 import warnings
 from typing import Any
 
 import ipywidgets as widgets
 
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import PaletteEntry, PaletteIndex, add_operator
 from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
@@ -131,9 +131,9 @@ class LayerPalette(ToolWindow):
             return
         self.current = entry
         self.details.value = (
-            f"<b>{html.escape(entry.key)}</b> <span class='nsdl-note'>{html.escape(entry.category)}"
+            f"<b>{html_text(entry.key)}</b> <span class='nsdl-note'>{html_text(entry.category)}"
             f" · since opset {entry.since_version}</span><div class='nsdl-note'>"
-            f"{html.escape(entry.summary)}</div>"
+            f"{html_text(entry.summary)}</div>"
         )
 
     # ------------------------------------------------------------------ adding

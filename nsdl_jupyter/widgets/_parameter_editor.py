@@ -9,7 +9,6 @@ sends value updates rather than new widgets.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 import onnx_ir as ir
 import traitlets
 
+from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import (
     AttributeRow,
@@ -86,10 +86,10 @@ class _AttributeRowWidgets:
             state = "set" if row.is_set else "default"
             self.box._dom_classes = ("nsdl-attr-row", f"nsdl-attr-{row.name}", f"nsdl-attr-{state}")
             required = ' class="nsdl-attr-required"' if row.required else ""
-            tip = html.escape(
+            tip = html_text(
                 f"{row.type_name}: {row.description}" if row.description else row.type_name
             )
-            self.label.value = f'<span title="{tip}"{required}>{html.escape(row.name)}</span>'
+            self.label.value = f'<span title="{tip}"{required}>{html_text(row.name)}</span>'
             if self.kind in ("int", "float"):
                 self.input.value = row.value
             else:
@@ -204,7 +204,7 @@ class ParameterEditor(ToolWindow):
         self.default_rows.children = ()
         self.info.layout.display = ""
         rows = [
-            ("file", info.path or "(not saved yet)"),
+            ("file", shown_path(info.path) if info.path else "(not saved yet)"),
             ("IR version", str(info.ir_version)),
             ("opset imports", ", ".join(f"{d} {v}" for d, v in info.opset_imports)),
             ("producer", info.producer or "-"),
@@ -218,7 +218,7 @@ class ParameterEditor(ToolWindow):
         if info.doc_string:
             rows.append(("doc", info.doc_string))
         body = "".join(
-            f"<tr><td><b>{html.escape(k)}</b></td><td>{html.escape(_clip(v))}</td></tr>"
+            f"<tr><td><b>{html_text(k)}</b></td><td>{html_text(_clip(v))}</td></tr>"
             for k, v in rows
         )
         self.info.value = f'<table class="nsdl-info-table">{body}</table>'
@@ -228,8 +228,8 @@ class ParameterEditor(ToolWindow):
         self.info.layout.display = "none"
         label = f"{len(form.names)} nodes · " if form.multiple else ""
         self.header.value = (
-            f"<b>{html.escape(label + form.op_type)}</b> "
-            f"<span class='nsdl-note'>{html.escape(form.domain)}</span>"
+            f"<b>{html_text(label + form.op_type)}</b> "
+            f"<span class='nsdl-note'>{html_text(form.domain)}</span>"
             + ("" if form.has_schema else " <span class='nsdl-note'>(no schema known)</span>")
         )
         self._binding = True
@@ -253,9 +253,9 @@ class ParameterEditor(ToolWindow):
             self.connections.layout.display = ""
             self.connections.value = (
                 "<div class='nsdl-note'>inputs: "
-                + html.escape(", ".join(n or "∅" for n in form.inputs) or "-")
+                + html_text(", ".join(n or "∅" for n in form.inputs) or "-")
                 + "<br>outputs: "
-                + html.escape(", ".join(form.outputs) or "-")
+                + html_text(", ".join(form.outputs) or "-")
                 + "</div>"
             )
         if self._tensor_target is not None:

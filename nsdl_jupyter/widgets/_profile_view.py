@@ -7,7 +7,6 @@ its ONNX nodes in the bound GraphView; the per-node time is laid over that Graph
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
+from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.views import (
@@ -93,7 +93,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._table = widgets.Select(options=[], rows=16, layout=widgets.Layout(width="100%"))
         self._table.add_class("nsdl-profile-table")
         self._details = widgets.HTML()
-        header = widgets.HTML(f"<pre>{html.escape(_HEADER)}</pre>")
+        header = widgets.HTML(f"<pre>{html_text(_HEADER)}</pre>")
         header.add_class("nsdl-profile-header")
         widgets.link((self._filter, "value"), (self, "filter_text"))
         widgets.link((self._sort, "value"), (self, "sort_by"))
@@ -106,8 +106,8 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         for i, title in enumerate(("Top layers", "By op type", "Latency")):
             charts.set_title(i, title)
         summary = widgets.HTML(
-            f"<b>{html.escape(report.name)}</b>: "
-            + html.escape(report.summary().split("\n", 1)[1].replace("\n", " ·"))
+            f"<b>{html_text(report.name)}</b>: "
+            + html_text(report.summary().split("\n", 1)[1].replace("\n", " ·"))
         )
         super().__init__(
             children=[
@@ -153,7 +153,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         rows = self.table()
         shown = rows.head(MAX_TABLE_ROWS)
         layers = self.report.layers
-        options = [(_row_label(layers.loc[i]), int(i)) for i in shown.index]
+        options = [(neutralize(_row_label(layers.loc[i])), int(i)) for i in shown.index]
         self._syncing = True
         try:
             self._table.options = options
@@ -228,8 +228,8 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             ("ONNX nodes", ", ".join(row["onnx_nodes"])),
         ]  # fmt: skip
         cells = "".join(
-            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            f"<tr><th style='text-align:left;padding-right:1em'>{html_text(k)}</th>"
+            f"<td style='text-align:left'>{html_text(str(v))}</td></tr>"
             for k, v in fields
             if str(v) not in ("", "nan")
         )

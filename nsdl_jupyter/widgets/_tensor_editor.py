@@ -7,13 +7,13 @@ a new array to the callback, which applies it through the document (one undo ste
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter.editors import TensorEditError, TensorGrid, as_array, tensor_stats
 from nsdl_jupyter.widgets._designer_base import MessageLine, button, style_widget
 
@@ -98,9 +98,9 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         self._on_edit = on_edit
         dtype = getattr(getattr(source, "dtype", None), "name", None)
         stats = tensor_stats(array, dtype.lower() if isinstance(dtype, str) else None)
-        self.title.value = f"<b>{html.escape(title)}</b>" if title else ""
+        self.title.value = f"<b>{html_text(title)}</b>" if title else ""
         rows = "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>" for k, v in stats.lines()
+            f"<tr><td>{html_text(k)}</td><td>{html_text(v)}</td></tr>" for k, v in stats.lines()
         )
         self.stats.value = f'<table class="nsdl-info-table nsdl-tensor-stats">{rows}</table>'
         self.error.show(None)
@@ -140,7 +140,7 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         if grid is None:
             return
         page = grid.page()
-        self.position.value = f'<span class="nsdl-note">{html.escape(page.describe())}</span>'
+        self.position.value = f'<span class="nsdl-note">{html_text(page.describe())}</span>'
         down_pages, across_pages = grid.pages
         self.up.disabled = grid.row0 == 0
         self.down.disabled = grid.row0 + grid.rows_per_page >= grid.rows
@@ -169,12 +169,12 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
             cell.observe(self._on_cell, names="value")
             self._cells.append(cell)
         children: list[widgets.Widget] = [widgets.HTML("")]
-        children += [widgets.HTML(f"<b>{html.escape(c)}</b>") for c in page.column_labels]
+        children += [widgets.HTML(f"<b>{html_text(c)}</b>") for c in page.column_labels]
         self._binding = True
         try:
             index = 0
             for r, label in enumerate(page.row_labels):
-                children.append(widgets.HTML(f"<b>{html.escape(label)}</b>"))
+                children.append(widgets.HTML(f"<b>{html_text(label)}</b>"))
                 for c in range(columns):
                     cell = self._cells[index]
                     cell.value = page.cells[r][c]
@@ -200,10 +200,10 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
 def _table_html(page: Any) -> str:
     if not page.row_labels or not page.column_labels:
         return '<span class="nsdl-note">empty tensor</span>'
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in page.column_labels)
+    head = "".join(f"<th>{html_text(c)}</th>" for c in page.column_labels)
     body = "".join(
-        f"<tr><th>{html.escape(label)}</th>"
-        + "".join(f"<td>{html.escape(v)}</td>" for v in row)
+        f"<tr><th>{html_text(label)}</th>"
+        + "".join(f"<td>{html_text(v)}</td>" for v in row)
         + "</tr>"
         for label, row in zip(page.row_labels, page.cells, strict=True)
     )

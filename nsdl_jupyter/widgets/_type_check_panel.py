@@ -7,11 +7,11 @@ with problems carry an error or warning icon in the graph.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
+from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter.document import Diagnostic, ModelDocument
 from nsdl_jupyter.editors import TypeCheckRunner, diagnostic_label, marks_of, summary_of
 from nsdl_jupyter.widgets._designer_base import ToolWindow, button, style_widget
@@ -68,10 +68,12 @@ class TypeCheckPanel(ToolWindow):
         self.diagnostics = list(diagnostics)
         summary = summary_of(self.diagnostics)
         kind = "ok" if not self.diagnostics else "error"
-        self.status.value = f"<span class='nsdl-{kind}'>{html.escape(summary)}</span>"
+        self.status.value = f"<span class='nsdl-{kind}'>{html_text(summary)}</span>"
         self._binding = True
         try:
-            self.list.options = [(diagnostic_label(d), i) for i, d in enumerate(self.diagnostics)]
+            self.list.options = [
+                (neutralize(diagnostic_label(d)), i) for i, d in enumerate(self.diagnostics)
+            ]
             self.list.value = None
         finally:
             self._binding = False

@@ -1,0 +1,114 @@
+"""The companion file `<model>.nsdl.json`: view state kept beside a model (layout, collapsed
+groups). It is never required: a missing, oversized, malformed or mistyped one is ignored
+with a warning, and only entries of the expected shape are kept."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nsdl_jupyter._atomic import atomic_write_bytes
+
+COMPANION_SUFFIX = ".nsdl.json"
+_VERSION = 1
+_MAX_BYTES = 64 * 2**20
+
+
+class CompanionWarning(UserWarning):
+    """The companion file was ignored or could not be written; the model itself is fine."""
+
+
+def companion_path(model_path: str | os.PathLike[str]) -> Path:
+    path = Path(model_path)
+    return path.with_name(path.name + COMPANION_SUFFIX)
+
+
+def read_companion(model_path: Path) -> dict[str, Any]:
+    """The companion's entries, or {} (with a CompanionWarning when one exists but is bad)."""
+    path = companion_path(model_path)
+    try:
+        if not path.is_file():
+            return {}
+        if path.stat().st_size > _MAX_BYTES:
+            return _ignored(path, f"it is over {_MAX_BYTES >> 20} MiB")
+        data = json.loads(path.read_bytes())
+    except OSError as error:
+        return _ignored(path, str(error))
+    except (ValueError, RecursionError) as error:
+        return _ignored(path, f"it is not valid JSON ({type(error).__name__})")
+    if not isinstance(data, dict):
+        return _ignored(path, "it is not a JSON object")
+    data.pop("version", None)
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        check = _CHECKS.get(key)
+        checked = check(value) if check is not None else _json_simple(value)
+        if checked is not None:
+            kept[key] = checked
+    return kept
+
+
+def write_companion(model_path: Path, companion: dict[str, Any]) -> None:
+    if not companion:
+        return
+    payload = {"version": _VERSION, **companion}
+    atomic_write_bytes(
+        companion_path(model_path), json.dumps(payload, indent=1, sort_keys=True).encode()
+    )
+
+
+def _ignored(path: Path, why: str) -> dict[str, Any]:
+    warnings.warn(
+        f"ignoring the view state in {path.name}: {why} (layout starts fresh; the model is "
+        "not affected)",
+        CompanionWarning,
+        stacklevel=4,
+    )
+    return {}
+
+
+def _positions(value: Any) -> dict[str, list[float]] | None:
+    if not isinstance(value, dict):
+        return None
+    return {
+        key: [float(x), float(y)]
+        for key, point in value.items()
+        if isinstance(key, str)
+        and isinstance(point, list)
+        and len(point) == 2
+        and all(_finite(v) for v in point)
+        for x, y in [point]
+    }
+
+
+def _collapsed(value: Any) -> list[str] | None:
+    if not isinstance(value, list):
+        return None
+    return [key for key in value if isinstance(key, str)]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _json_simple(value: Any, depth: int = 0) -> Any:
+    """Other entries (future tools' state) kept only when shallow plain JSON."""
+    if depth > 16:
+        return None
+    if isinstance(value, dict):
+        items = {k: _json_simple(v, depth + 1) for k, v in value.items()}
+        return None if any(v is None for v in items.values()) else items
+    if isinstance(value, list):
+        elements = [_json_simple(v, depth + 1) for v in value]
+        return None if any(v is None for v in elements) else elements
+    if isinstance(value, (str, bool, int)) or _finite(value):
+        return value
+    return None
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {"positions": _positions, "collapsed": _collapsed}

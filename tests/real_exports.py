@@ -1,0 +1,209 @@
+"""Real torch exports (torchvision, transformers) kept in git without their weights.
+
+`scripts/export_real_models.py` made every file in `FOLDER` (its docstring says how;
+`manifest.json` beside the files names the torch and transformers versions and each export's
+status). A stored file is the exporter's own ModelProto, unchanged except that every
+floating-point tensor with more than `STRIP_ABOVE` elements (initializers and Constant-node
+values, in the main graph, its subgraphs and the model's functions) has its data cleared, its
+dims and data_type kept, and a fill description as JSON in its doc_string:
+
+    {"nsdl_fill": {"value": 0.0}}                             every element equal (0.0, 1.0, ...)
+    {"nsdl_fill": {"mean": m, "std": s, "seed": k}}           k = zlib.crc32(tensor name)
+
+`load` puts the data back: the value, or `default_rng(k).standard_normal(float32) * s + m`
+cast to the tensor's dtype; a doc_string the exporter had is kept under "doc" and restored.
+Integer and bool tensors (shapes, indices, position ids) and small ones stay verbatim, and so
+does a float tensor holding inf or nan (a mask). Refilled models are deterministic.
+
+No pytest here: benchmarks import it too, with the repository root on sys.path:
+
+    from tests import real_exports
+    model = real_exports.load("bert_base_dynamo")
+    path = real_exports.save("resnet50_torchscript", tmp_dir)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+FOLDER = Path(__file__).resolve().parent / "fixtures" / "exports"
+MANIFEST = FOLDER / "manifest.json"
+STRIP_ABOVE = 256  # elements: tensors this small or smaller stay verbatim
+FILL_KEY = "nsdl_fill"
+_FILL_PREFIX = '{"' + FILL_KEY + '"'
+_FLOAT_TYPES = frozenset(
+    {
+        onnx.TensorProto.FLOAT,
+        onnx.TensorProto.FLOAT16,
+        onnx.TensorProto.DOUBLE,
+        onnx.TensorProto.BFLOAT16,
+    }
+)
+_DATA_FIELDS = (
+    "raw_data",
+    "float_data",
+    "double_data",
+    "int32_data",
+    "int64_data",
+    "uint64_data",
+    "string_data",
+    "external_data",
+)
+_INLINE_LIMIT = 1_800_000_000  # bytes of tensor data; protobuf cannot serialize 2 GiB
+
+
+def names() -> list[str]:
+    """The corpus, `<model>_<exporter>`, sorted."""
+    return sorted(path.stem for path in FOLDER.glob("*.onnx"))
+
+
+def load(name: str) -> onnx.ModelProto:
+    """The export `name` with its weights refilled (same bytes on every call)."""
+    path = FOLDER / f"{name}.onnx"
+    if not path.is_file():
+        raise FileNotFoundError(f"no corpus export {name!r} in {FOLDER}: pick one of {names()}")
+    model = onnx.load(path, load_external_data=False)
+    refill(model)
+    return model
+
+
+def save(name: str, folder: str | Path, *, external_data: bool | None = None) -> Path:
+    """Write the refilled export to `folder/<name>.onnx`; return its path.
+
+    Weights go inline, or to `<name>.onnx.data` beside it when `external_data` is true (by
+    default only when they would not fit in one protobuf).
+    """
+    model = load(name)
+    path = Path(folder) / f"{name}.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if external_data is None:
+        external_data = _data_bytes(model) > _INLINE_LIMIT
+    if external_data:
+        onnx.save_model(
+            model,
+            path,
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{name}.onnx.data",
+            size_threshold=1024,
+        )
+    else:
+        onnx.save_model(model, path)
+    return path
+
+
+def manifest() -> dict[str, object]:
+    """The export script's record: versions, and per export its status, sizes and counts."""
+    loaded: dict[str, object] = json.loads(MANIFEST.read_text())
+    return loaded
+
+
+def strip(model: onnx.ModelProto) -> int:
+    """Replace the data of every large float tensor by its fill description, in place.
+
+    Returns the number of tensors stripped. Used by scripts/export_real_models.py.
+    """
+    count = 0
+    for key, tensor in tensors(model):
+        if tensor.data_type not in _FLOAT_TYPES or math.prod(tensor.dims) <= STRIP_ABOVE:
+            continue
+        values = numpy_helper.to_array(tensor).astype(np.float64).ravel()
+        if not np.isfinite(values).all():
+            continue
+        first = float(values[0])
+        if (values == first).all():
+            fill: dict[str, object] = {"value": first}
+        else:
+            fill = {
+                "mean": float(values.mean()),
+                "std": float(values.std()),
+                "seed": zlib.crc32(key.encode()),
+            }
+        if tensor.doc_string:
+            fill["doc"] = tensor.doc_string
+        for field in _DATA_FIELDS:
+            tensor.ClearField(field)
+        tensor.ClearField("data_location")
+        tensor.doc_string = json.dumps({FILL_KEY: fill}, sort_keys=True)
+        count += 1
+    return count
+
+
+def refill(model: onnx.ModelProto) -> int:
+    """Put data back into every stripped tensor of `model`, in place; return how many.
+
+    numpy's generators release the GIL while filling, so threads draw tensors in parallel.
+    """
+    fills = ((tensor, fill_of(tensor)) for _key, tensor in tensors(model))
+    stripped = [(tensor, fill) for tensor, fill in fills if fill is not None]
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        arrays = pool.map(lambda item: _fill_values(*item), stripped)
+        for (tensor, fill), values in zip(stripped, arrays, strict=True):
+            tensor.raw_data = values.tobytes()
+            tensor.doc_string = fill.get("doc", "")
+    return len(stripped)
+
+
+def _fill_values(tensor: onnx.TensorProto, fill: dict[str, Any]) -> np.ndarray:
+    dtype = helper.tensor_dtype_to_np_dtype(tensor.data_type)
+    size = math.prod(tensor.dims)
+    if "value" in fill:
+        return np.full(size, fill["value"], dtype=dtype)
+    values = np.random.default_rng(fill["seed"]).standard_normal(size, dtype=np.float32)
+    values *= np.float32(fill["std"])
+    values += np.float32(fill["mean"])
+    cast: np.ndarray = values.astype(dtype, copy=False)
+    return cast
+
+
+def fill_of(tensor: onnx.TensorProto) -> dict[str, Any] | None:
+    """The fill description of a stripped tensor; None for one stored verbatim."""
+    if not tensor.doc_string.startswith(_FILL_PREFIX):
+        return None
+    fill: dict[str, Any] = json.loads(tensor.doc_string)[FILL_KEY]
+    return fill
+
+
+def _data_bytes(model: onnx.ModelProto) -> int:
+    return sum(len(tensor.raw_data) for _key, tensor in tensors(model))
+
+
+def tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
+    """(seed key, tensor) for every initializer and Constant value, subgraphs and functions
+    included; the key is the tensor's name, or the Constant's output name when it has none."""
+    yield from _graph_tensors(model.graph)
+    for function in model.functions:
+        yield from _node_tensors(function.node)
+
+
+def _graph_tensors(graph: onnx.GraphProto) -> Iterator[tuple[str, onnx.TensorProto]]:
+    for tensor in graph.initializer:
+        yield tensor.name, tensor
+    yield from _node_tensors(graph.node)
+
+
+def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[tuple[str, onnx.TensorProto]]:
+    for node in nodes:
+        owner = node.output[0] if node.output else node.name
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.TENSOR:
+                yield attribute.t.name or owner, attribute.t
+            elif attribute.type == onnx.AttributeProto.TENSORS:
+                for index, tensor in enumerate(attribute.tensors):
+                    yield tensor.name or f"{owner}:{index}", tensor
+            elif attribute.type == onnx.AttributeProto.GRAPH:
+                yield from _graph_tensors(attribute.g)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for graph in attribute.graphs:
+                    yield from _graph_tensors(graph)
