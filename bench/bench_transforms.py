@@ -9,7 +9,10 @@ node tests (models built in code, random weights).
 
 A peer that is not installed is reported as such. Prints tables, then one JSON line.
 
-    python bench/bench_transforms.py [--no-corpus] [--no-dag]
+Real torch exports (tests/fixtures/exports, weights refilled by tests/real_exports.py) get one
+summary table: nodes and seconds of each tool per model.
+
+    python bench/bench_transforms.py [--no-corpus] [--no-dag] [--only-exports]
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from _common import emit_json, fmt_seconds, print_table
 
 from nsdl_jupyter.examples import bert_base, resnet50, small_transformer, synthetic_dag
 from nsdl_jupyter.transforms import convert_to_fp16, sanitize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.real_exports
 
 PEER_TIMEOUT_S = 600
 POLYGRAPHY = str(Path(sys.executable).with_name("polygraphy"))
@@ -411,14 +416,56 @@ def _fp16_case(
     return True, worst
 
 
+# ---------------------------------------------------------- real exports
+def _real_exports(folder: Path) -> dict[str, Any]:
+    """sanitize and its peers on every real torch export: one row per model."""
+    from tests import real_exports
+
+    table, results = [], {}
+    for name in real_exports.names():
+        path = real_exports.save(name, folder)
+        rows = {r["tool"]: r for r in _sanitize_peers(path, folder)}
+        row: dict[str, Any] = {"model": name, "original": rows["original"]["nodes"]}
+        for tool, label in _TOOLS.items():
+            found = rows.get(tool)
+            row[label] = found["nodes"] if found else "-"
+            row[f"{label} s"] = found["seconds"] if found else "-"
+        ours = rows["nsdl_jupyter"]
+        peers = [rows[t]["nodes"] for t in _TOOLS if t in rows and t != "nsdl_jupyter"]
+        peers = [n for n in peers if isinstance(n, int)]
+        row["ours <= min peer"] = "yes" if peers and ours["nodes"] <= min(peers) else "NO"
+        row["identical"] = ours["identical"]
+        table.append(row)
+        results[name] = {
+            r["tool"]: {"nodes": r["nodes"], "seconds": r.get("_s"), "identical": r["identical"]}
+            for r in rows.values()
+        }
+    print_table("sanitize on real torch exports (nodes, seconds)", table)
+    return results
+
+
+_TOOLS = {
+    "nsdl_jupyter": "ours",
+    "onnxsim": "onnxsim",
+    "onnxslim": "onnxslim",
+    "polygraphy (CLI)": "polygraphy",
+}
+
+
 # ------------------------------------------------------------------- main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-corpus", action="store_true", help="skip the backend node tests")
     parser.add_argument("--no-dag", action="store_true", help="skip the 20,000-node DAG")
+    parser.add_argument(
+        "--only-exports", action="store_true", help="only sanitize on the real torch exports"
+    )
     args = parser.parse_args()
     ort.set_default_logger_severity(3)  # peers' own sessions warn about every shape merge
     folder = Path(tempfile.mkdtemp(prefix="bench-transforms-"))
+    if args.only_exports:
+        emit_json("transforms_exports", {"exports": _real_exports(folder)})
+        return
     models = {
         "resnet50": resnet50(),
         "resnet50_unfolded_bn": resnet50(fold_batchnorm=False),
@@ -504,6 +551,7 @@ def main() -> None:
             "fewer_than_onnxsim": len(corpus["fewer"]["onnxsim"]),
             "fewer_than_polygraphy": len(corpus["fewer"]["polygraphy"]),
         }
+    results["exports"] = _real_exports(folder)
     emit_json("transforms", results)
 
 

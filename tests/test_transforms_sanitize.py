@@ -517,3 +517,84 @@ def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> N
         for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
             assert before.shape == after.shape and before.dtype == after.dtype, name
             np.testing.assert_array_equal(before, after, err_msg=name)
+
+
+def _weights(seed: int) -> str:
+    values = np.random.default_rng(seed).standard_normal(64).astype(np.float32)
+    return ", ".join(f"{v:.6f}" for v in values)
+
+
+# Shaped like dynamo exports: GPT-2's GELU between [batch*seq, n] matmuls, `x and True`,
+# one Unsqueeze feeding two, q/k/v projections of one input, allowzero=1 head split.
+DYNAMO_LIKE = f"""<ir_version: 9, opset_import: ["": 18]>
+g (float[bs, 8] x, int64[3] s, bool[batch, seq] m, float[batch, seq, 8] h)
+    => (float[bs, 8] y, bool[batch, 1, 1, seq] m1, bool[batch, 1, seq, 1] m2,
+        float[batch, seq, 8] q, float[batch, seq, 8] k, float[batch, seq, 8] v,
+        float[batch, seq, 2, 4] heads) {{
+    r1 = Reshape(x, s)
+    half = Constant<value_float: float = 0.5>()
+    three = Constant<value_float: float = 3.0>()
+    c = Constant<value_float: float = 0.044715>()
+    one = Constant<value_float: float = 1.0>()
+    p = Pow(r1, three)
+    cp = Mul(c, p)
+    inner = Add(r1, cp)
+    t = Tanh(inner)
+    t1 = Add(one, t)
+    hx = Mul(half, r1)
+    gelu = Mul(hx, t1)
+    back = Constant<value_ints: ints = [-1, 8]>()
+    y = Reshape(gelu, back)
+    yes = Constant<value: tensor = bool[1, 1] {{1}}>()
+    mt = And(m, yes)
+    a1 = Constant<value_ints: ints = [1]>()
+    a2 = Constant<value_ints: ints = [2]>()
+    a3 = Constant<value_ints: ints = [3]>()
+    u1 = Unsqueeze(mt, a1)
+    m1 = Unsqueeze(u1, a2)
+    m2 = Unsqueeze(u1, a3)
+    W1 = Constant<value: tensor = float[8, 8] {{{_weights(1)}}}>()
+    W2 = Constant<value: tensor = float[8, 8] {{{_weights(2)}}}>()
+    W3 = Constant<value: tensor = float[8, 8] {{{_weights(3)}}}>()
+    hq = MatMul(h, W1)
+    hk = MatMul(h, W2)
+    hv = MatMul(h, W3)
+    q = Relu(hq)
+    k = Relu(hk)
+    v = Relu(hv)
+    sh = Shape(h)
+    i0 = Constant<value_ints: ints = [0]>()
+    i1 = Constant<value_ints: ints = [1]>()
+    b = Gather(sh, i0)
+    n = Gather(sh, i1)
+    sizes = Constant<value_ints: ints = [2, 4]>()
+    split = Concat<axis = 0>(b, n, sizes)
+    heads = Reshape<allowzero = 1>(h, split)
+}}"""
+
+
+def test_dynamo_export_patterns_simplify_with_identical_outputs(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, DYNAMO_LIKE)
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.ok, status.warnings
+    ops = _ops(out)
+    assert ops["And"] == 0 and ops["Shape"] == 0 and ops["Concat"] == 0
+    assert ops["Unsqueeze"] == 2  # Unsqueeze(Unsqueeze(x)) for each of the two users
+    assert ops["MatMul"] == 1 and ops["Split"] == 1  # q, k, v from one product
+    # the GELU runs on x as it is: no Reshape in and out of it; the head split is pinned
+    (pinned,) = [n for n in onnx.load(str(out)).graph.node if n.op_type == "Reshape"]
+    assert {a.name: a.i for a in pinned.attribute}.get("allowzero", 0) == 0
+    names = ["y", "m1", "m2", "q", "k", "v", "heads"]
+    assert [o.name for o in onnx.load(str(out)).graph.output] == names
+    rng = np.random.default_rng(0)
+    for batch, seq in [(2, 3), (1, 1), (3, 5)]:
+        feeds = {
+            "x": rng.standard_normal((batch * seq, 8)).astype(np.float32),
+            "s": np.array([batch, seq, 8], np.int64),
+            "m": rng.random((batch, seq)) < 0.5,
+            "h": rng.standard_normal((batch, seq, 8)).astype(np.float32),
+        }
+        for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
+            assert before.shape == after.shape and before.dtype == after.dtype, name
+            np.testing.assert_array_equal(before, after, err_msg=name)

@@ -307,22 +307,24 @@ class _Sanitizer:
         (Shape, Gather, Unsqueeze, Concat) then dies: HF's head split `x.view(*x.size()[:-1],
         heads, size)` on [batch, sequence, hidden] becomes Reshape(x, [0, 0, 12, 64])."""
         pinned = []
-        symbols = _input_symbols(graph)
         for node in graph:
             if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx"):
                 continue
             if len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[1] in constants:
                 continue
-            allowzero = node.attributes.get("allowzero")
-            if allowzero is not None and allowzero.as_int():
-                continue
             dims = _known_dims(node.outputs[0].shape)
             if dims is None or any(dim == 0 for dim in dims):
                 continue
-            copied = _copied_dims(node, symbols)
+            copied = _copied_dims(node)
             free = [i for i, dim in enumerate(dims) if dim is None and i not in copied]
-            if len(free) > 1:
+            allowzero = node.attributes.get("allowzero")
+            literal_zeros = allowzero is not None and allowzero.as_int()
+            # With allowzero=1 (dynamo exports) a copied dim that is 0 at run time was a
+            # literal 0, which a copy reproduces; a -1 beside it could not be resolved.
+            if len(free) > (0 if literal_zeros else 1):
                 continue
+            if literal_zeros:
+                node.attributes["allowzero"] = ir.AttrInt64("allowzero", 0)
             target = np.array(
                 [0 if i in copied else -1 if dim is None else dim for i, dim in enumerate(dims)],
                 dtype=np.int64,
@@ -601,20 +603,11 @@ def _shape_part_result(node: ir.Node, constants: _Constants) -> dict[ir.Value, n
     return {node.outputs[0]: np.array(picked, dtype=np.int64)}
 
 
-def _input_symbols(graph: ir.Graph) -> set[str]:
-    """Named dims of the graph inputs: the exporter's own (the same name is the same size).
-    Names shape inference makes up (unk__3) are left out: separate runs may reuse them."""
-    return {
-        dim.value
-        for value in graph.inputs
-        if value.shape is not None
-        for dim in value.shape
-        if isinstance(dim, ir.SymbolicDim) and dim.value
-    }
+def _copied_dims(node: ir.Node) -> set[int]:
+    """Output dims of a Reshape that are the input's dim at the same place (a 0 copies it).
 
-
-def _copied_dims(node: ir.Node, symbols: set[str]) -> set[int]:
-    """Output dims of a Reshape that are the input's dim at the same place (a 0 copies it)."""
+    One name is one size: the exporter's names and those onnx's shape inference makes up
+    (unk__7), which avoid every name already in the model, so runs never reuse one."""
     source, result = node.inputs[0], node.outputs[0]
     if source is None or source.shape is None or result.shape is None:
         return set()
@@ -623,7 +616,7 @@ def _copied_dims(node: ir.Node, symbols: set[str]) -> set[int]:
         for i, (a, b) in enumerate(zip(source.shape, result.shape, strict=False))
         if isinstance(a, ir.SymbolicDim)
         and isinstance(b, ir.SymbolicDim)
-        and a.value in symbols
+        and a.value is not None
         and a.value == b.value
     }
 

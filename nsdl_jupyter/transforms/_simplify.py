@@ -68,13 +68,15 @@ class Simplifier:
 
     def _deduplicate(self, graph: ir.Graph) -> int:
         """Common subexpressions: a node identical to an earlier one (same operator,
-        inputs and attributes) reuses its outputs."""
+        inputs and attributes) reuses its outputs. Small constants count as the same input
+        when their contents are (TorchScript gives each Unsqueeze its own `axes` tensor)."""
         seen: dict[tuple[object, ...], ir.Node] = {}
+        contents = _ConstantKeys()
         count = 0
         for node in list(graph):
             for subgraph in _subgraphs(node):
                 count += self._deduplicate(subgraph)
-            key = _node_key(node)
+            key = _node_key(node, contents)
             if key is None:
                 continue
             earlier = seen.get(key)
@@ -175,7 +177,36 @@ NONDETERMINISTIC = frozenset(
 )
 
 
-def _node_key(node: ir.Node) -> tuple[object, ...] | None:
+_SAME_CONTENT_BYTES = 4096  # constants up to this size are compared by content
+
+
+class _ConstantKeys:
+    """What identifies a node input for CSE: its contents for a small constant, else itself."""
+
+    def __init__(self) -> None:
+        self._keys: dict[ir.Value, object] = {}
+
+    def __call__(self, value: ir.Value | None) -> object:
+        if value is None:
+            return None
+        key = self._keys.get(value)
+        if key is None:
+            tensor = value.const_value
+            key = id(value)
+            if (
+                tensor is not None
+                and value.producer() is None
+                and not value.is_graph_input()
+                and tensor.nbytes <= _SAME_CONTENT_BYTES
+            ):
+                key = ("constant", tensor.dtype, tuple(tensor.shape.numpy()), tensor.tobytes())
+            self._keys[value] = key
+        return key
+
+
+def _node_key(
+    node: ir.Node, input_key: Callable[[ir.Value | None], object]
+) -> tuple[object, ...] | None:
     if node.op_type in NONDETERMINISTIC or not node.outputs:
         return None
     attributes: list[tuple[str, object]] = []
@@ -191,7 +222,7 @@ def _node_key(node: ir.Node) -> tuple[object, ...] | None:
         elif not isinstance(value, int | float | str | bytes):
             return None
         attributes.append((name, value))
-    inputs = tuple(id(v) if v is not None else None for v in node.inputs)
+    inputs = tuple(input_key(v) for v in node.inputs)
     return (node.op_identifier(), len(node.outputs), inputs, tuple(attributes))
 
 
@@ -320,14 +351,21 @@ def _reshape_like(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     return (
         _same_shape(s, graph, node)
         or _reshape_to_itself(s, graph, node)
+        or _reshape_around_elementwise(s, graph, node)
         or _merge_axes(s, graph, node)
         or _reshape_of_reshape(graph, node)
         or _collapse_chain(s, graph, node)
     )
 
 
-def _single_use_producer(graph: ir.Graph, node: ir.Node, ops: frozenset[str]) -> ir.Node | None:
-    """The node making `node`'s first input, if it is one of `ops` and feeds nothing else."""
+_AXES_OPS = frozenset({"Squeeze", "Unsqueeze"})
+
+
+def _single_use_producer(
+    graph: ir.Graph, node: ir.Node, ops: frozenset[str], users: frozenset[str] = frozenset()
+) -> ir.Node | None:
+    """The node making `node`'s first input, if it is one of `ops` and feeds nothing else
+    (or only nodes of `users`, each of which will merge it in turn)."""
     source = node.inputs[0] if node.inputs else None
     inner = source.producer() if source is not None else None
     if inner is None or inner.graph is not graph or not _standard(inner):
@@ -335,7 +373,10 @@ def _single_use_producer(graph: ir.Graph, node: ir.Node, ops: frozenset[str]) ->
     if inner.op_type not in ops or inner.inputs[0] is None:
         return None
     middle = inner.outputs[0]
-    if middle.is_graph_output() or any(user is not node for user, _ in middle.uses()):
+    if middle.is_graph_output() or any(
+        user is not node and not (user.op_type in users and _standard(user))
+        for user, _ in middle.uses()
+    ):
         return None
     return inner
 
@@ -361,7 +402,7 @@ def _merge_axes(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     not its dims, so it works on dynamic shapes."""
     if node.op_type not in ("Squeeze", "Unsqueeze"):
         return False
-    inner = _single_use_producer(graph, node, frozenset({"Squeeze", "Unsqueeze"}))
+    inner = _single_use_producer(graph, node, _AXES_OPS, users=_AXES_OPS)
     source = inner.inputs[0] if inner is not None else None
     if inner is None or source is None or source.shape is None:
         return False
@@ -429,6 +470,79 @@ def _reshape_to_itself(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     if open_dims and (len(open_dims) > 1 or target[open_dims[0]] != -1):
         return False
     return s.bypass(graph, node, node.inputs[0])
+
+
+# Ops whose every output element depends only on the input elements at the same place.
+_ELEMENTWISE = frozenset(
+    {
+        *("Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Log", "Sqrt", "Reciprocal"),
+        *("Floor", "Ceil", "Round", "Sign", "Sin", "Cos", "Softplus", "LeakyRelu", "Elu"),
+        *("Selu", "HardSigmoid", "HardSwish", "Gelu", "Cast", "IsNaN", "IsInf", "Not"),
+        *("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "And", "Or", "Xor", "Where"),
+        *("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Mod"),
+    }
+)
+_REGION_LIMIT = 64
+
+
+def _reshape_around_elementwise(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    """Reshape -> elementwise ops (with one-element constants) -> Reshapes back to the
+    first input's shape: the ops run on the input as it is, both reshapes go (GPT-2's GELU
+    between its [batch*seq, n] Gemms)."""
+    if node.op_type != "Reshape" or node.inputs[0] is None:
+        return False
+    source, start = node.inputs[0], node.outputs[0]
+    if source.shape is None or start.shape is None or start.is_graph_output():
+        return False
+    rank = min(len(source.shape), len(start.shape))
+    region: dict[ir.Node, None] = {}
+    values, exits, queue = {start}, [], [start]
+    while queue:
+        for user, _ in queue.pop().uses():
+            if user in region or user in exits:
+                continue
+            if user.op_type == "Reshape" and _standard(user) and user.inputs[0] in values:
+                if not _same_dims(user.outputs[0].shape, source.shape):
+                    return False
+                exits.append(user)
+                continue
+            if user.op_type not in _ELEMENTWISE or not _standard(user) or user.graph is not graph:
+                return False
+            if any(out.is_graph_output() for out in user.outputs) or len(region) >= _REGION_LIMIT:
+                return False
+            region[user] = None
+            values.update(user.outputs)
+            queue.extend(user.outputs)
+    if not exits:
+        return False
+    for user in region:  # every other operand is one element, broadcast to any shape
+        for value in user.inputs:
+            if value not in values:
+                array = _constant(value)
+                if array is None or array.size != 1 or array.ndim > rank:
+                    return False
+    for user in list(region):
+        for index, value in enumerate(user.inputs):
+            if value is start:
+                user.replace_input_with(index, source)
+        for out in user.outputs:
+            out.shape = source.shape.copy() if out.shape is not None else None
+    for exit_node in exits:
+        s.bypass(graph, exit_node, exit_node.inputs[0])
+    return _drop(graph, node)
+
+
+def _same_dims(a: ir.Shape | None, b: ir.Shape | None) -> bool:
+    """Provably the same shape: equal sizes or the same named dims."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, int) or isinstance(y, int):
+            if x != y:
+                return False
+        elif x.value is None or x.value != y.value:
+            return False
+    return True
 
 
 def _reshape_of_reshape(graph: ir.Graph, node: ir.Node) -> bool:
@@ -649,6 +763,71 @@ def _if(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
     return True
 
 
+def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
+    """Three or more MatMuls of one input by constant [K, n_i] weights (attention's q, k, v
+    projections without bias) -> one MatMul by the weights side by side, and a Split. Each
+    output element is the same dot product; onnxsim does the same."""
+    source = node.inputs[0]
+    if source is None or _matmul_weight(node) is None:
+        return False
+    siblings = [
+        user
+        for user, index in source.uses()
+        if index == 0
+        and user.op_type == "MatMul"
+        and _standard(user)
+        and user.graph is graph
+        and not user.outputs[0].is_graph_output()
+        and _matmul_weight(user) is not None
+    ]
+    weights = [_matmul_weight(user) for user in siblings]
+    first = weights[0] if len(siblings) >= 3 else None
+    if first is None:
+        return False
+    siblings = [
+        user
+        for user, weight in zip(siblings, weights, strict=True)
+        if weight is not None and weight.shape[0] == first.shape[0] and weight.dtype == first.dtype
+    ]
+    if len(siblings) < 3:
+        return False
+    order = {n: i for i, n in enumerate(graph)}
+    siblings.sort(key=order.__getitem__)
+    parts = [_matmul_weight(user) for user in siblings]
+    joined = np.concatenate([p for p in parts if p is not None], axis=1)
+    weight = s.constant(graph, f"{siblings[0].name}_fused_weight", joined)
+    fused = ir.Node("", "MatMul", [source, weight], name=f"{siblings[0].name}_fused")
+    sizes = np.array([p.shape[1] for p in parts if p is not None], dtype=np.int64)
+    if graph.opset_imports.get("", 13) >= 13:
+        split_inputs = [fused.outputs[0], s.constant(graph, f"{fused.name}_split", sizes)]
+        attributes: list[ir.Attr] = []
+    else:
+        split_inputs = [fused.outputs[0]]
+        attributes = [ir.AttrInt64s("split", sizes.tolist())]
+    split = ir.Node(
+        "",
+        "Split",
+        split_inputs,
+        attributes=[ir.AttrInt64("axis", -1), *attributes],
+        num_outputs=len(siblings),
+        name=f"{fused.name}_split",
+    )
+    graph.insert_before(siblings[0], [fused, split])
+    fused.outputs[0].type = siblings[0].outputs[0].type
+    for user, out in zip(siblings, split.outputs, strict=True):
+        public = user.outputs[0].name
+        user.outputs[0].name = f"{public}__fused"
+        out.name, out.type, out.shape = public, user.outputs[0].type, user.outputs[0].shape
+        user.outputs[0].replace_all_uses_with(out)
+        graph.remove(user, safe=True)
+    return True
+
+
+def _matmul_weight(node: ir.Node) -> np.ndarray | None:
+    weight = _constant(node.inputs[1]) if len(node.inputs) > 1 else None
+    return weight if weight is not None and weight.ndim == 2 else None
+
+
 _RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {
     "Identity": _identity,
     "Dropout": _dropout,
@@ -669,7 +848,10 @@ _RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {
     "Sub": _neutral(0.0, commutative=False),
     "Mul": _neutral(1.0, commutative=True),
     "Div": _neutral(1.0, commutative=False),
+    "And": _neutral(1.0, commutative=True),  # x and True
+    "Or": _neutral(0.0, commutative=True),  # x or False
     "If": _if,
+    "MatMul": _fuse_sibling_matmuls,
     **dict.fromkeys(_IDEMPOTENT, _idempotent),
     **dict.fromkeys(_INVOLUTIONS, _involution),
 }
