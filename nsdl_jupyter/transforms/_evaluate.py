@@ -6,11 +6,13 @@ lacks) fall back to onnx's reference evaluator. Both run native code on model da
 here wrote, so `Evaluator` sends each batch to one `IsolatedWorker` child: a segfault, an
 out-of-memory or a hang ends that child and fails the batch, never the kernel. A batch holds
 independent nodes (inputs known); it goes through one session, and when that fails each node
-is tried alone so one bad node does not stop the others.
+is tried alone so one bad node does not stop the others. The child outlives one sanitize: the
+next one finds it started.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -45,11 +47,37 @@ class BatchResult:
     too_big: dict[int, int] = field(default_factory=dict)  # index -> bytes it would take
 
 
+_shared: IsolatedWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def _worker(memory_limit: int) -> IsolatedWorker:
+    """The kernel's one folding child, kept between sanitize calls so only the first pays
+    for the spawn and the imports; restarted with a larger cap when a model needs one."""
+    global _shared  # noqa: PLW0603 -- one child per process, by design
+    if _shared is not None and (_shared.memory_limit or 0) < memory_limit:
+        _shared.close()
+        _shared = None
+    if _shared is None:
+        _shared = IsolatedWorker(memory_limit=memory_limit, preload=_PRELOAD)
+    return _shared
+
+
+def close_folding_process() -> None:
+    """End the kernel's folding child (it holds ~100 MB while idle); the next fold starts
+    a new one."""
+    global _shared  # noqa: PLW0603 -- one child per process, by design
+    with _shared_lock:
+        if _shared is not None:
+            _shared.close()
+            _shared = None
+
+
 class Evaluator:
-    """Evaluates batches of nodes of one model in one child process (started on first use).
+    """Evaluates batches of nodes of one model in the kernel's folding child process.
 
     `memory_limit` caps the child's address space; `max_bytes` drops results larger than
-    that before they cross back (None: any size).
+    that before they cross back (None: any size). Calls from several threads take turns.
     """
 
     def __init__(
@@ -61,25 +89,28 @@ class Evaluator:
         context.functions.extend(ir.serde.serialize_function(f) for f in model.functions.values())
         self._context = context.SerializeToString()
         self._max_bytes = max_bytes
-        self.worker = IsolatedWorker(
-            memory_limit=memory_limit or DEFAULT_MEMORY_LIMIT, preload=_PRELOAD
-        )
+        self._memory_limit = memory_limit or DEFAULT_MEMORY_LIMIT
 
-    def close(self) -> None:
-        self.worker.close()
+    def start(self) -> None:
+        """Spawn the child now if it is not running (its imports overlap the caller's work)."""
+        with _shared_lock:
+            _worker(self._memory_limit).start()
 
     def evaluate(self, nodes: Sequence[ir.Node], feeds: Mapping[str, np.ndarray]) -> BatchResult:
         """Outputs of independent `nodes` whose inputs are all in `feeds`.
 
-        A batch that ends its child is retried node by node; a node that ends the child on
-        its own is reported in `failed` with the reason.
+        A batch that ends its child is retried node by node in a fresh one (a child the OS
+        killed while idle costs a retry, not a node); a node that ends the child on its own
+        is reported in `failed` with the reason.
         """
         protos = [ir.serde.serialize_node(node).SerializeToString() for node in nodes]
         try:
             return self._call(protos, feeds)
-        except (IsolatedRunError, ChildRaisedError) as error:
+        except ChildRaisedError as error:
             if len(nodes) == 1:
                 return BatchResult(failed={0: _isolation_reason(error)})
+        except IsolatedRunError:
+            pass
         result = BatchResult()
         crashes = 0
         for index, (node, proto) in enumerate(zip(nodes, protos, strict=True)):
@@ -101,14 +132,15 @@ class Evaluator:
         return result
 
     def _call(self, protos: list[bytes], feeds: Mapping[str, np.ndarray]) -> BatchResult:
-        return self.worker.call(
-            evaluate_batch,
-            self._context,
-            protos,
-            dict(feeds),
-            self._max_bytes,
-            timeout=_BATCH_TIMEOUT_S,
-        )
+        with _shared_lock:
+            return _worker(self._memory_limit).call(
+                evaluate_batch,
+                self._context,
+                protos,
+                dict(feeds),
+                self._max_bytes,
+                timeout=_BATCH_TIMEOUT_S,
+            )
 
 
 def _isolation_reason(error: Exception) -> str:

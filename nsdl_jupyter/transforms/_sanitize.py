@@ -82,23 +82,20 @@ def sanitize(
     untyped = [] if infer_shapes else _untyped_values(copy.model)
     done = 0
     changed = True
-    try:
-        while changed and (passes is None or done < passes):
-            done += 1
-            changed = folder.lift_constants(done) if fold_constants else False
-            # Every pass starts from fresh shapes; edits never invalidate the shapes of the
-            # tensors that remain, so the rules below need no inference of their own.
-            _infer(copy.model)
-            if fold_constants:
-                changed |= folder.fold(done)
-            if simplify:
-                changed |= folder.simplify(done)
-            if fuse_batchnorm:
-                changed |= folder.fuse_batchnorm(done)
-            if remove_dead_nodes:
-                changed |= folder.remove_dead(done)
-    finally:
-        folder.close()
+    while changed and (passes is None or done < passes):
+        done += 1
+        changed = folder.lift_constants(done) if fold_constants else False
+        # Every pass starts from fresh shapes; edits never invalidate the shapes of the
+        # tensors that remain, so the rules below need no inference of their own.
+        _infer(copy.model)
+        if fold_constants:
+            changed |= folder.fold(done)
+        if simplify:
+            changed |= folder.simplify(done)
+        if fuse_batchnorm:
+            changed |= folder.fuse_batchnorm(done)
+        if remove_dead_nodes:
+            changed |= folder.remove_dead(done)
     status.count("passes", done)
     if infer_shapes:
         if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
@@ -228,13 +225,8 @@ class _Sanitizer:
             self.evaluator = Evaluator(
                 self.model, max_bytes=self.threshold, memory_limit=self.memory_limit
             )
-        self.evaluator.worker.start()
+        self.evaluator.start()
         return self.evaluator
-
-    def close(self) -> None:
-        """End the evaluating child process, if one was started."""
-        if self.evaluator is not None:
-            self.evaluator.close()
 
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
