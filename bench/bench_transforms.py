@@ -5,14 +5,19 @@ node tests (models built in code, random weights).
   left, seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
 - FP16 vs onnxconverter-common's `convert_float_to_float16`: does onnxruntime load and run
   the result, and the max relative error against float32 (max |a-b| / max |a|);
-- the same on every ONNX backend node case (totals; cases where a peer removes more nodes).
+- the same on every ONNX backend node case (totals; cases where a peer removes more nodes);
+- what FP16 validation costs (`validate=True`: source and result run by onnxruntime in a
+  child, bisection for nodes to keep float32): seconds on top of the conversion, rounds,
+  nodes kept; on the models above and, with --exports, the real torch exports of
+  tests/fixtures (and the ViT-B/16 whose float16 version crashes onnxruntime).
 
 A peer that is not installed is reported as such. Prints tables, then one JSON line.
 
-Real torch exports (tests/fixtures/exports, weights refilled by tests/real_exports.py) get one
-summary table: nodes and seconds of each tool per model.
+Sanitize on the real torch exports (tests/fixtures/exports, weights refilled by
+tests/real_exports.py) gets one summary table: nodes and seconds of each tool per model
+(alone, in a few minutes, with --only-exports).
 
-    python bench/bench_transforms.py [--no-corpus] [--no-dag] [--only-exports]
+    python bench/bench_transforms.py [--no-corpus] [--no-dag] [--exports] [--only-exports]
 """
 
 from __future__ import annotations
@@ -38,8 +43,6 @@ from _common import emit_json, fmt_seconds, print_table
 
 from nsdl_jupyter.examples import bert_base, resnet50, small_transformer, synthetic_dag
 from nsdl_jupyter.transforms import convert_to_fp16, sanitize
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.real_exports
 
 PEER_TIMEOUT_S = 600
 POLYGRAPHY = str(Path(sys.executable).with_name("polygraphy"))
@@ -227,7 +230,7 @@ def _fp16_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
             text = str(problem).replace("\n", " ")
             rows.append({"tool": name, "runs": "NO", "max_rel_error": text[:90], "seconds": ""})
 
-    record("nsdl_jupyter", lambda out: convert_to_fp16(source, out))
+    record("nsdl_jupyter", lambda out: convert_to_fp16(source, out, validate=False))
     if _peer("onnxconverter_common"):
         from onnxconverter_common import float16
 
@@ -239,6 +242,49 @@ def _fp16_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
 
         record("onnxconverter-common", peer)
     return rows
+
+
+def _validation_cost(models: dict[str, Path], folder: Path) -> list[dict[str, Any]]:
+    """FP16 without and with validation: the seconds validation adds, its rounds, the nodes
+    it kept float32 and whether the result passed."""
+    rows = []
+    for name, source in models.items():
+        start = time.perf_counter()
+        convert_to_fp16(source, folder / f"{name}_plain16.onnx", validate=False)
+        plain = time.perf_counter() - start
+        start = time.perf_counter()
+        status = convert_to_fp16(source, folder / f"{name}_valid16.onnx")
+        validated = time.perf_counter() - start
+        not_validated = any(w.startswith("not validated") for w in status.warnings)
+        rows.append(
+            {
+                "model": name,
+                "convert": fmt_seconds(plain),
+                "with validation": fmt_seconds(validated),
+                "validation adds": fmt_seconds(validated - plain),
+                "rounds": status.counts["validation_rounds"],
+                "kept fp32": status.counts["nodes_kept_by_validation"],
+                "result": "not validated" if not_validated else ("ok" if status.ok else "FAILED"),
+                "_plain": plain,
+                "_validated": validated,
+            }
+        )
+        print(f"  {name}: {rows[-1]['with validation']} ({rows[-1]['rounds']} rounds)", flush=True)
+    return rows
+
+
+def _real_exports(folder: Path) -> dict[str, Path]:
+    """The weight-stripped torch exports, refilled, and the ViT that crashes onnxruntime."""
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from tests import real_exports
+
+    paths = {name: real_exports.save(name, folder) for name in real_exports.names()}
+    vit = onnx.load(str(root / "tests/fixtures/fp16/vit_b_16_dynamic_batch_torchscript.onnx"))
+    real_exports.refill(vit)
+    paths["vit_b_16_dynamic_batch"] = folder / "vit_b_16_dynamic_batch.onnx"
+    onnx.save(vit, str(paths["vit_b_16_dynamic_batch"]))
+    return paths
 
 
 def _special_models(folder: Path) -> dict[str, Path]:
@@ -384,7 +430,7 @@ def _fp16_case(
 ) -> tuple[bool, float]:
     try:
         if ours:
-            convert_to_fp16(source, out)
+            convert_to_fp16(source, out, validate=False)
         else:
             from onnxconverter_common import float16
 
@@ -417,13 +463,10 @@ def _fp16_case(
 
 
 # ---------------------------------------------------------- real exports
-def _real_exports(folder: Path) -> dict[str, Any]:
+def _sanitize_exports(folder: Path) -> dict[str, Any]:
     """sanitize and its peers on every real torch export: one row per model."""
-    from tests import real_exports
-
     table, results = [], {}
-    for name in real_exports.names():
-        path = real_exports.save(name, folder)
+    for name, path in _real_exports(folder).items():
         rows = {r["tool"]: r for r in _sanitize_peers(path, folder)}
         row: dict[str, Any] = {"model": name, "original": rows["original"]["nodes"]}
         for tool, label in _TOOLS.items():
@@ -458,13 +501,18 @@ def main() -> None:
     parser.add_argument("--no-corpus", action="store_true", help="skip the backend node tests")
     parser.add_argument("--no-dag", action="store_true", help="skip the 20,000-node DAG")
     parser.add_argument(
+        "--exports",
+        action="store_true",
+        help="FP16 validation cost on the real torch exports too (minutes)",
+    )
+    parser.add_argument(
         "--only-exports", action="store_true", help="only sanitize on the real torch exports"
     )
     args = parser.parse_args()
     ort.set_default_logger_severity(3)  # peers' own sessions warn about every shape merge
     folder = Path(tempfile.mkdtemp(prefix="bench-transforms-"))
     if args.only_exports:
-        emit_json("transforms_exports", {"exports": _real_exports(folder)})
+        emit_json("transforms_exports", {"exports": _sanitize_exports(folder)})
         return
     models = {
         "resnet50": resnet50(),
@@ -500,6 +548,23 @@ def main() -> None:
         results["fp16"][name] = {
             r["tool"]: {"runs": r["runs"], "max_rel_error": r.get("_e")} for r in rows
         }
+
+    validation_models = dict(fp16_models)
+    if args.exports:
+        validation_models.update(_real_exports(folder))
+    print("fp16 validation cost:")
+    rows = _validation_cost(validation_models, folder)
+    print_table("fp16 validation cost", [{k: v for k, v in r.items() if k[0] != "_"} for r in rows])
+    results["fp16_validation"] = {
+        r["model"]: {
+            "convert_s": r["_plain"],
+            "validated_s": r["_validated"],
+            "rounds": r["rounds"],
+            "kept": r["kept fp32"],
+            "result": r["result"],
+        }
+        for r in rows
+    }
 
     if not args.no_corpus:
         corpus = _corpus(folder)
@@ -551,7 +616,7 @@ def main() -> None:
             "fewer_than_onnxsim": len(corpus["fewer"]["onnxsim"]),
             "fewer_than_polygraphy": len(corpus["fewer"]["polygraphy"]),
         }
-    results["exports"] = _real_exports(folder)
+    results["exports"] = _sanitize_exports(folder)
     emit_json("transforms", results)
 
 

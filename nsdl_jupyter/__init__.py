@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.transforms import (
         ToolStore,
         UserTool,
+        convert_opset,
         convert_tensors,
         convert_to_fp16,
         extract_body,
@@ -51,6 +52,7 @@ _LAZY: dict[str, str] = {
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
     "convert_to_fp16": "nsdl_jupyter.transforms",
+    "convert_opset": "nsdl_jupyter.transforms",
     "sanitize": "nsdl_jupyter.transforms",
     "extract_subgraph": "nsdl_jupyter.transforms",
     "extract_body": "nsdl_jupyter.transforms",
@@ -83,6 +85,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "load_ort_profile",
     "load_trtexec",
     "convert_to_fp16",
+    "convert_opset",
     "sanitize",
     "extract_subgraph",
     "extract_body",

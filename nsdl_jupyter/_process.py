@@ -1,20 +1,52 @@
-"""Ending a child that runs in its own session: the child and everything it started.
+"""Children that run in their own session: start them, read their lines, end them and
+everything they started.
 
 Children are started with `start_new_session=True`, so the child's pid is also its process
 group id; a background grandchild (`sleep 1000 &`) stays in that group after the child exits
-and is ended with it.
+and is ended with it. Such a grandchild also inherits the child's stdout and stderr, so the
+pipes are read only until the child has exited and `pipe_grace` has passed, never until they
+close: the caller (a notebook kernel) never waits on a process it did not start.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO, Literal
 
 POLL_S = 0.05
+_READ_BYTES = 65536
+
+Stream = Literal["stdout", "stderr"]
+LineSink = Callable[[Stream, str], None]
+
+
+def start_session(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start `argv` (no shell) in a new session, stdin closed, stdout and stderr piped.
+
+    Its own session and process group: `end_session` reaches its children, and a Ctrl-C
+    meant for the kernel does not reach it.
+    """
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -57,3 +89,88 @@ def end_session(process: subprocess.Popen[bytes], grace: float) -> None:
             return
         time.sleep(POLL_S)
     signal_group(pgid, signal.SIGKILL)
+
+
+class LineSplitter:
+    """Bytes from a pipe -> lines; with `max_line_bytes`, a longer line comes in pieces, so
+    one endless line cannot fill the memory."""
+
+    def __init__(self, max_line_bytes: int | None = None) -> None:
+        self._partial = b""
+        self._max = max_line_bytes
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        while self._max is not None and len(self._partial) > self._max:
+            lines.append(self._partial[: self._max])
+            self._partial = self._partial[self._max :]
+        return lines
+
+    def finish(self) -> list[bytes]:
+        rest, self._partial = self._partial, b""
+        return [rest] if rest else []
+
+
+def read_lines(
+    process: subprocess.Popen[bytes],
+    sink: LineSink,
+    *,
+    pipe_grace: float,
+    max_line_bytes: int | None = None,
+) -> None:
+    """Give each line of the child's stdout and stderr to `sink` (UTF-8, invalid bytes
+    replaced, no line end) until both pipes close, or until the child has exited and
+    `pipe_grace` seconds have passed (a background child may hold them open for ever)."""
+    pipes: tuple[tuple[Stream, IO[bytes] | None], ...] = (
+        ("stdout", process.stdout),
+        ("stderr", process.stderr),
+    )
+
+    def emit(stream: Stream, raw: bytes) -> None:
+        sink(stream, raw.decode("utf-8", errors="replace").removesuffix("\r"))
+
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        for stream, pipe in pipes:
+            assert pipe is not None, "start the child with start_session: both pipes are read"
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe, selectors.EVENT_READ, (stream, LineSplitter(max_line_bytes)))
+        while selector.get_map():
+            for key, _events in selector.select(POLL_S):
+                stream, splitter = key.data
+                try:
+                    chunk = os.read(key.fd, _READ_BYTES)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                for raw in splitter.feed(chunk) if chunk else splitter.finish():
+                    emit(stream, raw)
+            if process.poll() is not None:
+                exited_at = time.monotonic() if exited_at is None else exited_at
+                if time.monotonic() - exited_at >= pipe_grace:
+                    break
+        for key in list(selector.get_map().values()):
+            stream, splitter = key.data
+            for raw in splitter.finish():
+                emit(stream, raw)
+    for _stream, pipe in pipes:
+        assert pipe is not None
+        pipe.close()
+
+
+def run_to_end(
+    process: subprocess.Popen[bytes],
+    sink: LineSink,
+    *,
+    pipe_grace: float,
+    terminate_grace: float,
+    max_line_bytes: int | None = None,
+) -> int:
+    """Read the child's lines (`read_lines`), reap it, then end whatever it left running in
+    its session; returns its exit code. Call from a thread of its own."""
+    try:
+        read_lines(process, sink, pipe_grace=pipe_grace, max_line_bytes=max_line_bytes)
+        return process.wait()
+    finally:
+        end_session(process, terminate_grace)  # what the child left running (or itself)

@@ -35,6 +35,10 @@ COMMANDS: dict[str, Entry] = {
     "fp16": Entry(
         "convert weights and compute to float16", "nsdl_jupyter.transforms._commands:FP16"
     ),
+    "opset": Entry(
+        "convert to another ONNX opset (onnx's version converter), validated",
+        "nsdl_jupyter.transforms._commands:OPSET",
+    ),
     "sanitize": Entry(
         "fold constants, remove no-op and dead nodes, infer shapes",
         "nsdl_jupyter.transforms._commands:SANITIZE",

@@ -49,7 +49,7 @@ def model(tmp_path: Path) -> Path:
 def test_help_lists_the_subcommands() -> None:
     result = _run("--help")
     assert result.returncode == 0
-    for name in ("fp16", "sanitize", "extract", "tensors", "tools"):
+    for name in ("fp16", "opset", "sanitize", "extract", "tensors", "tools"):
         assert name in result.stdout
 
 
@@ -62,6 +62,21 @@ def test_fp16_and_sanitize_write_models_that_run(model: Path, tmp_path: Path) ->
     assert "folded" in clean.stdout and "passes=2" in clean.stdout
     for name in ("h.onnx", "s.onnx"):
         ort.InferenceSession(str(tmp_path / name), providers=["CPUExecutionProvider"])
+
+
+def test_fp16_validates_by_default_and_opset_converts(model: Path, tmp_path: Path) -> None:
+    fp16 = _run("fp16", str(model), "-o", str(tmp_path / "h.onnx"), "--tolerance", "0.05")
+    assert fp16.returncode == 0, fp16.stderr
+    assert "validation_rounds=1" in fp16.stdout and "validation: output" in fp16.stdout
+    unchecked = _run("fp16", str(model), "-o", str(tmp_path / "u.onnx"), "--no-validate")
+    assert unchecked.returncode == 0 and "validation" not in unchecked.stdout
+    opset = _run("opset", str(model), "-o", str(tmp_path / "o.onnx"), "--target", "21")
+    assert opset.returncode == 0, opset.stderr
+    assert "convert_opset: ok" in opset.stdout and "validation: output" in opset.stdout
+    imports = {o.domain: o.version for o in onnx.load(str(tmp_path / "o.onnx")).opset_import}
+    assert imports[""] == 21
+    bad = _run("opset", str(model), "-o", str(tmp_path / "x.onnx"), "--target", "999")
+    assert bad.returncode == 2 and "target opset must be an int from 1 to" in bad.stderr
 
 
 def test_extract_function_and_errors(tmp_path: Path) -> None:

@@ -264,6 +264,7 @@ def test_batch_edits_see_names_made_earlier_in_the_batch(doc: nj.ModelDocument) 
     assert "extra2" not in doc.nodes and "k2" in doc.tensors
     doc.undo()
     assert "k" not in doc.tensors and "k2" not in doc.tensors and "extra" not in doc.nodes
+
     def half_way() -> None:
         with doc.batch("fails half-way"):
             doc.add_node("Relu", name="gone")

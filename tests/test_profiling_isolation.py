@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from nsdl_jupyter.profiling import (
     profile_ort,
     start_profile_ort,
 )
+from tests._processes import alive
 
 
 @pytest.fixture
@@ -25,16 +25,6 @@ def model_path(tmp_path: Path) -> Path:
     path = tmp_path / "mlp.onnx"
     onnx.save(mlp_model(hidden=512, layers=8), path)
     return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); it is dead for our purpose
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize(("where", "signal_name"), [("session", "SIGSEGV"), ("run", "SIGSEGV")])
@@ -82,13 +72,13 @@ def test_cancel_ends_the_child(model_path: Path, tmp_path: Path) -> None:
                             trace_path=tmp_path / "t.json")  # fmt: skip
     pid = job._job.pid  # type: ignore[attr-defined]
     assert started.wait(120), "the runner never reached its timed loop"
-    assert _alive(pid)
+    assert alive(pid)
     t = time.monotonic()
     job.cancel()
     with pytest.raises(ProfileCancelledError):
         job.wait(30)
     assert time.monotonic() - t < 10
-    assert not _alive(pid)
+    assert not alive(pid)
     assert job.done
     assert not (tmp_path / "t.json").exists()
     assert job.progress.phase == "cancelled"

@@ -130,7 +130,7 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
         record["sanitize"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
     # fp16
     try:
-        status = convert_to_fp16(source, folder / "fp16.onnx")
+        status = convert_to_fp16(source, folder / "fp16.onnx", validate=False)  # compared here
         converted = _session(folder / "fp16.onnx")
         rounded = {
             k: v.astype(np.float16).astype(np.float32)

@@ -211,6 +211,38 @@ def test_local_function_body_constant_becomes_float16_not_double(tmp_path: Path)
     np.testing.assert_allclose(y.astype(np.float32), [3, 6, 9])
 
 
+ONNXSCRIPT_LAYER_NORM = """<ir_version: 8, opset_import: ["": 18, "local": 1]>
+    g (float[2, 8] x) => (float[2, 8] y) {
+        y = local.LayerNorm<epsilon: float = 0.00001>(x)
+    }
+    <domain: "local", opset_import: ["": 18]>
+    LayerNorm <epsilon>(X) => (Y) {
+        eps = Constant<value_float: float = @epsilon>()
+        mean = ReduceMean(X)
+        d = Sub(X, mean)
+        sq = Mul(d, d)
+        var = ReduceMean(sq)
+        ve = Add(var, eps)
+        sd = Sqrt(ve)
+        Y = Div(d, sd)
+    }"""
+
+
+def test_function_attribute_reference_is_never_made_a_literal(tmp_path: Path) -> None:
+    """Issue 9 item 10: `Constant(value_float=@epsilon)` once became a NaN constant."""
+    source = _save_text(tmp_path, ONNXSCRIPT_LAYER_NORM)
+    out = tmp_path / "out.onnx"
+    assert convert_to_fp16(source, out).ok
+    (function,) = onnx.load(str(out)).functions
+    constant = next(n for n in function.node if n.op_type == "Constant")
+    assert constant.attribute[0].ref_attr_name == "epsilon"
+    assert constant.attribute[0].type == onnx.AttributeProto.FLOAT
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    (y,) = _session(out).run(None, {"x": x.astype(np.float16)})
+    expected = (x - x.mean()) / np.sqrt(x.var() + 1e-5)  # ReduceMean without axes: all
+    np.testing.assert_allclose(y.astype(np.float32), expected, atol=2e-2)
+
+
 def test_op_and_node_block_lists(tmp_path: Path) -> None:
     source = _save_text(
         tmp_path,

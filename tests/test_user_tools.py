@@ -31,6 +31,7 @@ from nsdl_jupyter.transforms import (
 )
 from nsdl_jupyter.transforms._tools import MAX_LINE_BYTES, MAX_LOG_LINES
 from tests._hostile_models import IMG, SCRIPT, hostile_model, raw_markers
+from tests._processes import alive, wait_gone
 
 COPY_SCRIPT = """
 import shutil, sys
@@ -76,16 +77,6 @@ def _script(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
     return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie (exited, not yet reaped) counts as gone
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
 
 
 def test_store_round_trip_in_config_dir(config: Path) -> None:
@@ -151,15 +142,12 @@ def test_cancel_ends_the_tool_and_its_children(tmp_path: Path, model: Path) -> N
         time.sleep(0.05)
     assert run.lines, "the tool did not start"
     child = int(run.lines[0][1].split()[1])
-    assert _alive(child)
+    assert alive(child)
     run.cancel()
     run.wait(30)
     assert run.cancelled and run.done
-    assert not _alive(run.process.pid)
-    deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child), "the child survived the cancel"
+    assert not alive(run.process.pid)
+    assert wait_gone(child, 10), "the child survived the cancel"
     assert not run.status.ok and "cancelled" in str(run.status)
 
 
@@ -199,11 +187,6 @@ def test_notebook_widget_streams_and_cancels(tmp_path: Path, model: Path) -> Non
 
 
 # ------------------------------------------------------------------ issue 9, item 7
-def _wait_gone(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(pid)
 
 
 def test_a_background_child_does_not_keep_the_run_going(tmp_path: Path, model: Path) -> None:
@@ -215,7 +198,7 @@ def test_a_background_child_does_not_keep_the_run_going(tmp_path: Path, model: P
     assert run.wait(20) == 0 and run.done, "the run waited on pipes the background child holds"
     assert time.monotonic() - start < 10
     assert [line for _stream, line in run.lines][1:] == ["bye"]
-    assert _wait_gone(int(run.lines[0][1]), 5), "the background child outlived the run"
+    assert wait_gone(int(run.lines[0][1]), 5), "the background child outlived the run"
 
 
 def test_cancel_ends_a_tool_whose_children_ignore_sigterm(tmp_path: Path, model: Path) -> None:
@@ -229,7 +212,7 @@ def test_cancel_ends_a_tool_whose_children_ignore_sigterm(tmp_path: Path, model:
     run.cancel()
     assert run.wait(10) is not None and run.done
     assert time.monotonic() - start < 8  # SIGTERM is ignored: SIGKILL after 3 s
-    assert run.cancelled and _wait_gone(child, 2)
+    assert run.cancelled and wait_gone(child, 2)
 
 
 def test_cli_tools_run_ends_the_tool_on_ctrl_c(tmp_path: Path, model: Path) -> None:
@@ -246,7 +229,7 @@ def test_cli_tools_run_ends_the_tool_on_ctrl_c(tmp_path: Path, model: Path) -> N
     child = int(cli.stdout.readline())
     cli.send_signal(signal.SIGINT)
     assert cli.wait(15) == 130
-    assert _wait_gone(child, 2), "Ctrl-C left the tool's child running"
+    assert wait_gone(child, 2), "Ctrl-C left the tool's child running"
 
 
 def test_output_is_kept_as_a_ring_buffer(tmp_path: Path, model: Path) -> None:

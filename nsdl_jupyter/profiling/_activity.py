@@ -12,14 +12,21 @@ import contextlib
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError, RunnerCrashError
+from nsdl_jupyter.profiling._errors import (
+    ProfileCancelledError,
+    ProfileError,
+    ProfileSettingsError,
+    RunnerCrashError,
+)
+from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
+from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
@@ -71,6 +78,7 @@ class ProfileJob:
         self.target = target
         self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
         self._listeners: list[ProgressListener] = []
+        self._locked_device: int | None = None  # the runner said it locked this GPU's clocks
         self._lock = threading.Lock()
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
@@ -92,6 +100,7 @@ class ProfileJob:
         try:
             self._workdir = target.make_workdir()
             model_path = source.write(self._stage)
+            self._staged_model = model_path
             request: dict[str, Any] = {
                 "kind": "ort_profile",
                 "protocol": 1,
@@ -104,6 +113,11 @@ class ProfileJob:
                 "intra_op_threads": settings.intra_op_threads,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
+                "gpu": {
+                    "timing": settings.gpu_timing,
+                    "metrics_interval_ms": settings.metrics_interval_ms,
+                    "lock_clocks": settings.lock_clocks,
+                },
             }
             if arrays is not None:
                 npz = self._stage / "inputs.npz"
@@ -139,6 +153,9 @@ class ProfileJob:
                 listener(progress)
 
     def _on_event(self, message: dict[str, Any]) -> None:
+        if message.get("event") == "clocks_locked":
+            self._locked_device = int(message.get("device", 0))
+            return
         if message.get("event") != "progress":
             return
         warmup, n = self.settings.warmup, self.settings.iterations
@@ -158,6 +175,13 @@ class ProfileJob:
     def cancel(self) -> None:
         """End the child process; `wait()` then raises ProfileCancelledError."""
         self._job.cancel()
+
+    def _restore_clocks(self, device: int) -> None:
+        """The runner locked the GPU's clocks and died (or was cancelled) before resetting
+        them: a second runner resets them, so a crash never leaves a GPU slowed down."""
+        request = {"kind": "restore_clocks", "protocol": 1, "device": device}
+        with contextlib.suppress(Exception):  # best effort: the run's own error matters more
+            self.target.start(RUNNER, request, self._workdir, None).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -189,6 +213,9 @@ class ProfileJob:
 
     def _finish(self, result: JobResult) -> ProfileReport:
         self._result = result
+        restored = ((result.result or {}).get("gpu") or {}).get("clocks", {}).get("restored")
+        if self._locked_device is not None and not restored:
+            self._restore_clocks(self._locked_device)
         stderr = _tail(result.stderr)
         if result.cancelled:
             self._set_progress(Progress("cancelled", 0, 0, self.progress.fraction))
@@ -215,17 +242,39 @@ class ProfileJob:
         self._set_progress(Progress("parsing", 0, 1, 0.96))
         answer = result.result
         self.target.get(answer["trace"], self.trace_path)
-        report = _report_from_run(answer, self.trace_path, self.source, self.settings)
+        mapping = None
+        if answer.get("optimized_model"):
+            optimized = self._stage / "optimized.onnx"
+            self.target.get(answer["optimized_model"], optimized)
+            mapping = fused_node_mapping(self._staged_model, optimized)
+        gpu_file = None
+        timing = (answer.get("gpu") or {}).get("timing") or {}
+        if timing.get("file"):
+            gpu_file = self._stage / "gpu_kernels.npz"
+            self.target.get(timing["file"], gpu_file)
+        report = _report_from_run(
+            answer, self.trace_path, self.source, self.settings, mapping=mapping, gpu_file=gpu_file
+        )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
 
 
 def _report_from_run(
-    answer: dict[str, Any], trace_path: Path, source: ModelSource, settings: OrtProfileSettings
+    answer: dict[str, Any],
+    trace_path: Path,
+    source: ModelSource,
+    settings: OrtProfileSettings,
+    *,
+    mapping: Mapping[str, LayerMapping] | None = None,
+    gpu_file: Path | None = None,
 ) -> ProfileReport:
     parsed = parse_ort_trace(
-        trace_path, skip_runs=int(answer.get("skip_runs", 0)), graph_nodes=source.node_names
+        trace_path,
+        skip_runs=int(answer.get("skip_runs", 0)),
+        graph_nodes=source.node_names,
+        mapping=mapping,
     )
+    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file, source.io_nodes)
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
         "source": "onnxruntime",
@@ -250,14 +299,18 @@ def _report_from_run(
         "trace_events": parsed.n_events,
         "timing_note": NODE_TIME_NOTE,
         "settings": settings.to_json(),
+        "gpu": gpu.metadata,
     }
     if settings.full_paths:
         metadata["host"] = answer.get("host")
     return ProfileReport(
-        parsed.layers,
+        gpu.layers,
         latencies_ms=latencies,
         timeline_events=parsed.timeline,
         metadata=metadata,
+        kernels=gpu.kernels,
+        kernel_timeline=gpu.kernel_timeline,
+        gpu_metrics=gpu.metrics,
     )
 
 
@@ -313,19 +366,36 @@ def profile_ort(
 
 
 def load_ort_profile(
-    trace_path: str | Path, model: Any = None, *, skip_runs: int = 0, full_paths: bool = False
+    trace_path: str | Path,
+    model: Any = None,
+    *,
+    skip_runs: int = 0,
+    full_paths: bool = False,
+    optimized_model: str | Path | None = None,
 ) -> ProfileReport:
     """A ProfileReport from a trace written by onnxruntime's own profiler, from any machine.
 
-    `model` (optional) marks which rows are nodes of that graph; `skip_runs` drops the first
-    runs as warm-up. Without a separate bare pass, end-to-end latencies are the profiled run
-    times, which the profiler inflates (the metadata says so). The metadata records the trace's
-    file name (or path relative to the working folder) unless `full_paths` is set.
+    `model` (optional) marks which rows are nodes of that graph; with `optimized_model` (the
+    file onnxruntime wrote for `SessionOptions.optimized_model_filepath` in the profiled
+    session) fused and inserted rows are mapped back to the model's nodes too. `skip_runs`
+    drops the first runs as warm-up. Without a separate bare pass, end-to-end latencies are
+    the profiled run times, which the profiler inflates (the metadata says so). The metadata
+    records the trace's file name (or path relative to the working folder) unless
+    `full_paths` is set.
     """
     trace_path = Path(trace_path)
     source = model_source(model) if model is not None else None
+    mapping = None
+    if optimized_model is not None:
+        if source is None:
+            raise ProfileSettingsError("optimized_model needs the model it was made from: model=")
+        with tempfile.TemporaryDirectory(prefix="nsdl-map-") as folder:
+            mapping = fused_node_mapping(source.write(Path(folder)), Path(optimized_model))
     parsed = parse_ort_trace(
-        trace_path, skip_runs=skip_runs, graph_nodes=source.node_names if source else None
+        trace_path,
+        skip_runs=skip_runs,
+        graph_nodes=source.node_names if source else None,
+        mapping=mapping,
     )
     provider = parsed.providers[0] if len(parsed.providers) == 1 else ", ".join(parsed.providers)
     metadata = {

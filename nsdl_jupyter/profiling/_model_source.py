@@ -36,6 +36,23 @@ class ModelSource:
         return {node.name for node in self.model.graph if node.name}
 
     @property
+    def io_nodes(self) -> tuple[list[str], list[str]]:
+        """The nodes that read the graph's inputs, and those that write its outputs."""
+        graph = self.model.graph
+        readers = [
+            user.name or ""
+            for value in graph.inputs
+            if value.name not in graph.initializers
+            for user, _ in value.uses()
+        ]
+        writers = [
+            node.name or ""
+            for node in (value.producer() for value in graph.outputs)
+            if node is not None
+        ]
+        return list(dict.fromkeys(readers)), list(dict.fromkeys(writers))
+
+    @property
     def inputs(self) -> list[GraphInput]:
         initializers = set(self.model.graph.initializers)
         found = []

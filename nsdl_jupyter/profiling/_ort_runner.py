@@ -283,6 +283,17 @@ def _session(
     if profile_prefix is not None:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
+        if request.get("graph_optimization", True):
+            # The graph onnxruntime runs (fused nodes and all), for mapping the trace's rows
+            # back to the model's nodes; weights go to a side file that is never fetched.
+            so.optimized_model_filepath = profile_prefix + "_optimized.onnx"
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name",
+                os.path.basename(profile_prefix) + "_optimized.onnx.data",
+            )
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
     provider = request["provider"]
     options = request.get("provider_options") or {}
     providers: list[Any] = [(provider, options)] if options else [provider]
@@ -329,38 +340,53 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
         )
     output_names = [o.name for o in sess.get_outputs()]
 
-    progress = Progress("warm-up", warmup)
-    for i in range(warmup):
-        sess.run(output_names, feeds)
-        progress.step(i + 1)
-    _debug_crash(request, "run")
-    # The bare pass: what a plain onnxruntime loop measures, with the profiler off.
-    latencies: list[float] = []
-    progress = Progress("latency", iterations)
-    clock = time.perf_counter_ns
-    for i in range(iterations):
-        start = clock()
-        sess.run(output_names, feeds)
-        latencies.append((clock() - start) / 1e6)
-        progress.step(i + 1)
-    del sess
-    gc.collect()
+    gpu_request = dict(request.get("gpu") or {})
+    on_gpu = request["provider"] in _GPU_PROVIDERS
+    device = int((request.get("provider_options") or {}).get("device_id", 0))
+    gpu: dict[str, Any] = {}
+    lock = _clock_lock(device, gpu) if on_gpu and gpu_request.get("lock_clocks") else None
+    try:
+        progress = Progress("warm-up", warmup)
+        for i in range(warmup):
+            sess.run(output_names, feeds)
+            progress.step(i + 1)
+        _debug_crash(request, "run")
+        # The bare pass: what a plain onnxruntime loop measures, with the profiler off (NVML
+        # is read meanwhile, from another thread, when asked).
+        sampler = _sampler(device, gpu_request, gpu) if on_gpu else None
+        latencies: list[float] = []
+        progress = Progress("latency", iterations)
+        clock = time.perf_counter_ns
+        for i in range(iterations):
+            start = clock()
+            sess.run(output_names, feeds)
+            latencies.append((clock() - start) / 1e6)
+            progress.step(i + 1)
+        if sampler is not None:
+            sampler.stop()
+            gpu["metrics"] = {
+                "interval_ms": float(gpu_request.get("metrics_interval_ms", 10.0)),
+                "columns": sampler.columns(),
+                "unavailable": sampler.unavailable,
+            }
+        del sess
+        gc.collect()
 
-    # The profiled pass: a second session with the profiler on; its warm-up runs are in the
-    # trace too, and the parent skips them when it parses (`skip_runs`).
-    prefix = os.path.join(workdir, "ort_profile")
-    profiled, _ = _session(ort, request, profile_prefix=prefix)
-    progress = Progress("profile", warmup + iterations)
-    for i in range(warmup + iterations):
-        profiled.run(output_names, feeds)
-        progress.step(i + 1)
-    written = profiled.end_profiling()
+        written = _profiled_pass(
+            ort, request, feeds, output_names=output_names, gpu_request=gpu_request, gpu=gpu
+        )
+    finally:
+        if lock is not None and lock.locked:
+            lock.unlock()
+            gpu["clocks"]["restored"] = True
     trace = os.path.join(workdir, "trace.json")
     shutil.move(written if os.path.isabs(written) else os.path.abspath(written), trace)
 
     ordered = sorted(latencies)
+    optimized = os.path.join(workdir, "ort_profile_optimized.onnx")
     return {
         "trace": trace,
+        "optimized_model": optimized if os.path.isfile(optimized) else None,
         "skip_runs": warmup,
         "latencies_ms": latencies,
         "latency_p50_ms": _percentile(ordered, 0.5),
@@ -375,10 +401,113 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
         "inputs": described,
         "host": platform.node(),
         "python": sys.version.split()[0],
+        "gpu": gpu,
     }
 
 
-HANDLERS = {"probe": probe, "ort_profile": ort_profile}
+def _profiled_pass(
+    ort: Any,
+    request: dict[str, Any],
+    feeds: dict[str, Any],
+    *,
+    output_names: list[str],
+    gpu_request: dict[str, Any],
+    gpu: dict[str, Any],
+) -> str:
+    """A second session with the profiler on; its warm-up runs are in the trace too, and the
+    parent skips them when it parses (`skip_runs`). On a GPU, CUPTI records every kernel
+    meanwhile, for per-node GPU times. Returns the trace file onnxruntime wrote."""
+    iterations = int(request["iterations"]) + int(request.get("warmup", 0))
+    workdir = request["workdir"]
+    profiled, _ = _session(ort, request, profile_prefix=os.path.join(workdir, "ort_profile"))
+    on_gpu = request["provider"] in _GPU_PROVIDERS
+    tracer = _tracer(gpu) if on_gpu and gpu_request.get("timing", True) else None
+    progress = Progress("profile", iterations)
+    if tracer is not None:
+        tracer.start()
+    for i in range(iterations):
+        profiled.run(output_names, feeds)
+        progress.step(i + 1)
+    if tracer is not None:
+        tracer.stop()
+        kernels = os.path.join(workdir, "gpu_kernels.npz")
+        summary = tracer.save(kernels, int(profiled.get_profiling_start_time_ns()))
+        gpu["timing"] = {"available": True, "file": kernels, **summary}
+        gpu["per_layer_metrics_unavailable"] = tracer.per_layer_metrics()
+    written: str = profiled.end_profiling()
+    return written
+
+
+# ---- GPU truth: the sibling module _gpu_runner.py (CUPTI, NVML), loaded only on a GPU run
+
+_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+
+
+def _gpu_runner() -> Any:
+    """The sibling file _gpu_runner.py, loaded by path (this file runs as a plain script)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gpu_runner.py")
+    spec = importlib.util.spec_from_file_location("_nsdl_gpu_runner", path)
+    if spec is None or spec.loader is None:
+        raise RunnerError(f"{path} is missing: deploy it beside {os.path.basename(__file__)}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _clock_lock(device: int, gpu: dict[str, Any]) -> Any:
+    runner = _gpu_runner()
+    try:
+        lock = runner.ClockLock(device)
+    except runner.GpuUnavailableError as exc:
+        gpu["clocks"] = {"locked": False, "warning": str(exc)}
+        return None
+    if lock.lock():
+        # said before the measured passes: if this process dies, the parent resets them
+        emit("clocks_locked", device=device)
+    gpu["clocks"] = {
+        "locked": lock.locked,
+        "sm_mhz": lock.sm_mhz,
+        "mem_mhz": lock.mem_mhz,
+        "warning": lock.warning,
+    }
+    return lock
+
+
+def _sampler(device: int, gpu_request: dict[str, Any], gpu: dict[str, Any]) -> Any:
+    interval = gpu_request.get("metrics_interval_ms", 10.0)
+    if not interval:
+        return None
+    runner = _gpu_runner()
+    try:
+        sampler = runner.MetricSampler(device, float(interval))
+    except runner.GpuUnavailableError as exc:
+        gpu["metrics"] = {"available": False, "message": str(exc)}
+        return None
+    sampler.start()
+    return sampler
+
+
+def _tracer(gpu: dict[str, Any]) -> Any:
+    runner = _gpu_runner()
+    try:
+        return runner.KernelTracer()
+    except runner.GpuUnavailableError as exc:
+        gpu["timing"] = {"available": False, "message": str(exc)}
+        return None
+
+
+def restore_clocks(request: dict[str, Any]) -> dict[str, Any]:
+    """Reset locked clocks (the parent asks after a profile run that locked them died)."""
+    runner = _gpu_runner()
+    try:
+        return dict(runner.restore_clocks(int(request.get("device", 0))))
+    except runner.GpuUnavailableError as exc:
+        raise RunnerError(str(exc)) from None
+
+
+HANDLERS = {"probe": probe, "ort_profile": ort_profile, "restore_clocks": restore_clocks}
 
 
 def main(argv: list[str]) -> int:

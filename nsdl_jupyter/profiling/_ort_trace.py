@@ -18,7 +18,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -28,6 +28,7 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, TraceFormatError
 from nsdl_jupyter.profiling._files import malformed_as, open_regular
+from nsdl_jupyter.profiling._fusion_map import LayerMapping
 
 __all__ = ["ParsedTrace", "TraceFormatError", "parse_ort_trace"]
 
@@ -59,6 +60,7 @@ class ParsedTrace:
     node_sum_ms: np.ndarray  # per run: sum of node self times
     n_events: int
     n_runs_total: int
+    windows: NodeWindows
     skipped_runs: int
     providers: list[str]
 
@@ -325,6 +327,22 @@ class _Events:
     dur_us: np.ndarray
     offset_us: np.ndarray  # start relative to its run's start
     depth: np.ndarray
+    ts_us: np.ndarray  # start, microseconds since the profiler started
+    run_start_us: np.ndarray  # per kept run
+
+
+@dataclass(frozen=True)
+class NodeWindows:
+    """When each node ran on the host, per kept run (for placing GPU kernel launches)."""
+
+    names: list[str]
+    name_id: np.ndarray
+    run: np.ndarray
+    ts_us: np.ndarray  # microseconds since the profiler started
+    dur_us: np.ndarray
+    depth: np.ndarray
+    run_start_us: np.ndarray
+    representative: int  # the run a timeline shows (median duration)
 
 
 def _events(acc: _Accumulator, skip_runs: int) -> tuple[_Events, np.ndarray, int]:
@@ -357,6 +375,8 @@ def _events(acc: _Accumulator, skip_runs: int) -> tuple[_Events, np.ndarray, int
         dur_us=dur,
         offset_us=ts - run_start[run_idx],
         depth=depth,
+        ts_us=ts,
+        run_start_us=run_start[skip_runs:],
     )
     return events, (run_end - run_start)[skip_runs:] / 1e3, len(runs)
 
@@ -428,12 +448,18 @@ def _timeline(acc: _Accumulator, ev: _Events, run: int) -> pd.DataFrame:
 
 
 def parse_ort_trace(
-    path: str | Path, *, skip_runs: int = 0, graph_nodes: set[str] | None = None
+    path: str | Path,
+    *,
+    skip_runs: int = 0,
+    graph_nodes: set[str] | None = None,
+    mapping: Mapping[str, LayerMapping] | None = None,
 ) -> ParsedTrace:
     """Per-node statistics of an onnxruntime trace; `skip_runs` drops warm-up runs.
 
     `graph_nodes` (the model's node names) fills `in_graph` and `onnx_nodes` for the rows that
-    are nodes of the graph (fused or subgraph nodes are not).
+    are nodes of the graph. `mapping` (from the optimized model, `_fusion_map`) also maps fused
+    and inserted rows: `onnx_nodes`, the share of the row's time each gets (`onnx_weights`)
+    and how it was mapped (`mapped_as`: original, fused, inserted or unmapped).
     """
     if not isinstance(skip_runs, int) or isinstance(skip_runs, bool) or skip_runs < 0:
         raise ProfileSettingsError(
@@ -450,7 +476,30 @@ def parse_ort_trace(
             "(onnxruntime's profiler) and pass the JSON file that end_profiling() returns"
         )
     with malformed_as(TraceFormatError, f"{path} (onnxruntime trace)"):
-        return _parsed(acc, skip_runs, graph_nodes)
+        parsed = _parsed(acc, skip_runs, graph_nodes)
+    if mapping is not None:
+        _apply_mapping(parsed.layers, mapping)
+    return parsed
+
+
+def _apply_mapping(layers: pd.DataFrame, mapping: Mapping[str, LayerMapping]) -> None:
+    """Fill `onnx_nodes`, `onnx_weights` and `mapped_as` of the node rows from `mapping`."""
+    nodes, weights, kinds = [], [], []
+    for name, parent, known in zip(
+        layers["name"], layers["parent"], layers["onnx_nodes"], strict=True
+    ):
+        found = mapping.get(name)
+        if found is not None and found.nodes and not parent:
+            nodes.append(list(found.nodes))
+            weights.append(list(found.weights))
+            kinds.append(found.kind)
+        else:
+            nodes.append(list(known))
+            weights.append([1.0] * len(known))
+            kinds.append("original" if known else ("" if parent else "unmapped"))
+    layers["onnx_nodes"] = nodes
+    layers["onnx_weights"] = weights
+    layers["mapped_as"] = kinds
 
 
 def _parsed(acc: _Accumulator, skip_runs: int, graph_nodes: set[str] | None) -> ParsedTrace:
@@ -467,8 +516,19 @@ def _parsed(acc: _Accumulator, skip_runs: int, graph_nodes: set[str] | None) -> 
     layers = layers.sort_values(["start_ms", "name"], kind="stable").reset_index(drop=True)
     node_sum_ms = np.bincount(events.run, weights=events.self_us, minlength=n_runs) / 1e3
     representative = int(np.argsort(run_ms)[len(run_ms) // 2])  # the run of median duration
+    windows = NodeWindows(
+        names=list(acc.names),
+        name_id=events.name_id,
+        run=events.run,
+        ts_us=events.ts_us,
+        dur_us=events.dur_us,
+        depth=events.depth,
+        run_start_us=events.run_start_us,
+        representative=representative,
+    )
     return ParsedTrace(
         layers=layers,
+        windows=windows,
         timeline=_timeline(acc, events, representative),
         run_ms=run_ms,
         node_sum_ms=node_sum_ms,

@@ -177,11 +177,29 @@ class ProfileReport:
         latencies_ms: Any = (),
         timeline_events: pd.DataFrame | None = None,
         metadata: Mapping[str, Any] | None = None,
+        kernels: pd.DataFrame | None = None,
+        kernel_timeline: pd.DataFrame | None = None,
+        gpu_metrics: pd.DataFrame | None = None,
     ) -> None:
         self.layers = _normalise_layers(layers)
         self.timeline_events = _normalise_timeline(timeline_events)
         self.latencies_ms = np.asarray(latencies_ms, dtype=np.float64)
         self.metadata: dict[str, Any] = dict(metadata or {})
+        # GPU truth, when the run had it (empty frames otherwise): one row per kernel kind
+        # per layer, the kernels of one inference, and NVML samples of the measured pass
+        self.kernels = kernels if kernels is not None else pd.DataFrame()
+        self.kernel_timeline = kernel_timeline if kernel_timeline is not None else pd.DataFrame()
+        self.gpu_metrics = gpu_metrics if gpu_metrics is not None else pd.DataFrame()
+
+    @property
+    def has_gpu_times(self) -> bool:
+        """True when per-layer times come from the GPU's kernels (`gpu_ms`)."""
+        return "gpu_ms" in self.layers and bool(self.layers["gpu_ms"].notna().any())
+
+    @property
+    def time_column(self) -> str:
+        """The per-layer time views use: `gpu_ms` when the report has it, else `mean_ms`."""
+        return "gpu_ms" if self.has_gpu_times else "mean_ms"
 
     # ---- data -----------------------------------------------------------------------------
 
@@ -219,15 +237,27 @@ class ProfileReport:
         return grouped.sort_values("mean_ms", ascending=False)
 
     def node_times(self) -> dict[str, float]:
-        """Mean ms per ONNX node name (for a graph overlay); a fused layer's time goes to each
-        of its nodes."""
+        """Mean ms per ONNX node name (for a graph overlay). A fused layer's time is split
+        over its nodes by `onnx_weights` when the report has them (onnxruntime reports
+        mapped through the optimized model), else each of its nodes gets all of it."""
         times: dict[str, float] = {}
-        for nodes, ms in zip(self.layers["onnx_nodes"], self.layers["mean_ms"], strict=True):
+        weights = self.layers.get("onnx_weights")
+        for row, (nodes, ms) in enumerate(
+            zip(self.layers["onnx_nodes"], self.layers[self.time_column], strict=True)
+        ):
             if math.isnan(ms):
                 continue
-            for node in nodes:
-                times[node] = times.get(node, 0.0) + float(ms)
+            shares = _shares(weights.iat[row] if weights is not None else None, len(nodes))
+            for node, share in zip(nodes, shares, strict=True):
+                times[node] = times.get(node, 0.0) + float(ms) * share
         return times
+
+    def mapped_share(self) -> float:
+        """Share of the profiled time (GPU time when the report has it) that lands on ONNX
+        nodes of the model (0..1)."""
+        total = float(np.nansum(self.layers[self.time_column]))
+        on_nodes = sum(self.node_times().values())
+        return on_nodes / total if total > 0 else math.nan
 
     def compare(self, other: ProfileReport) -> pd.DataFrame:
         """Per-layer comparison with `other` (matched by layer name): delta and speed-up.
@@ -296,7 +326,7 @@ class ProfileReport:
             ),
             ("end-to-end mean", f"{lat['mean']:.3f} ms"),
             ("layers", len(self.layers)),
-            ("trace", shown_path(md["trace_path"]) if md.get("trace_path") else ""),
+            ("trace", shown_path(str(md["trace_path"])) if md.get("trace_path") else ""),
         ]
         body = "".join(
             f"<tr><th style='text-align:left'>{html_text(str(k))}</th>"
@@ -322,6 +352,9 @@ class ProfileReport:
             "latencies_ms": _jsonable(self.latencies_ms),
             "layers": _frame_to_json(self.layers),
             "timeline": _frame_to_json(self.timeline_events),
+            "kernels": _frame_to_json(self.kernels),
+            "kernel_timeline": _frame_to_json(self.kernel_timeline),
+            "gpu_metrics": _frame_to_json(self.gpu_metrics),
         }
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -356,6 +389,10 @@ class ProfileReport:
             )
         layers = _columns(data.get("layers"), f"{where}: 'layers'", required=True)
         timeline = _columns(data.get("timeline"), f"{where}: 'timeline'", required=False)
+        gpu = {
+            key: pd.DataFrame(_columns(data.get(key), f"{where}: {key!r}", required=False))
+            for key in ("kernels", "kernel_timeline", "gpu_metrics")
+        }
         latencies = data.get("latencies_ms", [])
         if not isinstance(latencies, list) or not all(
             v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
@@ -377,6 +414,7 @@ class ProfileReport:
                 latencies_ms=[math.nan if v is None else v for v in latencies],
                 timeline_events=pd.DataFrame(timeline),
                 metadata=metadata,
+                **gpu,
             )
 
     @classmethod
@@ -422,6 +460,16 @@ def recorded_path(path: str | os.PathLike[str] | None, *, full_paths: bool) -> s
     if cwd != Path(cwd.anchor) and absolute.is_relative_to(cwd):
         return absolute.relative_to(cwd).as_posix()
     return absolute.name
+
+
+def _shares(weights: Any, count: int) -> list[float]:
+    """The split of a row's time over its `count` nodes (whole time each without weights)."""
+    if isinstance(weights, (list, tuple)) and len(weights) == count:
+        try:
+            return [float(w) for w in weights]
+        except (TypeError, ValueError):
+            pass
+    return [1.0] * count
 
 
 def now_iso() -> str:

@@ -44,7 +44,12 @@ class OrtProfileSettings:
     - `trace_path`: where the raw onnxruntime trace is kept (default from the model name);
     - `full_paths`: record absolute paths and the host name in the report's metadata (off: file
       names, or paths relative to the working folder, and no host name, so a shared report or
-      notebook does not carry the user's home folder or machine name).
+      notebook does not carry the user's home folder or machine name);
+    - on a GPU provider: `gpu_timing` traces every kernel with CUPTI for per-layer GPU times
+      (`gpu_ms`, `report.kernels`); `metrics_interval_ms` samples NVML during the measured
+      pass (0: off); `lock_clocks` locks GPU and memory clocks to their default application
+      clocks for the run (reset afterwards; without permission the run goes on unlocked and
+      the report says so). They need the `gpu` extra (cupti-python, nvidia-ml-py) there.
     """
 
     iterations: int = 20
@@ -58,6 +63,9 @@ class OrtProfileSettings:
     seed: int = 0
     intra_op_threads: int | None = None
     full_paths: bool = False
+    gpu_timing: bool = True
+    metrics_interval_ms: float = 10.0
+    lock_clocks: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provider", provider_name(self.provider))
@@ -96,6 +104,15 @@ class OrtProfileSettings:
             raise ProfileSettingsError(
                 "give either input_folder (inputs from files) or dim_sizes (random inputs), "
                 "not both"
+            )
+        if (
+            isinstance(self.metrics_interval_ms, bool)
+            or not isinstance(self.metrics_interval_ms, (int, float))
+            or not 0 <= self.metrics_interval_ms <= 60_000
+        ):
+            raise ProfileSettingsError(
+                f"metrics_interval_ms={self.metrics_interval_ms!r}: use milliseconds between "
+                "NVML samples (1 to 60000), or 0 for none"
             )
         if self.intra_op_threads is not None and self.intra_op_threads < 0:
             raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")

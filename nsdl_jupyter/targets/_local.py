@@ -6,26 +6,30 @@ out-of-memory kill inside onnxruntime ends the child and never the notebook kern
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
 from nsdl_jupyter.targets._base import EventListener, JobResult, MessageCollector
 
-_TERMINATE_GRACE_S = 2.0
+TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the runner's session, SIGKILL after this
+PIPE_GRACE_S = 0.5  # after the runner exits, how long pipes a background child holds are read
 
 
 class LocalJob:
-    """A runner child process; reader threads turn its output into events."""
+    """A runner child process in its own session; a reader thread turns its output into events.
+
+    The job is done when the runner has exited and its output is read: pipes a background
+    child inherited are read for PIPE_GRACE_S more, then whatever the runner left in its
+    session is ended. `cancel()` ends the whole session, also once only such a child runs.
+    """
 
     def __init__(
         self,
@@ -35,49 +39,33 @@ class LocalJob:
         listener: EventListener | None = None,
     ) -> None:
         self._collector = MessageCollector()
-        if listener is not None:  # before the readers start, so no early event is missed
+        if listener is not None:  # before the reader starts, so no early event is missed
             self._collector.listeners.append(listener)
         self._cancelled = False
-        self._lock = threading.Lock()
-        self._process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            bufsize=1,
-            # Its own process group: cancel ends the runner and anything it started, and a
-            # Ctrl-C meant for the kernel does not reach the child.
-            start_new_session=True,
-        )
-        assert self._process.stdout is not None
-        assert self._process.stderr is not None
-        self._readers = [
-            threading.Thread(
-                target=self._pump,
-                args=(self._process.stdout, self._collector.stdout_line),
-                daemon=True,
-                name="nsdl-runner-stdout",
-            ),
-            threading.Thread(
-                target=self._pump,
-                args=(self._process.stderr, self._collector.stderr_line),
-                daemon=True,
-                name="nsdl-runner-stderr",
-            ),
-        ]
-        for reader in self._readers:
-            reader.start()
+        self._finished = threading.Event()
+        self._process = start_session(argv, cwd=cwd, env=env)
+        self._reader = threading.Thread(target=self._run, daemon=True, name="nsdl-runner")
+        self._reader.start()
 
-    @staticmethod
-    def _pump(stream: IO[str], sink: Any) -> None:
-        with stream:
-            for line in stream:
-                sink(line.rstrip("\n"))
+    def _run(self) -> None:
+        try:
+            run_to_end(
+                self._process,
+                self._line,
+                pipe_grace=PIPE_GRACE_S,
+                terminate_grace=TERMINATE_GRACE_S,
+            )
+        finally:
+            self._finished.set()
+
+    def _line(self, stream: Stream, line: str) -> None:
+        try:
+            if stream == "stdout":
+                self._collector.stdout_line(line)
+            else:
+                self._collector.stderr_line(line)
+        except Exception as error:  # a broken listener must not stop reading the runner
+            self._collector.stderr_line(f"event listener failed: {error!r}")
 
     @property
     def pid(self) -> int:
@@ -88,41 +76,23 @@ class LocalJob:
 
     @property
     def done(self) -> bool:
-        return self._process.poll() is not None
+        return self._finished.is_set()
 
     def cancel(self) -> None:
-        """End the child (SIGTERM, then SIGKILL after a short grace)."""
-        with self._lock:
-            if self.done:
-                return
-            self._cancelled = True
-            self._signal_group(signal.SIGTERM)
-        try:
-            self._process.wait(_TERMINATE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self._signal_group(signal.SIGKILL)
-            self._process.wait()
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        if os.name == "posix":
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, sig)
-        elif sig == signal.SIGTERM:
-            self._process.terminate()
-        else:
-            self._process.kill()
+        """End the runner and everything it started (SIGTERM to its session, SIGKILL after
+        TERMINATE_GRACE_S), also when only a background child of it still runs."""
+        if self.done:
+            return
+        self._cancelled = True
+        end_session(self._process, TERMINATE_GRACE_S)
 
     def wait(self, timeout: float | None = None) -> JobResult:
         """Wait for the end; raises TimeoutError when `timeout` passes first."""
-        try:
-            returncode = self._process.wait(timeout)
-        except subprocess.TimeoutExpired as exc:
-            raise TimeoutError(f"runner still running after {timeout} s") from exc
-        for reader in self._readers:
-            reader.join(5.0)
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"runner still running after {timeout} s")
         c = self._collector
         return JobResult(
-            returncode=returncode,
+            returncode=self._process.returncode,
             result=c.result,
             error=c.error,
             stderr=c.stderr,

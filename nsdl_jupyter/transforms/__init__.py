@@ -1,10 +1,12 @@
-"""Global model modifications: FP16, sanitize, batch tensor dtype conversion, extraction;
+"""Global model modifications: FP16, opset conversion, sanitize, batch tensor dtype
+conversion, extraction;
 and user tools (external programs run on the current model)."""
 
 from __future__ import annotations
 
 from nsdl_jupyter.transforms._extract import extract_body, extract_function, extract_subgraph
-from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
+from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, FP16_TOLERANCE, convert_to_fp16
+from nsdl_jupyter.transforms._opset import OPSET_TOLERANCE, convert_opset
 from nsdl_jupyter.transforms._sanitize import sanitize
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._tensor_dtype import (
@@ -29,6 +31,8 @@ from nsdl_jupyter.transforms._working_copy import TransformError
 
 __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
+    "FP16_TOLERANCE",
+    "OPSET_TOLERANCE",
     "ConversionItem",
     "ConversionPreview",
     "TensorRef",
@@ -39,6 +43,7 @@ __all__ = [
     "TransformStatus",
     "UserTool",
     "config_dir",
+    "convert_opset",
     "convert_tensors",
     "convert_to_fp16",
     "extract_body",

@@ -1,4 +1,4 @@
-"""`nsdl` subcommands of the transforms: fp16, sanitize, extract, tensors, tools.
+"""`nsdl` subcommands of the transforms: fp16, opset, sanitize, extract, tensors, tools.
 
 Each object is registered in `nsdl_jupyter.cli.COMMANDS`; it declares its arguments and
 runs with the parsed namespace, printing the status log and returning an exit code (0 ok,
@@ -26,6 +26,26 @@ def _model_and_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="where to write the result")
 
 
+def _validation_arguments(parser: argparse.ArgumentParser, default_tolerance: float) -> None:
+    parser.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="do not run the source and the result with onnxruntime to compare their outputs",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=default_tolerance,
+        help="largest max abs error per output, times max(1, max |source output|) "
+        f"(default {default_tolerance:g})",
+    )
+    parser.add_argument(
+        "--provider",
+        default="CPUExecutionProvider",
+        help="onnxruntime execution provider for the validation (default CPUExecutionProvider)",
+    )
+
+
 class _Fp16:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         _model_and_output(parser)
@@ -48,6 +68,13 @@ class _Fp16:
         parser.add_argument(
             "--block-node", nargs="+", default=[], metavar="NODE", help="node names to keep"
         )
+        _validation_arguments(parser, default_tolerance=1e-2)
+        parser.add_argument(
+            "--max-rounds",
+            type=int,
+            default=40,
+            help="validation rounds at most when bisecting for nodes to keep float32",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
@@ -62,6 +89,36 @@ class _Fp16:
             keep_io_types=keep,
             op_block_list=blocked,
             node_block_list=args.block_node,
+            validate=not args.no_validate,
+            tolerance=args.tolerance,
+            provider=args.provider,
+            max_rounds=args.max_rounds,
+        )
+        return _report(status)
+
+
+class _Opset:
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        _model_and_output(parser)
+        parser.add_argument("--target", type=int, required=True, help="the ONNX opset to reach")
+        parser.add_argument(
+            "--inline-functions",
+            action="store_true",
+            help="inline model-local functions first (the converter cannot convert them)",
+        )
+        _validation_arguments(parser, default_tolerance=1e-4)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from nsdl_jupyter.transforms._opset import convert_opset
+
+        status = convert_opset(
+            args.model,
+            args.output,
+            args.target,
+            inline_functions=args.inline_functions,
+            validate=not args.no_validate,
+            tolerance=args.tolerance,
+            provider=args.provider,
         )
         return _report(status)
 
@@ -239,21 +296,30 @@ class _Tools:
         return self._run(store, args)
 
     def _run(self, store: object, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolStore, run_tool
+        from nsdl_jupyter.transforms._tools import ToolRun, ToolStore, run_tool
 
         assert isinstance(store, ToolStore)
 
         def echo(stream: str, line: str) -> None:
             print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
 
-        tool_run = run_tool(args.name, args.model, args.output, on_output=echo, store=store)
+        # Handlers first: a Ctrl-C that comes while the tool starts must end it too.
+        runs: list[ToolRun] = []
+        early = threading.Event()
         if threading.current_thread() is threading.main_thread():
 
             def interrupted(_signum: int, _frame: FrameType | None) -> None:
-                tool_run.cancel()
+                if runs:
+                    runs[0].cancel()
+                else:
+                    early.set()
 
             signal.signal(signal.SIGINT, interrupted)
             signal.signal(signal.SIGTERM, interrupted)
+        tool_run = run_tool(args.name, args.model, args.output, on_output=echo, store=store)
+        runs.append(tool_run)
+        if early.is_set():
+            tool_run.cancel()
         code = tool_run.wait()
         if tool_run.cancelled:
             print(f"tool {args.name!r} cancelled", file=sys.stderr)
@@ -268,6 +334,7 @@ class _Tools:
 
 
 FP16 = _Fp16()
+OPSET = _Opset()
 SANITIZE = _Sanitize()
 EXTRACT = _Extract()
 TENSORS = _Tensors()

@@ -89,7 +89,8 @@ def formal_index(schema: OpSchemaInfo, index: int, outputs: bool = False) -> int
 def attribute_dtype(attr: ir.Attr) -> ir.DataType | None:
     """The dtype a Constant-like attribute produces."""
     if attr.type == ir.AttributeType.TENSOR:
-        return attr.as_tensor().dtype
+        # a reference (`value=@t` in a function body) has no tensor until the call
+        return None if attr.is_ref() else attr.as_tensor().dtype
     return {
         ir.AttributeType.FLOAT: ir.DataType.FLOAT,
         ir.AttributeType.FLOATS: ir.DataType.FLOAT,

@@ -14,6 +14,12 @@ is inserted only where the tensor at hand has another dtype, shared by all consu
 same graph. Subgraphs and function bodies are converted the same way, their signatures
 following the node that owns them. Weights and constants are converted in place when every
 consumer wants float16, clamped to float16's finite range (never to inf: `0 * inf` is NaN).
+Attributes that reference a function's parameter (`value_float=@epsilon`) have no value to
+convert: such a Constant stays float32 and its users get a Cast.
+
+A converted model is only useful if it runs: by default the result is validated against the
+source with onnxruntime in a child process (`_validate`), and nodes that make onnxruntime
+crash or go out of tolerance are found by bisection (`_bisect`) and kept float32.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import onnx_ir as ir
 
+from nsdl_jupyter.transforms._bisect import BisectionResult, bisect_nodes, node_role
 from nsdl_jupyter.transforms._dtypes import (
     DtypeInference,
     FunctionId,
@@ -34,6 +42,12 @@ from nsdl_jupyter.transforms._dtypes import (
     tensor_dtype,
 )
 from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.transforms._validate import (
+    DEFAULT_PROVIDER,
+    ValidationResult,
+    Validator,
+    check_validation_arguments,
+)
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
@@ -45,6 +59,12 @@ from nsdl_jupyter.transforms._working_copy import (
 FLOAT = ir.DataType.FLOAT
 FLOAT16 = ir.DataType.FLOAT16
 _FP16_MAX = float(np.finfo(np.float16).max)
+# Validation: max abs error per output <= FP16_TOLERANCE * max(1, max |source output|).
+FP16_TOLERANCE = 1e-2
+DEFAULT_MAX_ROUNDS = 40
+# Converted weights of at least this many elements are reused between validation rounds.
+_CACHED_SIZE = 4096
+Fp16Cache = dict[tuple[str, tuple[int, ...], float], tuple[np.ndarray, TransformStatus]]
 
 # Operators whose float inputs decide counts, boxes or long accumulations: float16 would
 # change the result's meaning, not just its precision.
@@ -99,6 +119,11 @@ def convert_to_fp16(
     keep_io_types: bool | Collection[str] = False,
     op_block_list: Iterable[str] | None = None,
     node_block_list: Iterable[str] | None = None,
+    *,
+    validate: bool = True,
+    tolerance: float = FP16_TOLERANCE,
+    provider: str = DEFAULT_PROVIDER,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> TransformStatus:
     """Write `model` with float32 weights and compute converted to float16 to `output`.
 
@@ -106,9 +131,18 @@ def convert_to_fp16(
     border), or a collection of input/output names to keep. `op_block_list`: operator types
     (or ``domain::op``, or local function names) that stay float32; None means
     `DEFAULT_OP_BLOCK_LIST`. `node_block_list`: node names that stay float32.
-    Returns a TransformStatus whose counts say what was converted and inserted.
+
+    `validate`: run the source and the result with onnxruntime (`provider`, default graph
+    optimizations) in a child process on random inputs and compare each output (max abs
+    error <= `tolerance` * max(1, max |source output|)); when the result crashes, cannot be
+    loaded or is out of tolerance, bisect for the nodes to keep float32 (at most `max_rounds`
+    validation rounds). Returns a TransformStatus: counts, per-output errors, nodes kept.
     """
     target = check_output_path(output)
+    if validate:
+        check_validation_arguments(tolerance, provider)
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+            raise TransformError(f"max_rounds must be an int >= 1, not {max_rounds!r}")
     blocked_ops = frozenset(DEFAULT_OP_BLOCK_LIST if op_block_list is None else op_block_list)
     if isinstance(op_block_list, str) or isinstance(node_block_list, str):
         raise TransformError("op_block_list and node_block_list take lists of names, not a str")
@@ -129,12 +163,134 @@ def convert_to_fp16(
     if missing:
         raise TransformError(f"node_block_list names unknown nodes {missing}")
 
+    settings = _Settings(keep_io_types, blocked_ops, blocked_nodes)
     status = TransformStatus("convert_to_fp16")
-    converter = _Fp16Converter(copy.model, keep_io_types, blocked_ops, blocked_nodes, status)
-    converter.run()
+    converter = settings.convert(copy.model, status)
     saved = copy.save(target)
     validate_saved(saved, status, model)
+    if validate:
+        with Validator(model, tolerance=tolerance, provider=provider) as validator:
+            saved = _validate_and_fix(
+                model,
+                target,
+                saved,
+                converter=converter,
+                settings=settings,
+                validator=validator,
+                status=status,
+                max_rounds=max_rounds,
+            )
     return status.finish(saved)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The user's choices, applied the same way in every validation round."""
+
+    keep_io_types: bool | Collection[str]
+    blocked_ops: frozenset[str]
+    blocked_nodes: frozenset[str]
+    cache: Fp16Cache | None = None
+
+    def convert(
+        self, model: ir.Model, status: TransformStatus, kept: frozenset[str] = frozenset()
+    ) -> _Fp16Converter:
+        blocked = self.blocked_nodes | kept
+        converter = _Fp16Converter(
+            model, self.keep_io_types, self.blocked_ops, blocked, status, cache=self.cache
+        )
+        converter.run()
+        return converter
+
+
+def _validate_and_fix(
+    model: ModelSource,
+    target: Path,
+    saved: Path,
+    *,
+    converter: _Fp16Converter,
+    settings: _Settings,
+    validator: Validator,
+    status: TransformStatus,
+    max_rounds: int,
+) -> Path:
+    """Validate the written result; when it fails, bisect for nodes to keep float32 and
+    write the result again with them kept. Returns where the result is."""
+    first = validator.check(saved)
+    if first.passed or first.outcome == "not_validated":
+        validator.report(status, first)
+        return saved
+
+    # Rounds start from a copy with external data: it opens without reading the weights,
+    # and candidates are written without serializing them into a protobuf (seconds a round).
+    base = validator.folder / "base.onnx"
+    ir.save(working_copy(model).model, base, external_data="base.onnx.data")
+    rounds = replace(settings, cache={})
+
+    def attempt(kept: frozenset[str]) -> ValidationResult:
+        trial = working_copy(base).model
+        rounds.convert(trial, TransformStatus("convert_to_fp16"), kept)
+        candidate = validator.folder / "candidate.onnx"
+        ir.save(trial, candidate, external_data="candidate.onnx.data")
+        return validator.check(candidate)
+
+    roles = {node.name or "": _role(node) for node in converter.converted_nodes()}
+    found = bisect_nodes(list(roles), attempt, max_rounds - 1, roles)
+    if found.kept is None:
+        _report_unfixable(status, validator, first, found)
+        return saved
+    for part in (status.log, status.warnings, status.counts):
+        part.clear()  # the final conversion logs and counts afresh
+    copy = working_copy(model)
+    settings.convert(copy.model, status, found.kept)
+    saved = copy.save(target)
+    validate_saved(saved, status, model)
+    _report_bisection(status, validator, first, found)
+    return saved
+
+
+def _role(node: ir.Node) -> str:
+    return node_role(node.op_type, node.name or "", node.metadata_props.get("namespace"))
+
+
+def _report_unfixable(
+    status: TransformStatus, validator: Validator, first: ValidationResult, found: BisectionResult
+) -> None:
+    validator.report(status, first)
+    if found.capped:
+        status.fail(
+            f"the result fails validation ({first.reason()}) and max_rounds={validator.rounds} "
+            "was too few to try keeping nodes float32: raise max_rounds"
+        )
+        return
+    last = found.last_failure.reason() if found.last_failure is not None else first.reason()
+    status.fail(
+        f"the result fails validation ({first.reason()}), and still does with every converted "
+        f"node kept float32 ({last}): the written model is not valid; check the source model, "
+        "or keep the inputs and outputs float32 (keep_io_types=True)"
+    )
+
+
+def _report_bisection(
+    status: TransformStatus, validator: Validator, first: ValidationResult, found: BisectionResult
+) -> None:
+    assert found.kept is not None
+    assert found.passing is not None
+    names = sorted(found.kept)
+    shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    status.warn(
+        f"kept {len(names)} node(s) float32 so the result passes validation "
+        f"({validator.rounds} rounds; the full conversion: {first.reason()}): {shown}"
+    )
+    for name, why in sorted(found.culprits.items()):
+        status.info(f"kept {name} float32: converting it gave: {why}")
+    if found.capped:
+        status.warn(
+            f"validation stopped at max_rounds={validator.rounds}: the nodes not yet tried "
+            "were all kept float32; a larger max_rounds may keep fewer"
+        )
+    status.counts["nodes_kept_by_validation"] = len(names)
+    validator.report(status, found.passing)
 
 
 def _io_names(model: ir.Model) -> set[str]:
@@ -155,8 +311,11 @@ class _Fp16Converter:
         blocked_ops: frozenset[str],
         blocked_nodes: frozenset[str],
         status: TransformStatus,
+        *,
+        cache: Fp16Cache | None = None,
     ) -> None:
         self.model = model
+        self.cache = cache
         self.keep_io = keep_io_types
         self.blocked_ops = blocked_ops
         self.blocked_nodes = blocked_nodes
@@ -326,6 +485,14 @@ class _Fp16Converter:
                     outputs[index] = True
         return _Plan(True, inputs, outputs)
 
+    def converted_nodes(self) -> list[ir.Node]:
+        """Named nodes that run float16 after `run`, in graph order (function bodies last)."""
+        return [
+            node
+            for node in _every_node(self.model)
+            if node.name and node in self.plans and self.plans[node].converted
+        ]
+
     # ------------------------------------------------------------------ walking
     def run(self) -> None:
         graph = self.model.graph
@@ -423,7 +590,13 @@ class _Fp16Converter:
         standard = node.domain in ("", "ai.onnx")
         if standard and node.op_type in _CONSTANT_SOURCES:
             value = node.outputs[0]
-            if self.original.get(value) == FLOAT and self._every_use_wants_fp16(value, imports):
+            # `value_float=@epsilon` in a function body has no value until the call: it stays
+            # float32 and its users get a Cast.
+            if (
+                self.original.get(value) == FLOAT
+                and not any(attr.is_ref() for attr in node.attributes.values())
+                and self._every_use_wants_fp16(value, imports)
+            ):
                 self._convert_constant(node)
                 _retype(value, FLOAT16)
                 self.current[value] = FLOAT16
@@ -541,18 +714,20 @@ class _Fp16Converter:
         self.status.count("constants_converted")
 
     def _to_fp16(self, array: np.ndarray, name: str) -> np.ndarray:
-        finite = np.isfinite(array)
-        over = finite & (np.abs(array) > _FP16_MAX)
-        if over.any():
-            self.status.warn(
-                f"{name}: {int(over.sum())} value(s) beyond float16's range were clamped to "
-                f"+-{_FP16_MAX:g}"
-            )
-            array = np.where(over, np.sign(array) * _FP16_MAX, array)
-        converted = array.astype(np.float16)
-        vanished = int(np.count_nonzero((converted == 0) & (array != 0)))
-        if vanished:
-            self.status.count("values_underflowed", vanished)
+        if self.cache is None or array.size < _CACHED_SIZE:
+            return _clamped_fp16(array, name, self.status)
+        # validation rounds convert the same weights again and again (2 s a round on ViT-B/16)
+        key = (name, array.shape, float(np.sum(array, dtype=np.float64)))
+        cached = self.cache.get(key)
+        if cached is None:
+            log = TransformStatus("cache")
+            converted = _clamped_fp16(array, name, log)
+            cached = self.cache[key] = (converted, log)
+        converted, log = cached
+        for line in log.warnings:
+            self.status.warn(line)
+        for key_name, amount in log.counts.items():
+            self.status.count(key_name, amount)
         return converted
 
     def _drop_round_trips(self) -> None:
@@ -586,6 +761,23 @@ class _Fp16Converter:
                 assert owner is not None
                 owner.remove(producer, safe=True)
                 self.status.info(f"removed {producer.name}: float16->float->float16 round trip")
+
+
+def _clamped_fp16(array: np.ndarray, name: str, status: TransformStatus) -> np.ndarray:
+    """`array` as float16, values beyond its range clamped to its largest (never inf)."""
+    finite = np.isfinite(array)
+    over = finite & (np.abs(array) > _FP16_MAX)
+    if over.any():
+        status.warn(
+            f"{name}: {int(over.sum())} value(s) beyond float16's range were clamped to "
+            f"+-{_FP16_MAX:g}"
+        )
+        array = np.where(over, np.sign(array) * _FP16_MAX, array)
+    converted = array.astype(np.float16)
+    vanished = int(np.count_nonzero((converted == 0) & (array != 0)))
+    if vanished:
+        status.count("values_underflowed", vanished)
+    return converted
 
 
 def _inferred_outputs(

@@ -19,10 +19,8 @@ import itertools
 import json
 import os
 import re
-import selectors
 import shlex
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -30,11 +28,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, shown_path
-from nsdl_jupyter._process import POLL_S, end_session
+from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
 
@@ -47,10 +45,8 @@ TERMINATE_GRACE_S = 3.0  # SIGTERM, then SIGKILL
 PIPE_GRACE_S = 0.5  # after the program exits, how long pipes a background child holds are read
 MAX_LOG_LINES = 2000  # lines of output kept (and shown) per run; earlier ones are counted
 MAX_LINE_BYTES = 16384  # a longer line is kept in pieces
-_READ_BYTES = 65536
 REDRAW_S = 0.25  # the notebook's output view is redrawn at most this often
 
-Stream = Literal["stdout", "stderr"]
 LineCallback = Callable[[Stream, str], None]
 
 
@@ -211,25 +207,6 @@ class ToolLog:
         return self._total
 
 
-class _LineSplitter:
-    """Bytes from a pipe -> lines; a line longer than MAX_LINE_BYTES comes in pieces, so one
-    endless line cannot fill the memory."""
-
-    def __init__(self) -> None:
-        self._partial = b""
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
-        while len(self._partial) > MAX_LINE_BYTES:
-            lines.append(self._partial[:MAX_LINE_BYTES])
-            self._partial = self._partial[MAX_LINE_BYTES:]
-        return lines
-
-    def finish(self) -> list[bytes]:
-        rest, self._partial = self._partial, b""
-        return [rest] if rest else []
-
-
 class ToolRun:
     """A running tool: stream its lines, `cancel()` it, `wait()` for it.
 
@@ -260,14 +237,8 @@ class ToolRun:
         self._on_done = on_done
         self._cleanup = cleanup
         self._finished = threading.Event()
-        self.process = subprocess.Popen(  # no shell: the argument list is passed as is
-            self.command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            start_new_session=True,  # own session and process group: cancel reaches children
-        )
+        # no shell: the argument list is passed as is; own session: cancel reaches children
+        self.process = start_session(self.command, cwd=cwd)
         self._thread = threading.Thread(target=self._run, daemon=True, name="nsdl-tool")
         self._thread.start()
 
@@ -282,9 +253,13 @@ class ToolRun:
 
     def _run(self) -> None:
         try:
-            self._pump()
-            self.process.wait()
-            end_session(self.process, TERMINATE_GRACE_S)  # what the tool left running
+            run_to_end(
+                self.process,
+                self._emit,
+                pipe_grace=PIPE_GRACE_S,
+                terminate_grace=TERMINATE_GRACE_S,
+                max_line_bytes=MAX_LINE_BYTES,
+            )
             if self.returncode == 0 and not self.cancelled:
                 self._open_output()
         finally:
@@ -296,41 +271,7 @@ class ToolRun:
             finally:
                 self._finished.set()
 
-    def _pump(self) -> None:
-        """Read both pipes until they close, or until the program has exited and
-        PIPE_GRACE_S has passed (a background child may hold them open for ever)."""
-        pipes = [(self.process.stdout, "stdout"), (self.process.stderr, "stderr")]
-        exited_at: float | None = None
-        with selectors.DefaultSelector() as selector:
-            for pipe, stream in pipes:
-                assert pipe is not None
-                os.set_blocking(pipe.fileno(), False)
-                selector.register(pipe, selectors.EVENT_READ, (stream, _LineSplitter()))
-            while selector.get_map():
-                for key, _events in selector.select(POLL_S):
-                    stream, splitter = key.data
-                    try:
-                        chunk = os.read(key.fd, _READ_BYTES)
-                    except BlockingIOError:
-                        continue
-                    if not chunk:
-                        selector.unregister(key.fileobj)
-                    for raw in splitter.feed(chunk) if chunk else splitter.finish():
-                        self._emit(stream, raw)
-                if self.process.poll() is not None:
-                    exited_at = time.monotonic() if exited_at is None else exited_at
-                    if time.monotonic() - exited_at >= PIPE_GRACE_S:
-                        break
-            for key in list(selector.get_map().values()):
-                stream, splitter = key.data
-                for raw in splitter.finish():
-                    self._emit(stream, raw)
-        for pipe, _stream in pipes:
-            assert pipe is not None
-            pipe.close()
-
-    def _emit(self, stream: Stream, raw: bytes) -> None:
-        line = raw.decode(errors="replace").removesuffix("\r")
+    def _emit(self, stream: Stream, line: str) -> None:
         self.log.append(stream, line)
         if self._on_output is not None:
             try:

@@ -1,0 +1,322 @@
+"""Map onnxruntime's profiled nodes back to the ONNX nodes of the model the user opened.
+
+onnxruntime profiles the graph it optimized: fused nodes (`.../MatMulAddFusion`, `BiasGelu`,
+`SkipLayerNormalization`), NCHWc convolutions named after the original tensor they produce
+(`/relu/Relu_output_0_nchwc` is the Conv+Relu whose output is `/relu/Relu_output_0`), and
+inserted nodes (layout reorders, reshapes around a Gemm, memcpy). The optimized model it
+writes (`SessionOptions.optimized_model_filepath`) says what each of them reads and writes.
+
+For every optimized node we find the original tensors at its border:
+- an output keeps its original name, or the node is named after it (`<tensor>_nchwc`), or it
+  is named after an original node (`<node>/<Fusion>...`: that node's outputs), or its output
+  reaches an original tensor through inserted pass-through nodes (Reshape, reorders);
+- an input is an original tensor, or is traced back through the node that produced it.
+The original nodes it replaced are those between its border tensors: a walk back from the
+producers of its outputs that stops at its inputs, at weights and graph inputs, and at nodes
+already claimed by an earlier optimized node (nodes are taken in topological order).
+
+A fused node's time is split over the nodes it covers in proportion to an estimate of their
+work: multiply-adds for Conv, ConvTranspose, MatMul and Gemm, output elements otherwise (so
+a Conv+Relu gives nearly all its time to the Conv). Nodes that cover nothing (inserted) give
+their time to the original nodes their outputs feed (or, for a node onnxruntime made up
+from nothing it names, to the nodes that made its inputs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+_NCHWC_SUFFIX = "_nchwc"
+_WALK_LIMIT = 256  # original nodes one optimized node may cover
+_MATMUL_LIKE = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"})
+_CONV_LIKE = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"})
+_FREE = frozenset(
+    {"Constant", "Shape", "Size", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten"}
+)
+
+
+@dataclass(frozen=True)
+class LayerMapping:
+    """The ONNX nodes one profiled node stands for, and the share of its time each gets."""
+
+    nodes: tuple[str, ...]
+    weights: tuple[float, ...]
+    kind: str  # "original", "fused", "inserted" or "unmapped"
+
+
+@dataclass
+class _Original:
+    nodes: Mapping[str, onnx.NodeProto]
+    producer: Mapping[str, str]  # tensor -> node name
+    consumers: Mapping[str, list[str]]  # tensor -> node names
+    sources: frozenset[str]  # graph inputs, initializers: walks stop there
+    shapes: Mapping[str, tuple[int, ...]]
+
+
+def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[str, LayerMapping]:
+    """For every node of `optimized` (by name), the nodes of `original` it stands for."""
+    graph = _original(original)
+    opt_nodes = [n for n in optimized.graph.node if n.name]
+    opt_producer = {out: n.name for n in opt_nodes for out in n.output if out}
+    opt_consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in opt_nodes:
+        for name in node.input:
+            opt_consumers.setdefault(name, []).append(node)
+    by_name = {n.name: n for n in opt_nodes}
+
+    border_out: dict[str, set[str]] = {}
+    for node in opt_nodes:
+        border_out[node.name] = _border_outputs(node, graph, opt_consumers)
+
+    # Nodes that kept their name cover themselves first; then every node (in order) also
+    # takes the unclaimed original nodes between its border tensors.
+    claimed = {node.name for node in opt_nodes if node.name in graph.nodes}
+    result: dict[str, LayerMapping] = {}
+    for node in opt_nodes:
+        stops = _border_inputs(node, graph, opt_producer, by_name, border_out)
+        covered = _walk(graph, border_out[node.name], stops, claimed, own=node.name)
+        claimed.update(covered)
+        if node.name in graph.nodes:
+            covered = [node.name, *covered]
+        if covered:
+            kind = "original" if covered == [node.name] else "fused"
+            result[node.name] = LayerMapping(tuple(covered), _weights(graph, covered), kind)
+    for node in opt_nodes:
+        if node.name in result:
+            continue
+        fed = _fed_nodes(node, graph, opt_consumers, result) or _read_from(
+            _border_inputs(node, graph, opt_producer, by_name, border_out), graph
+        )
+        if fed:
+            share = 1.0 / len(fed)
+            result[node.name] = LayerMapping(tuple(fed), (share,) * len(fed), "inserted")
+        else:
+            result[node.name] = LayerMapping((), (), "unmapped")
+    return result
+
+
+def fused_node_mapping(original: Path, optimized: Path) -> dict[str, LayerMapping]:
+    """`map_layers` of two model files, read without their weights."""
+    return map_layers(
+        onnx.load(str(original), load_external_data=False),
+        onnx.load(str(optimized), load_external_data=False),
+    )
+
+
+def _original(model: onnx.ModelProto) -> _Original:
+    nodes = {n.name: n for n in model.graph.node if n.name}
+    producer = {out: n.name for n in model.graph.node for out in n.output if out and n.name}
+    consumers: dict[str, list[str]] = {}
+    for node in model.graph.node:
+        for name in node.input:
+            if name:
+                consumers.setdefault(name, []).append(node.name)
+    sources = frozenset(
+        [i.name for i in model.graph.input] + [t.name for t in model.graph.initializer]
+    )
+    return _Original(nodes, producer, consumers, sources, _inferred_shapes(model))
+
+
+def _border_outputs(
+    node: onnx.NodeProto, graph: _Original, opt_consumers: Mapping[str, list[onnx.NodeProto]]
+) -> set[str]:
+    """Original tensors this optimized node produces (or stands for)."""
+    direct = {out for out in node.output if out in graph.producer}
+    if direct:
+        return direct
+    if node.name.endswith(_NCHWC_SUFFIX) and node.name[: -len(_NCHWC_SUFFIX)] in graph.producer:
+        return {node.name[: -len(_NCHWC_SUFFIX)]}
+    through = _through_pass_nodes(node, graph, opt_consumers)
+    if through:
+        return through
+    anchor = _named_after(node.name, graph)
+    if anchor is not None:
+        return {out for out in graph.nodes[anchor].output if out}
+    return set()
+
+
+def _through_pass_nodes(
+    node: onnx.NodeProto, graph: _Original, opt_consumers: Mapping[str, list[onnx.NodeProto]]
+) -> set[str]:
+    """Original tensors reached from the node's outputs through inserted single-input nodes
+    (a Reshape or reorder onnxruntime put after a fused node)."""
+    found: set[str] = set()
+    frontier = [out for out in node.output if out]
+    for _ in range(4):
+        following: list[str] = []
+        for tensor in frontier:
+            for consumer in opt_consumers.get(tensor, []):
+                if consumer.name in graph.nodes or _named_after(consumer.name, graph):
+                    continue
+                if consumer.name.endswith(_NCHWC_SUFFIX):
+                    continue
+                outs = [o for o in consumer.output if o]
+                found.update(o for o in outs if o in graph.producer)
+                following.extend(o for o in outs if o not in graph.producer)
+        if found or not following:
+            break
+        frontier = following
+    return found
+
+
+def _named_after(name: str, graph: _Original) -> str | None:
+    """The original node a fused node is named after (`<node>/<Fusion>/...`), if any."""
+    parts = name.split("/")
+    for end in range(len(parts) - 1, 0, -1):
+        prefix = "/".join(parts[:end])
+        if prefix in graph.nodes:
+            return prefix
+    return None
+
+
+def _border_inputs(
+    node: onnx.NodeProto,
+    graph: _Original,
+    opt_producer: Mapping[str, str],
+    by_name: Mapping[str, onnx.NodeProto],
+    border_out: Mapping[str, set[str]],
+) -> set[str]:
+    """Original tensors this node reads, directly or through the nodes that made its inputs."""
+    stops: set[str] = set()
+    for name in node.input:
+        if not name:
+            continue
+        if name in graph.producer or name in graph.sources:
+            stops.add(name)
+            continue
+        # a renamed tensor: what its producers stand for, passing through inserted nodes
+        pending, seen = deque([name]), set[str]()
+        while pending and len(seen) < 16:
+            tensor = pending.popleft()
+            if tensor in seen:
+                continue
+            seen.add(tensor)
+            maker = opt_producer.get(tensor)
+            if maker is None:
+                continue
+            outs = border_out.get(maker, set())
+            if outs:
+                stops.update(outs)
+            else:
+                pending.extend(i for i in by_name[maker].input if i)
+                stops.update(i for i in by_name[maker].input if i in graph.producer)
+    return stops
+
+
+def _walk(
+    graph: _Original, outputs: Iterable[str], stops: set[str], claimed: set[str], own: str
+) -> list[str]:
+    """Unclaimed original nodes between `stops` and `outputs`, walking back from the outputs;
+    claimed nodes end the walk, except `own` (the node's namesake, claimed by itself)."""
+    covered: list[str] = []
+    seen: set[str] = set()
+    pending = deque(graph.producer[t] for t in outputs if t in graph.producer)
+    while pending and len(seen) < _WALK_LIMIT:
+        name = pending.popleft()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name != own:
+            if name in claimed:
+                continue
+            covered.append(name)
+        for tensor in graph.nodes[name].input:
+            if not tensor or tensor in stops or tensor in graph.sources:
+                continue
+            maker = graph.producer.get(tensor)
+            if maker is not None and maker not in seen:
+                pending.append(maker)
+    return covered
+
+
+def _fed_nodes(
+    node: onnx.NodeProto,
+    graph: _Original,
+    opt_consumers: Mapping[str, list[onnx.NodeProto]],
+    mapped: Mapping[str, LayerMapping],
+) -> list[str]:
+    """For an inserted node: the original nodes that its outputs feed (first mapped ones)."""
+    frontier = [out for out in node.output if out]
+    for _ in range(8):
+        fed: list[str] = []
+        following: list[str] = []
+        for tensor in frontier:
+            fed.extend(c for c in graph.consumers.get(tensor, []) if c in graph.nodes)
+            for consumer in opt_consumers.get(tensor, []):
+                mapping = mapped.get(consumer.name)
+                if mapping is not None and mapping.kind != "inserted":
+                    fed.extend(mapping.nodes[:1])
+                else:
+                    following.extend(o for o in consumer.output if o)
+        if fed:
+            return list(dict.fromkeys(fed))
+        if not following:
+            break
+        frontier = following
+    return []
+
+
+def _read_from(tensors: Iterable[str], graph: _Original) -> list[str]:
+    """Last resort for a node onnxruntime made up: the original nodes that made its inputs."""
+    return list(dict.fromkeys(graph.producer[t] for t in sorted(tensors) if t in graph.producer))
+
+
+def _weights(graph: _Original, covered: Sequence[str]) -> tuple[float, ...]:
+    if len(covered) == 1:
+        return (1.0,)
+    costs = [_cost(graph, graph.nodes[name]) for name in covered]
+    total = sum(costs)
+    if total <= 0:  # nothing but free nodes: the namesake (or first) takes the time
+        return tuple(1.0 if i == 0 else 0.0 for i in range(len(covered)))
+    return tuple(cost / total for cost in costs)
+
+
+def _cost(graph: _Original, node: onnx.NodeProto) -> float:
+    """Rough work of one node: multiply-adds for Conv and MatMul, none for nodes that only
+    describe tensors (folded away by onnxruntime), output elements otherwise."""
+    if node.op_type in _FREE:
+        return 0.0
+    out = graph.shapes.get(node.output[0]) if node.output else None
+    elements = float(math.prod(out)) if out else 1.0
+    if node.op_type in _CONV_LIKE and len(node.input) > 1:
+        weight = graph.shapes.get(node.input[1])
+        if weight and len(weight) > 1:
+            return elements * float(math.prod(weight[1:]))
+    if node.op_type in _MATMUL_LIKE and node.input:
+        left = graph.shapes.get(node.input[0])
+        if left:
+            transposed = node.op_type == "Gemm" and any(
+                a.name == "transA" and a.i == 1 for a in node.attribute
+            )
+            inner = left[-2] if transposed and len(left) > 1 else left[-1]
+            return elements * float(inner)
+    return elements
+
+
+def _inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Static shapes of the model's tensors (unknown dims as 1), from onnx's inference on a
+    copy without the weights' bytes."""
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    for tensor in light.graph.initializer:
+        if tensor.raw_data and len(tensor.raw_data) > 4096:
+            tensor.ClearField("raw_data")
+            tensor.data_location = onnx.TensorProto.DEFAULT
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light)
+    except Exception:  # inference is a hint for the split, never a reason to fail
+        inferred = light
+    shapes: dict[str, tuple[int, ...]] = {}
+    infos = [*inferred.graph.value_info, *inferred.graph.input, *inferred.graph.output]
+    for info in infos:
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = tuple(d.dim_value if d.dim_value > 0 else 1 for d in dims)
+    for tensor in model.graph.initializer:
+        shapes[tensor.name] = tuple(int(d) for d in tensor.dims)
+    return shapes
