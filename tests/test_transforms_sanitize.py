@@ -491,12 +491,25 @@ g (float[batch, seq, 8] x, int64[batch, seq] mask, float[batch, seq, 8] n)
 }"""
 
 
-def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, TORCH_LIKE)
+def _sanitized(tmp_path: Path, text: str) -> tuple[Path, Path, Counter[str]]:
+    source = _save_text(tmp_path, text)
     out = tmp_path / "out.onnx"
     status = sanitize(source, out)
     assert status.ok, status.warnings
-    ops = _ops(out)
+    return source, out, _ops(out)
+
+
+def _assert_same_outputs(
+    source: Path, out: Path, names: list[str], feeds: dict[str, np.ndarray]
+) -> None:
+    """Every output equal, with its shape and dtype (-0.0 == 0.0)."""
+    for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
+        assert before.shape == after.shape and before.dtype == after.dtype, name
+        np.testing.assert_array_equal(before, after, err_msg=name)
+
+
+def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> None:
+    source, out, ops = _sanitized(tmp_path, TORCH_LIKE)
     assert ops["Div"] == 0 and ops["Shape"] == 0 and ops["Gather"] == 0 and ops["Concat"] == 0
     assert ops["Unsqueeze"] == 1 and ops["Squeeze"] == 0  # mask: two merged; z: undone
     assert ops["Add"] == 2  # scores + mask; the [1, 1, 1, 8] zeros add a dim: kept
@@ -517,9 +530,7 @@ def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> N
             "mask": rng.integers(-1, 3, (batch, seq)).astype(np.int64) * (2**33),
             "n": np.where(rng.random((batch, seq, 8)) < 0.2, -0.0, 1.5).astype(np.float32),
         }
-        for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
-            assert before.shape == after.shape and before.dtype == after.dtype, name
-            np.testing.assert_array_equal(before, after, err_msg=name)
+        _assert_same_outputs(source, out, names, feeds)
 
 
 def _weights(seed: int) -> str:
@@ -577,11 +588,7 @@ g (float[bs, 8] x, int64[3] s, bool[batch, seq] m, float[batch, seq, 8] h)
 
 
 def test_dynamo_export_patterns_simplify_with_identical_outputs(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, DYNAMO_LIKE)
-    out = tmp_path / "out.onnx"
-    status = sanitize(source, out)
-    assert status.ok, status.warnings
-    ops = _ops(out)
+    source, out, ops = _sanitized(tmp_path, DYNAMO_LIKE)
     assert ops["And"] == 0 and ops["Shape"] == 0 and ops["Concat"] == 0
     assert ops["Unsqueeze"] == 2  # Unsqueeze(Unsqueeze(x)) for each of the two users
     assert ops["MatMul"] == 1 and ops["Split"] == 1  # q, k, v from one product
@@ -598,6 +605,4 @@ def test_dynamo_export_patterns_simplify_with_identical_outputs(tmp_path: Path) 
             "m": rng.random((batch, seq)) < 0.5,
             "h": rng.standard_normal((batch, seq, 8)).astype(np.float32),
         }
-        for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
-            assert before.shape == after.shape and before.dtype == after.dtype, name
-            np.testing.assert_array_equal(before, after, err_msg=name)
+        _assert_same_outputs(source, out, names, feeds)
