@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import io
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -467,7 +468,9 @@ def _sanitize_exports(folder: Path) -> dict[str, Any]:
     """sanitize and its peers on every real torch export: one row per model."""
     table, results = [], {}
     for name, path in _real_exports(folder).items():
-        rows = {r["tool"]: r for r in _sanitize_peers(path, folder)}
+        results_folder = Path(tempfile.mkdtemp(dir=folder))
+        rows = {r["tool"]: r for r in _sanitize_peers(path, results_folder)}
+        shutil.rmtree(results_folder)  # five copies of GPT-2's weights per model add up
         row: dict[str, Any] = {"model": name, "original": rows["original"]["nodes"]}
         for tool, label in _TOOLS.items():
             found = rows.get(tool)
@@ -513,6 +516,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-transforms-"))
     if args.only_exports:
         emit_json("transforms_exports", {"exports": _sanitize_exports(folder)})
+        shutil.rmtree(folder)
         return
     models = {
         "resnet50": resnet50(),
@@ -618,6 +622,7 @@ def main() -> None:
         }
     results["exports"] = _sanitize_exports(folder)
     emit_json("transforms", results)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

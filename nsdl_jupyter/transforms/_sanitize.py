@@ -2,8 +2,10 @@
 
 One pass: Constant nodes become initializers; onnx shape inference runs so that `Shape` and
 `Size` of statically shaped tensors are known; every node whose inputs are all constant is
-evaluated (onnxruntime, else onnx's reference evaluator) and replaced by initializers, unless
-one of its outputs is larger than the fold size threshold; nodes that compute nothing
+sized from its inputs (`_estimate`), and unless that is over the fold size threshold,
+evaluated in a child process (onnxruntime, else onnx's reference evaluator; `_evaluate`) and
+replaced by initializers; a crash or an out-of-memory there keeps the node, never kills the
+kernel. Reshapes to computed shapes get constant ones; nodes that compute nothing
 (Identity, a Cast to the same type, `x * 1`, ...; see `_simplify`) are bypassed; nodes and
 initializers nothing uses are removed. Passes repeat until nothing changes (or `passes` is
 reached); shape inference runs once more at the end so the result carries every shape it can.
@@ -52,9 +54,11 @@ def sanitize(
     """Fold constants, remove dead nodes and infer shapes; write the result to `output`.
 
     `fold_size_threshold`: largest folded tensor in bytes (None: no limit); a node whose
-    output would be larger stays. `passes`: how many fold/remove passes (None: repeat until
-    nothing changes). `fuse_batchnorm`: fold BatchNormalization into the Conv before it (not
-    bit-exact, hence off by default). Returns a TransformStatus whose log says what was
+    output would be larger stays, and is never computed (its size comes from its inputs).
+    Folding runs in a child process with a memory cap, so a runtime crash keeps the node.
+    `passes`: how many fold/remove passes (None: repeat until nothing changes).
+    `fuse_batchnorm`: fold BatchNormalization into the Conv before it (not bit-exact, hence
+    off by default). Returns a TransformStatus whose log says what was
     folded, what was removed and which nodes could not be evaluated.
     """
     if fold_size_threshold is not None and (

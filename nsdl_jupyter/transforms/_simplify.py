@@ -3,11 +3,15 @@
 Each rule leaves every output bit-identical (up to the sign of a zero for `x + 0`): Identity,
 Dropout at inference, Casts to the type a tensor already has, reshapes/expands/slices/tiles
 whose result has the input's static shape, pads of zero, single-input Concat, Transposes that
-cancel, chains of reshapes that collapse into one, `x*1`, `x/1`, `x+0`, `x-0`, `Relu(Relu(x))`
-and other idempotent pairs, `Neg(Neg(x))`, If nodes with a constant condition (the taken
-branch is inlined) and common subexpressions. Rewrites that change rounding (merging
-`(x*a)*b` into `x*(a*b)`, fusing BatchNormalization into Conv) are not done. A graph output
-keeps its name: the tensor that replaces it is renamed.
+cancel, chains of reshapes that collapse into one (Unsqueeze/Squeeze chains by their axes),
+Reshapes around elementwise ops, Casts through a type that holds every value, `x*1`, `x/1`,
+`x+0`, `x-0`, `x and True` (on dynamic shapes too: broadcasting is checked by rank and
+dims), `Relu(Relu(x))` and other idempotent pairs, `Neg(Neg(x))`, If nodes with a constant
+condition (the taken branch is inlined), common subexpressions (small constants compared by
+content) and q/k/v MatMuls of one input (one MatMul and a Split: the same dot products).
+Rewrites that change rounding (merging `(x*a)*b` into `x*(a*b)`, fusing BatchNormalization
+into Conv) are not done. A graph output keeps its name: the tensor that replaces it is
+renamed.
 """
 
 from __future__ import annotations
