@@ -6,11 +6,14 @@ No TensorRT needed: the gate and the argv are the runner's pure functions.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.profiling import TrtSettings, TrtSettingsError
+from nsdl_jupyter.profiling import OnnxParseError, TrtSettings, TrtSettingsError
 from nsdl_jupyter.profiling._trt_settings import runner_module
 
 # What the TensorRT-RTX 1.7.1 ONNX parser logged for a model with two unknown custom ops
@@ -272,3 +275,87 @@ def test_parser_errors_from_trtexec_log_name_the_nodes() -> None:
     ]
     assert all("Plugin not found" in e["message"] for e in errors)
     assert errors[0]["code"] == 6
+
+
+# ---- the trtexec backend through a stand-in binary: argv and log parsing only -----------
+# (no trtexec can be installed here; the stand-in replays TensorRT's banner and, when told,
+# the parser log above; what it proves is the argv the runner passes and how it reads output)
+
+STAND_IN = """#!/bin/sh
+echo "&&&& RUNNING TensorRT.trtexec [TensorRT v101300] [b35] # trtexec $*"
+[ "$1" = "--help" ] && exit 0
+printf '%s\\n' "$@" > "$0.argv"
+if [ -n "$FAIL_WITH" ]; then cat "$FAIL_WITH"; exit 1; fi
+for a in "$@"; do case "$a" in --saveEngine=*) printf 'plan' > "${a#--saveEngine=}";; esac; done
+"""
+
+
+def _stand_in(tmp_path: Path) -> Path:
+    path = tmp_path / "trtexec"
+    path.write_text(STAND_IN)
+    path.chmod(0o755)
+    return path
+
+
+def _relu_model() -> onnx.ModelProto:
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    graph = helper.make_graph(
+        [node],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_trtexec_backend_passes_the_settings_argv(tmp_path: Path) -> None:
+    trtexec = _stand_in(tmp_path)
+    settings = TrtSettings(
+        backend="trtexec",
+        trtexec_path=str(trtexec),
+        fp16=True,
+        optimization_level=5,
+        cache_dir=str(tmp_path / "cache"),
+    )
+    result = nj.export_engine(_relu_model(), tmp_path / "out" / "m.engine", settings)
+    passed = Path(f"{trtexec}.argv").read_text().splitlines()
+    argv = result.answer["argv"]
+    assert [str(trtexec), *passed] == argv
+    model, engine = argv[1].removeprefix("--onnx="), argv[2].removeprefix("--saveEngine=")
+    cache = argv[-2].removeprefix("--timingCacheFile=")
+    assert argv == settings.trtexec_argv(
+        model,
+        engine,
+        version="10.13.0",
+        timing_cache=cache,
+        layer_info=engine + ".graph.json",
+    )
+    assert "--fp16" in argv
+    assert "--builderOptimizationLevel=5" in argv
+    assert cache.startswith(str(tmp_path / "cache"))
+    assert result.version == "10.13.0"
+    assert result.engine.read_bytes() == b"plan"
+    assert "&&&& RUNNING TensorRT.trtexec" in result.log.read_text()
+
+
+def test_trtexec_backend_maps_parser_errors_from_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "parser.log"
+    log.write_text(PARSER_LOG)
+    monkeypatch.setenv("FAIL_WITH", str(log))
+    settings = TrtSettings(backend="trtexec", trtexec_path=str(_stand_in(tmp_path)))
+    with pytest.raises(OnnxParseError) as caught:
+        nj.export_engine(_relu_model(), tmp_path / "m.engine", settings)
+    assert [(n["name"], n["operator"]) for n in caught.value.nodes] == [
+        ("foo_bad", "Foo"),
+        ("bar_bad", "Bar"),
+    ]
+
+
+def test_trtexec_backend_refuses_by_its_version(tmp_path: Path) -> None:
+    trtexec = _stand_in(tmp_path)
+    trtexec.write_text(STAND_IN.replace("v101300", "v110400"))
+    settings = TrtSettings(backend="trtexec", trtexec_path=str(trtexec), int8=True)
+    with pytest.raises(TrtSettingsError, match=r"TensorRT 11\.4\.0 builds strongly typed"):
+        nj.export_engine(_relu_model(), tmp_path / "m.engine", settings)

@@ -39,7 +39,9 @@ class EngineExport:
     """A built engine: its files, the backend that built it, and what the builder held.
 
     `applied` is the builder config read back after the settings were applied (flags,
-    optimization level, aux streams, workspace, profiles...), `timing_cache` says whether a
+    optimization level, aux streams, workspace, profiles...) and `ignored` names the settings it
+    does not hold although they were set (TensorRT-RTX 1.7 keeps its own hardware
+    compatibility level, for one); `timing_cache` says whether a
     cache was loaded and saved, `build_s` is TensorRT's build time alone. `inspector` is the
     engine inspector's layer JSON, None where the engine could not be loaded (no GPU).
     """
@@ -53,6 +55,7 @@ class EngineExport:
     engine_bytes: int
     build_s: float
     applied: dict[str, Any]
+    ignored: list[str]
     timing_cache: dict[str, Any]
     progress_events: int
     answer: dict[str, Any] = field(repr=False)
@@ -248,6 +251,7 @@ class EngineJob:
             engine_bytes=int(answer["engine_bytes"]),
             build_s=float(answer["build_s"]),
             applied=dict(answer.get("applied") or {}),
+            ignored=list(answer.get("ignored") or []),
             timing_cache=dict(answer.get("timing_cache") or {}),
             progress_events=int(answer.get("progress_events", len(self.events))),
             answer=answer,

@@ -655,6 +655,36 @@ def read_back(trt: Any, config: Any, network: Any) -> dict[str, Any]:
     }
 
 
+def ignored_settings(settings: dict[str, Any], applied: dict[str, Any]) -> list[str]:
+    """Settings the builder config does not hold after they were set (a TensorRT may accept a
+    value and keep its own, as TensorRT-RTX 1.7 does with the hardware compatibility level)."""
+    flags = set(applied["flags"])
+    expected = {
+        "tf32": ("TF32" in flags) == bool(settings.get("tf32", True)),
+        "sparsity": ("SPARSE_WEIGHTS" in flags) == bool(settings.get("sparsity")),
+        "version_compatible": ("VERSION_COMPATIBLE" in flags)
+        == bool(settings.get("version_compatible")),
+        "exclude_lean_runtime": ("EXCLUDE_LEAN_RUNTIME" in flags)
+        == bool(settings.get("exclude_lean_runtime")),
+        "hardware_compatible": (applied["hardware_compatibility_level"] == "AMPERE_PLUS")
+        == bool(settings.get("hardware_compatible")),
+        "optimization_level": applied["builder_optimization_level"]
+        == int(settings.get("optimization_level", 3)),
+        "engine_metadata": (applied["profiling_verbosity"] == "DETAILED")
+        == (settings.get("engine_metadata", "detailed") == "detailed"),
+        "refit": {
+            "none": not flags & {"REFIT", "STRIP_PLAN"},
+            "refittable": "REFIT" in flags,
+            "stripped": "STRIP_PLAN" in flags,
+        }[settings.get("refit", "none")],
+    }
+    if settings.get("max_aux_streams") is not None:
+        expected["max_aux_streams"] = applied["max_aux_streams"] == settings["max_aux_streams"]
+    if settings.get("workspace_mib") is not None:
+        expected["workspace_mib"] = applied["workspace_bytes"] == settings["workspace_mib"] << 20
+    return sorted(name for name, held in expected.items() if not held)
+
+
 def _tensors(network: Any, count: int, get: Any) -> list[dict[str, Any]]:
     return [
         {"name": t.name, "shape": list(t.shape), "dtype": str(t.dtype).rsplit(".")[-1]}
@@ -756,6 +786,9 @@ def _build_python(request: dict[str, Any], backend: str, version: str) -> dict[s
         config.progress_monitor = monitor
         cache, cache_info = _timing_cache(config, request, backend, version)
         applied = read_back(trt, config, network)
+        ignored = ignored_settings(settings, applied)
+        for name in ignored:
+            log.write(f"[W] nsdl: the builder config does not hold the setting {name}\n")
         info = {
             "inputs": _tensors(network, network.num_inputs, network.get_input),
             "outputs": _tensors(network, network.num_outputs, network.get_output),
@@ -787,6 +820,7 @@ def _build_python(request: dict[str, Any], backend: str, version: str) -> dict[s
         "engine_bytes": len(engine),
         "log": log_path,
         "applied": applied,
+        "ignored": ignored,
         "optimization_profiles": profiles,
         "timing_cache": cache_info,
         "inspector": inspector,
@@ -859,10 +893,11 @@ def _build_trtexec(request: dict[str, Any], version: str) -> dict[str, Any]:
 def build(request: dict[str, Any]) -> dict[str, Any]:
     _Cancel.install()
     settings = dict(request.get("settings") or {})
-    if settings.get("device_index") is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
-        # before TensorRT loads CUDA: the chosen GPU becomes device 0 of this process
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(int(settings["device_index"]))
-    backend, version = resolve_backend(settings)
+    backend, version = resolve_backend(settings)  # imports TensorRT; CUDA starts later
+    if backend != "trtexec" and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        # before the builder starts CUDA: the chosen GPU becomes device 0 of this process
+        # (trtexec gets --device instead)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(int(settings.get("device_index", 0)))
     refused = refusals(settings, backend, version)
     if refused:
         raise TypedRunnerError(
