@@ -81,19 +81,18 @@ def with_unknown_ops() -> onnx.ModelProto:
 
 def test_small_cnn_builds_and_the_builder_holds_the_settings(tmp_path: Path) -> None:
     seen: list[Progress] = []
-    settings = TrtSettings(
-        backend="tensorrt_rtx",
-        tf32=False,
-        sparsity=True,
-        optimization_level=1,
-        max_aux_streams=0,
-        workspace_mib=64,
-        hardware_compatible=True,
-        version_compatible=True,
-        exclude_lean_runtime=True,
-        engine_metadata="none",
-        cache_dir=str(tmp_path / "cache"),
-    )
+    changed = {  # what TensorRT-RTX takes of the dialog, each away from its default
+        "tf32": False,
+        "sparsity": True,
+        "optimization_level": 1,
+        "max_aux_streams": 0,
+        "workspace_mib": 64,
+        "hardware_compatible": True,
+        "version_compatible": True,
+        "exclude_lean_runtime": True,
+        "engine_metadata": "none",
+    }
+    settings = TrtSettings.from_kwargs(RTX, cache_dir=str(tmp_path / "cache"), **changed)
     out = tmp_path / "engines" / "cnn.engine"
     result = nj.export_engine(small_cnn(), out, settings, progress=seen.append, timeout=300)
 

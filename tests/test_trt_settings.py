@@ -5,6 +5,7 @@ No TensorRT needed: the gate and the argv are the runner's pure functions.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -33,6 +34,41 @@ Node name: bar_bad
 [11/30/2026-16:19:29] [E] [TRT] ModelImporter.cpp:151: ERROR: onnxOpCheckers.cpp:998 In function checkFallbackPluginImporter:
 [6] creator && "Plugin not found, are the plugin name, version, and namespace correct?"
 """  # noqa: E501 (log lines as TensorRT wrote them)
+
+
+# every field away from its default, all of it valid for TensorRT 10
+EVERY_SETTING = TrtSettings(
+    backend="trtexec",
+    trtexec_path="/opt/tensorrt/bin/trtexec",
+    device_index=1,
+    plugins=("libplug.so",),
+    typing="obey",
+    tf32=False,
+    fp16=True,
+    bf16=True,
+    int8=True,
+    int8_calibration_cache="calib.cache",
+    sparsity=True,
+    cudnn_tactics=True,
+    cublas_tactics=False,
+    native_instance_norm=False,
+    optimization_level=4,
+    max_aux_streams=0,
+    inferred_batch_size=8,
+    hardware_compatible=True,
+    version_compatible=True,
+    exclude_lean_runtime=True,
+    workspace_mib=1024,
+    refit="stripped",
+    engine_metadata="none",
+    optimization_profiles=(
+        {"x": {"min": [1, 3], "opt": [4, 3], "max": [8, 3]}},
+        {"x": {"min": [16, 3], "opt": [16, 3], "max": [32, 3]}},
+    ),
+    layer_precisions={"/conv1/Conv": "fp32"},
+    timing_cache=False,
+    cache_dir="/tmp/cache",
+)
 
 
 def test_defaults_are_tensorrts_and_public() -> None:
@@ -100,20 +136,17 @@ def test_strongly_typed_only_tensorrt_refuses_precision_flags(backend: str, vers
         with pytest.raises(TrtSettingsError, match=r"strongly typed|no cuDNN") as caught:
             settings.check(backend, version)
         assert key in str(caught.value)
-    # what the strongly typed TensorRTs keep
-    TrtSettings(
-        typing="strong",
-        tf32=False,
-        sparsity=True,
-        optimization_level=5,
-        max_aux_streams=0,
-        hardware_compatible=True,
-        version_compatible=True,
-        exclude_lean_runtime=True,
-        workspace_mib=512,
-        refit="stripped",
-        engine_metadata="none",
-    ).check(backend, version)
+    # what the strongly typed TensorRTs keep: every other setting of the dialog
+    trt10_only = {
+        "typing": "strong",
+        "fp16": False,
+        "bf16": False,
+        "int8": False,
+        "int8_calibration_cache": None,
+        "cudnn_tactics": False,
+        "layer_precisions": {},
+    }
+    dataclasses.replace(EVERY_SETTING, **trt10_only).check(backend, version)
 
 
 def test_tensorrt_10_takes_every_setting_of_the_dialog() -> None:
@@ -132,35 +165,12 @@ def test_tensorrt_10_takes_every_setting_of_the_dialog() -> None:
 
 
 def test_json_round_trip_keeps_every_field_and_only_writes_changes() -> None:
-    settings = TrtSettings(
-        backend="trtexec",
-        trtexec_path="/opt/tensorrt/bin/trtexec",
-        device_index=1,
-        plugins=("/opt/plugins/libmy.so",),
-        typing="prefer",
-        tf32=False,
-        fp16=True,
-        int8=True,
-        int8_calibration_cache="/data/calib.cache",
-        sparsity=True,
-        cudnn_tactics=True,
-        native_instance_norm=False,
-        optimization_level=5,
-        max_aux_streams=2,
-        inferred_batch_size=8,
-        hardware_compatible=True,
-        version_compatible=True,
-        exclude_lean_runtime=True,
-        workspace_mib=2048,
-        refit="refittable",
-        engine_metadata="none",
-        optimization_profiles=(
-            {"input": {"min": [1, 3, 224, 224], "opt": [8, 3, 224, 224], "max": [16, 3, 224, 224]}},
-        ),
-        layer_precisions={"/conv1/Conv": "fp16"},
-        timing_cache=False,
-        cache_dir="/tmp/cache",
-    )
+    settings = EVERY_SETTING
+    # written: every field that differs from its default (all but fp8 and cublas_tactics)
+    assert set(settings.to_json()) == {"schema", *settings.field_names()} - {
+        "fp8",
+        "cublas_tactics",
+    }
     text = json.dumps(settings.to_json())
     back = TrtSettings.from_json(json.loads(text))
     assert back == settings
@@ -178,40 +188,16 @@ def test_from_json_refuses_other_files() -> None:
 
 
 def test_trtexec_argv_from_settings_tensorrt_10() -> None:
-    settings = TrtSettings(
-        backend="trtexec",
-        typing="obey",
-        fp16=True,
-        int8=True,
-        int8_calibration_cache="calib.cache",
-        tf32=False,
-        sparsity=True,
-        cudnn_tactics=True,
-        native_instance_norm=False,
-        optimization_level=4,
-        max_aux_streams=0,
-        workspace_mib=1024,
-        hardware_compatible=True,
-        version_compatible=True,
-        exclude_lean_runtime=True,
-        refit="stripped",
-        plugins=("libplug.so",),
-        device_index=1,
-        layer_precisions={"/conv1/Conv": "fp32"},
-        optimization_profiles=(
-            {"x": {"min": [1, 3], "opt": [4, 3], "max": [8, 3]}},
-            {"x": {"min": [16, 3], "opt": [16, 3], "max": [32, 3]}},
-        ),
-    )
-    argv = settings.trtexec_argv(
-        "m.onnx", "m.engine", version="10.13.0", trtexec="/usr/bin/trtexec", timing_cache="t.cache"
+    argv = EVERY_SETTING.trtexec_argv(
+        "m.onnx", "m.engine", version="10.13.0", timing_cache="t.cache"
     )
     assert argv == [
-        "/usr/bin/trtexec",
+        "/opt/tensorrt/bin/trtexec",
         "--onnx=m.onnx",
         "--saveEngine=m.engine",
         "--skipInference",
         "--fp16",
+        "--bf16",
         "--int8",
         "--precisionConstraints=obey",
         "--calib=calib.cache",
@@ -227,7 +213,7 @@ def test_trtexec_argv_from_settings_tensorrt_10() -> None:
         "--versionCompatible",
         "--excludeLeanRuntime",
         "--stripWeights",
-        "--profilingVerbosity=detailed",
+        "--profilingVerbosity=none",
         "--dynamicPlugins=libplug.so",
         "--device=1",
         "--minShapes=x:1x3",

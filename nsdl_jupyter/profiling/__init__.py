@@ -14,7 +14,6 @@ from __future__ import annotations
 from nsdl_jupyter.profiling._activity import (
     NODE_TIME_NOTE,
     ProfileJob,
-    Progress,
     load_ort_profile,
     profile_ort,
     start_profile_ort,
@@ -44,6 +43,7 @@ from nsdl_jupyter.profiling._errors import (
     TrtSettingsError,
 )
 from nsdl_jupyter.profiling._inputs import input_file_name
+from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,

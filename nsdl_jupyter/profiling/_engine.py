@@ -9,15 +9,12 @@ rejects. Nothing here imports TensorRT.
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nsdl_jupyter.profiling._activity import Progress, ProgressListener
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
     OnnxParseError,
@@ -25,9 +22,10 @@ from nsdl_jupyter.profiling._errors import (
     RunnerCrashError,
     TrtSettingsError,
 )
+from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings
-from nsdl_jupyter.targets import JobResult, LocalTarget, RunnerJob, Target
+from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
 # what the runner writes beside the engine, by suffix, and the EngineExport field for it
 _SIDE_FILES = {".build.log": "log", ".build.metadata.json": "metadata", ".graph.json": "inspector"}
@@ -130,7 +128,7 @@ def _raise_for(result: JobResult, source: ModelSource | None, what: str) -> dict
     return result.result
 
 
-class EngineJob:
+class EngineJob(StagedJob):
     """A running engine build: `progress`, `cancel()`, `wait()` -> EngineExport."""
 
     def __init__(
@@ -142,16 +140,13 @@ class EngineJob:
         *,
         debug_crash_at: str | None = None,
     ) -> None:
-        self.source, self.output, self.settings, self.target = source, output, settings, target
-        self.progress = Progress("starting", 0, 1, 0.0)
+        super().__init__(target)
+        self.source, self.output, self.settings = source, output, settings
         self.events: list[dict[str, Any]] = []
-        self._listeners: list[ProgressListener] = []
         self._lock = threading.Lock()
         self._export: EngineExport | None = None
         self._error: BaseException | None = None
         self._result: JobResult | None = None
-        self._stage = Path(tempfile.mkdtemp(prefix="nsdl-trt-stage-"))
-        self._workdir = ""
         try:
             self._workdir = target.make_workdir()
             request: dict[str, Any] = {
@@ -163,21 +158,10 @@ class EngineJob:
                 "cache_dir": settings.cache_dir,
                 "workdir": self._workdir,
             }
-            if debug_crash_at is not None:
-                request["debug_crash_at"] = debug_crash_at
-            self._job: RunnerJob = target.start(RUNNER, request, self._workdir, self._on_event)
+            self._job = self._start(RUNNER, request, debug_crash_at)
         except BaseException:
             self._cleanup()
             raise
-
-    def _cleanup(self) -> None:
-        if self._workdir:
-            self.target.remove_workdir(self._workdir)
-        shutil.rmtree(self._stage, ignore_errors=True)
-
-    def add_listener(self, listener: ProgressListener) -> None:
-        """Call `listener(Progress)` on every progress step (from a reader thread)."""
-        self._listeners.append(listener)
 
     def _on_event(self, message: dict[str, Any]) -> None:
         if message.get("event") != "progress":
@@ -185,12 +169,8 @@ class EngineJob:
         self.events.append(message)
         phase = str(message.get("step") or message.get("phase", ""))
         fraction = 0.02 + 0.93 * float(message.get("fraction", 0.0))
-        self.progress = Progress(
-            phase, int(message.get("done", 0)), int(message.get("total", 0)), fraction
-        )
-        for listener in list(self._listeners):
-            with contextlib.suppress(Exception):  # a broken display must not break the build
-                listener(self.progress)
+        total = int(message.get("total", 0))
+        self._set_progress(Progress(phase, int(message.get("done", 0)), total, fraction))
 
     @property
     def done(self) -> bool:
@@ -240,7 +220,7 @@ class EngineJob:
         log, metadata = files["log"], files["metadata"]
         assert log is not None, "the runner always writes the build log"
         assert metadata is not None, "the runner always writes the metadata"
-        self.progress = Progress("done", 1, 1, 1.0)
+        self._set_progress(Progress("done", 1, 1, 1.0))
         return EngineExport(
             engine=self.output,
             log=log,
@@ -303,16 +283,7 @@ def export_engine(
     rejects nodes, EngineBuildError, RunnerCrashError, or ProfileCancelledError.
     """
     job = start_export_engine(model, output, settings, target=target, progress=progress, **kwargs)
-    try:
-        return job.wait(timeout)
-    except KeyboardInterrupt:
-        job.cancel()
-        raise ProfileCancelledError("interrupted: the build's child process was ended") from None
-    except TimeoutError:
-        job.cancel()
-        raise EngineBuildError(
-            f"the build did not finish within {timeout} s and was cancelled"
-        ) from None
+    return wait_or_cancel(job, timeout, "build", EngineBuildError)
 
 
 def _run_once(

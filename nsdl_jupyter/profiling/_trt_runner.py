@@ -38,7 +38,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -70,6 +69,7 @@ class TypedRunnerError(RunnerError):  # type: ignore[valid-type,misc]
         super().__init__(message)
         self.kind = kind
         self.fields = fields
+        self.exit_code = 3 if kind == "Cancelled" else 2
 
 
 # ---- the version gate (pure: the kernel uses it too) --------------------------------------
@@ -955,31 +955,7 @@ HANDLERS = {"trt_probe": probe, "trt_build": build, "trt_capability": capability
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        sys.stderr.write("usage: _trt_runner.py REQUEST.json\n")
-        return 2
-    try:
-        with open(argv[1], encoding="utf-8") as f:
-            request = json.load(f)
-        handler = HANDLERS.get(request.get("kind", ""))
-        if handler is None:
-            raise RunnerError(
-                f"unknown request kind {request.get('kind')!r}; use {sorted(HANDLERS)}"
-            )
-        if int(request.get("protocol", PROTOCOL_VERSION)) != PROTOCOL_VERSION:
-            raise RunnerError(f"protocol {request.get('protocol')} != runner's {PROTOCOL_VERSION}")
-        emit("result", **handler(request))
-    except TypedRunnerError as exc:
-        emit("error", type=exc.kind, message=str(exc), **exc.fields)
-        return 3 if exc.kind == "Cancelled" else 2
-    except RunnerError as exc:
-        emit("error", type="RunnerError", message=str(exc))
-        return 2
-    except Exception as exc:
-        traceback.print_exc()
-        emit("error", type=type(exc).__name__, message=str(exc))
-        return 2
-    return 0
+    return int(_common.main(argv, HANDLERS))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from nsdl_jupyter.profiling._errors import TrtSettingsError
+from nsdl_jupyter.profiling._settings import replace_known
 
 Backend = Literal["auto", "tensorrt", "tensorrt_rtx", "trtexec"]
 Typing = Literal["default", "strong", "obey", "prefer"]
@@ -178,11 +179,7 @@ class TrtSettings:
     @classmethod
     def from_kwargs(cls, base: TrtSettings | None = None, **kwargs: Any) -> TrtSettings:
         """Settings from keyword arguments; unknown names raise TypeError naming valid ones."""
-        valid = cls.field_names()
-        unknown = sorted(set(kwargs) - set(valid))
-        if unknown:
-            raise TypeError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
-        return dataclasses.replace(base or cls(), **kwargs)
+        return replace_known(base or cls(), kwargs)
 
     def validate(self) -> None:
         """Field checks that hold for every TensorRT (the version gate is `check`)."""
