@@ -205,6 +205,9 @@ def test_capability_check_uses_document_names(tmp_path: Path) -> None:
     assert names[0] == "foo_bad"
     assert names[1]  # the generated name of the unnamed Bar node
     assert names[1] in {node.name for node in doc.model.graph}
+    view = nj.GraphView(doc)
+    view.set_marks(report.marks())
+    assert view._marks == {"foo_bad": "error", names[1]: "error"}
 
 
 def test_refused_setting_comes_from_the_installed_version(tmp_path: Path) -> None:

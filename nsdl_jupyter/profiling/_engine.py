@@ -83,8 +83,12 @@ class TrtCapability:
         return not self.rejected
 
     def messages(self) -> dict[str, str]:
-        """Node name -> the parser's message: the marks a graph view shows."""
+        """Node name -> the parser's message."""
         return {node.name: node.message for node in self.rejected}
+
+    def marks(self) -> dict[str, str]:
+        """`{node name: "error"}` for `GraphView.set_marks`: the rejected nodes on the graph."""
+        return {node.name: "error" for node in self.rejected if node.name}
 
 
 def _node_names(source: ModelSource | None, errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
