@@ -457,8 +457,9 @@ def _parse(trt: Any, network: Any, logger: Any, model: str, settings: dict[str, 
     errors = [
         {
             "node": int(e.node()),
-            "name": str(e.node_name()),
-            "operator": str(e.node_operator()),
+            # node_name / node_operator came with TensorRT 10; before, the index says which
+            "name": str(getattr(e, "node_name", str)()),
+            "operator": str(getattr(e, "node_operator", str)()),
             "message": str(e.desc()),
             "code": str(e.code()).rsplit(".", 1)[-1],
         }
