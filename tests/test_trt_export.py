@@ -149,10 +149,12 @@ def test_small_transformer_dynamic_batch_uses_profiles(tmp_path: Path) -> None:
     }
     ranged = {"min": [1, 16], "opt": [4, 16], "max": [8, 16]}
     profile = {"input_ids": ranged, "attention_mask": ranged, "token_type_ids": ranged}
+    large = {name: {"min": [16, 16], "opt": [32, 16], "max": [64, 16]} for name in profile}
     explicit = nj.export_engine(
-        model, tmp_path / "b8.engine", RTX, optimization_profiles=(profile,)
+        model, tmp_path / "b8.engine", RTX, optimization_profiles=(profile, large)
     )
-    assert explicit.answer["optimization_profiles"] == [profile]
+    assert explicit.answer["optimization_profiles"] == [profile, large]
+    assert explicit.applied["optimization_profiles"] == 2
     assert explicit.engine.stat().st_size == explicit.engine_bytes
 
 

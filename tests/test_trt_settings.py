@@ -62,8 +62,10 @@ EVERY_SETTING = TrtSettings(
     refit="stripped",
     engine_metadata="none",
     optimization_profiles=(
-        {"x": {"min": [1, 3], "opt": [4, 3], "max": [8, 3]}},
-        {"x": {"min": [16, 3], "opt": [16, 3], "max": [32, 3]}},
+        {
+            "x": {"min": [1, 3], "opt": [4, 3], "max": [8, 3]},
+            "y": {"min": [2], "opt": [2], "max": [2]},
+        },
     ),
     layer_precisions={"/conv1/Conv": "fp32"},
     timing_cache=False,
@@ -216,13 +218,9 @@ def test_trtexec_argv_from_settings_tensorrt_10() -> None:
         "--profilingVerbosity=none",
         "--dynamicPlugins=libplug.so",
         "--device=1",
-        "--minShapes=x:1x3",
-        "--optShapes=x:4x3",
-        "--maxShapes=x:8x3",
-        "--profile=1",
-        "--minShapes=x:16x3",
-        "--optShapes=x:16x3",
-        "--maxShapes=x:32x3",
+        "--minShapes=x:1x3,y:2",
+        "--optShapes=x:4x3,y:2",
+        "--maxShapes=x:8x3,y:2",
         "--timingCacheFile=t.cache",
     ]
 
@@ -244,6 +242,14 @@ def test_trtexec_argv_tensorrt_11_is_strongly_typed_and_gated() -> None:
     assert not any("fp16" in a or "tacticSources" in a for a in argv)
     with pytest.raises(TrtSettingsError, match="convert_to_fp16"):
         TrtSettings(backend="trtexec", fp16=True).trtexec_argv("m.onnx", "e", version="11.4.0")
+
+
+def test_trtexec_builds_one_optimization_profile() -> None:
+    one = {"x": {"min": [1, 3], "opt": [4, 3], "max": [8, 3]}}
+    two = dataclasses.replace(EVERY_SETTING, optimization_profiles=(one, one))
+    with pytest.raises(TrtSettingsError, match="trtexec builds one profile"):
+        two.trtexec_argv("m.onnx", "m.engine", version="10.13.0")
+    two.check("tensorrt", "10.13.0")  # the Python API takes several
 
 
 def test_trtexec_version_banner() -> None:

@@ -108,11 +108,17 @@ _TACTICS_REFUSED = "leave cudnn_tactics and cublas_tactics off"
 def refusals(settings: dict[str, Any], backend: str, version: str) -> list[str]:
     """Why `settings` cannot build with `backend` `version`, one sentence (with the fix) each."""
     fam = family(backend, version)
+    found = []
+    if backend == "trtexec" and len(settings.get("optimization_profiles") or []) > 1:
+        found.append(
+            "optimization_profiles: trtexec builds one profile (--minShapes/--optShapes/"
+            "--maxShapes); give one, or build with backend='tensorrt' for several"
+        )
     if fam == "trt10":
-        return []
+        return found
     name = f"TensorRT-RTX {version}" if fam == "rtx" else f"TensorRT {version}".replace(" ?", "")
     why = f"{name} builds strongly typed networks only (no precision flags)"
-    found = [
+    found += [
         f"{key}: {why}; {fix}"
         for key, fix in _STRONG_ONLY.items()
         if settings.get(key) and settings.get(key) not in ({}, [])
@@ -196,10 +202,7 @@ def trtexec_argv(
     argv.append(f"--profilingVerbosity={settings.get('engine_metadata', 'detailed')}")
     argv += [f"--dynamicPlugins={p}" for p in settings.get("plugins") or ()]
     argv.append(f"--device={int(settings.get('device_index', 0))}")
-    profiles = settings.get("optimization_profiles") or []
-    for index, profile in enumerate(profiles):
-        if index:
-            argv.append("--profile=" + str(index))  # trtexec: shapes after --profile go to it
+    for profile in (settings.get("optimization_profiles") or [])[:1]:  # refusals: one at most
         for key, flag in (("min", "--minShapes"), ("opt", "--optShapes"), ("max", "--maxShapes")):
             spec = ",".join(f"{name}:{_shape(dims[key])}" for name, dims in profile.items())
             argv.append(f"{flag}={spec}")
