@@ -257,3 +257,10 @@ def test_probe_lists_backends() -> None:
     found = nj.profiling.trt_backends()
     assert found["tensorrt_rtx"]["version"].startswith("1.")
     assert "error" in found["trtexec"] or "version" in found["trtexec"]
+
+
+def test_a_plugin_library_that_does_not_load_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "libmissing_plugin.so"
+    with pytest.raises(EngineBuildError, match="could not load the plugin library") as caught:
+        nj.export_engine(small_cnn(), tmp_path / "p.engine", RTX, plugins=(str(missing),))
+    assert str(missing) in str(caught.value)
