@@ -351,3 +351,24 @@ def test_trtexec_backend_refuses_by_its_version(tmp_path: Path) -> None:
     settings = TrtSettings(backend="trtexec", trtexec_path=str(trtexec), int8=True)
     with pytest.raises(TrtSettingsError, match=r"TensorRT 11\.4\.0 builds strongly typed"):
         nj.export_engine(_relu_model(), tmp_path / "m.engine", settings)
+
+
+def test_timing_cache_lives_in_the_cache_folder_and_is_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Default folder from NSDL_CACHE_DIR; one file per backend and version, passed again on
+    the next build (trtexec reads and updates it; argv only, through the stand-in)."""
+    monkeypatch.setenv("NSDL_CACHE_DIR", str(tmp_path / "nsdl-cache"))
+    settings = TrtSettings(backend="trtexec", trtexec_path=str(_stand_in(tmp_path)))
+    caches = []
+    for name in ("a", "b"):
+        built = nj.export_engine(_relu_model(), tmp_path / f"{name}.engine", settings)
+        caches += [a for a in built.answer["argv"] if a.startswith("--timingCacheFile=")]
+    assert len(caches) == 2
+    assert caches[0] == caches[1]
+    path = Path(caches[0].removeprefix("--timingCacheFile="))
+    assert path.parent == tmp_path / "nsdl-cache" / "tensorrt"
+    assert path.name.startswith("timing-trtexec-10.13.0-")
+    no_cache = dataclasses.replace(settings, timing_cache=False)
+    built = nj.export_engine(_relu_model(), tmp_path / "c.engine", no_cache)
+    assert not any(a.startswith("--timingCacheFile=") for a in built.answer["argv"])
