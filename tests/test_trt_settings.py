@@ -336,6 +336,7 @@ def test_trtexec_backend_maps_parser_errors_from_its_log(
     log = tmp_path / "parser.log"
     log.write_text(PARSER_LOG)
     monkeypatch.setenv("FAIL_WITH", str(log))
+    monkeypatch.setenv("NSDL_CACHE_DIR", str(tmp_path / "cache"))  # not the user's ~/.cache
     settings = TrtSettings(backend="trtexec", trtexec_path=str(_stand_in(tmp_path)))
     with pytest.raises(OnnxParseError) as caught:
         nj.export_engine(_relu_model(), tmp_path / "m.engine", settings)
