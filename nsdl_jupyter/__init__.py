@@ -14,7 +14,15 @@ from nsdl_jupyter._version import __version__
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.nbconvert import export_notebook_html
-    from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
+    from nsdl_jupyter.profiling import (
+        ProfileReport,
+        TrtSettings,
+        check_trt_capability,
+        export_engine,
+        load_ort_profile,
+        load_trtexec,
+        profile_ort,
+    )
     from nsdl_jupyter.transforms import (
         ToolStore,
         UserTool,
@@ -51,6 +59,9 @@ _LAZY: dict[str, str] = {
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
+    "TrtSettings": "nsdl_jupyter.profiling",
+    "export_engine": "nsdl_jupyter.profiling",
+    "check_trt_capability": "nsdl_jupyter.profiling",
     "convert_to_fp16": "nsdl_jupyter.transforms",
     "convert_opset": "nsdl_jupyter.transforms",
     "sanitize": "nsdl_jupyter.transforms",
@@ -84,6 +95,9 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "profile_ort",
     "load_ort_profile",
     "load_trtexec",
+    "TrtSettings",
+    "export_engine",
+    "check_trt_capability",
     "convert_to_fp16",
     "convert_opset",
     "sanitize",
