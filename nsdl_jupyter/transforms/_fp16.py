@@ -42,6 +42,7 @@ from nsdl_jupyter.transforms._dtypes import (
     tensor_dtype,
 )
 from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.transforms._tensor_dtype import saturate_to_float
 from nsdl_jupyter.transforms._validate import (
     DEFAULT_PROVIDER,
     ValidationResult,
@@ -765,15 +766,12 @@ class _Fp16Converter:
 
 def _clamped_fp16(array: np.ndarray, name: str, status: TransformStatus) -> np.ndarray:
     """`array` as float16, values beyond its range clamped to its largest (never inf)."""
-    finite = np.isfinite(array)
-    over = finite & (np.abs(array) > _FP16_MAX)
+    converted, over = saturate_to_float(array, np.dtype(np.float16))
     if over.any():
         status.warn(
             f"{name}: {int(over.sum())} value(s) beyond float16's range were clamped to "
             f"+-{_FP16_MAX:g}"
         )
-        array = np.where(over, np.sign(array) * _FP16_MAX, array)
-    converted = array.astype(np.float16)
     vanished = int(np.count_nonzero((converted == 0) & (array != 0)))
     if vanished:
         status.count("values_underflowed", vanished)

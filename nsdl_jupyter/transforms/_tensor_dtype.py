@@ -198,21 +198,29 @@ def _to_integers(
     return np.clip(wide, info.min, info.max).astype(target), warnings
 
 
+def saturate_to_float(array: np.ndarray, target: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """`array` cast to the float type `target` with finite values beyond its range clamped
+    to its largest (never inf), and the mask of the clamped ones."""
+    finite_max = float(np.finfo(target).max)
+    over = np.isfinite(array) & (np.abs(array) > finite_max)
+    if over.any():
+        array = np.where(over, np.sign(array) * finite_max, array)
+    return array.astype(target), over
+
+
 def _to_floats(
     array: np.ndarray, wide: np.ndarray, target: np.dtype, to: ir.DataType
 ) -> tuple[np.ndarray, list[str]]:
     warnings: list[str] = []
-    finite_max = float(np.finfo(target).max)
     as_float = wide.astype(np.float64)
     finite = np.isfinite(as_float)
-    over = finite & (np.abs(as_float) > finite_max)
+    converted, over = saturate_to_float(as_float, target)
     if over.any():
         warnings.append(
             f"{int(over.sum())} value(s) beyond {to.name.lower()}'s range are clamped to "
-            f"+-{finite_max:g}"
+            f"+-{float(np.finfo(target).max):g}"
         )
-        as_float = np.where(over, np.sign(as_float) * finite_max, as_float)
-    converted = as_float.astype(target)
+        as_float = np.where(over, np.sign(as_float) * float(np.finfo(target).max), as_float)
     back = converted.astype(np.float64)
     lost = finite & ~over & (back != as_float)
     if lost.any():
