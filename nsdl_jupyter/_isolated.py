@@ -17,13 +17,18 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.process
 import signal
+import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 
 DEFAULT_MEMORY_LIMIT = 8 * 2**30
+
+
+_HIDE_LOCK = threading.Lock()
 
 
 class IsolatedRunError(RuntimeError):
@@ -134,7 +139,8 @@ class IsolatedWorker:
         process = context.Process(
             target=_child_main, args=(there, self.memory_limit, self.preload), daemon=True
         )
-        process.start()
+        with _main_script_hidden():
+            process.start()
         there.close()
         self._process, self._connection = process, here
         self.starts += 1
@@ -195,3 +201,30 @@ def _exit_text(code: int | None) -> str:
 
 def _name(function: Callable[..., Any]) -> str:
     return getattr(function, "__qualname__", repr(function))
+
+
+@contextlib.contextmanager
+def _main_script_hidden() -> Iterator[None]:
+    """Start a spawned child without it importing the parent's `__main__` again.
+
+    spawn re-imports the main script in the child (so functions defined there resolve); ours
+    all live in nsdl_jupyter, and a user's script without `if __name__ == "__main__":` would
+    run again in the child (and fail there). Hiding the script's path and spec while the child
+    is prepared skips that; both are restored at once.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {name: getattr(main, name) for name in ("__file__", "__spec__") if hasattr(main, name)}
+    with _HIDE_LOCK:
+        try:
+            if "__file__" in saved:
+                del main.__file__
+            main.__spec__ = None
+            yield
+        finally:
+            for name, value in saved.items():
+                setattr(main, name, value)
+            if "__spec__" not in saved:
+                del main.__spec__

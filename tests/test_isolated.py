@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -95,3 +98,19 @@ def test_worker_close_ends_the_child() -> None:
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_in_the_child(tmp_path: Path) -> None:
+    """spawn would import the parent's script again in the child; ours hides it."""
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import operator\n"
+        "from nsdl_jupyter._isolated import run_isolated\n"
+        "print('script body ran')\n"
+        "print('result', run_isolated(operator.add, 2, 3))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["script body ran", "result 5"]
