@@ -14,7 +14,14 @@ from nsdl_jupyter._version import __version__
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.nbconvert import export_notebook_html
-    from nsdl_jupyter.profiling import ProfileReport, load_ort_profile, load_trtexec, profile_ort
+    from nsdl_jupyter.profiling import (
+        ProfileReport,
+        check_target,
+        load_ort_profile,
+        load_trtexec,
+        profile_ort,
+    )
+    from nsdl_jupyter.targets import LocalTarget, SshTarget, connections
     from nsdl_jupyter.transforms import (
         ToolStore,
         UserTool,
@@ -51,6 +58,10 @@ _LAZY: dict[str, str] = {
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
+    "check_target": "nsdl_jupyter.profiling",
+    "LocalTarget": "nsdl_jupyter.targets",
+    "SshTarget": "nsdl_jupyter.targets",
+    "connections": "nsdl_jupyter.targets",
     "convert_to_fp16": "nsdl_jupyter.transforms",
     "convert_opset": "nsdl_jupyter.transforms",
     "sanitize": "nsdl_jupyter.transforms",
@@ -84,6 +95,10 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "profile_ort",
     "load_ort_profile",
     "load_trtexec",
+    "check_target",
+    "LocalTarget",
+    "SshTarget",
+    "connections",
     "convert_to_fp16",
     "convert_opset",
     "sanitize",

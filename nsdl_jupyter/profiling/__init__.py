@@ -3,6 +3,7 @@
 - `profile_ort(model, ...)` / `start_profile_ort(...)`: the "Profile Model" activity;
 - `load_ort_profile(trace)`: a trace from onnxruntime's own profiler, from any machine;
 - `load_trtexec(profile=..., layer_info=..., times=...)`: trtexec's JSON exports;
+- `check_target(target)`: the dependency table of a target (local or SSH);
 - `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
 """
 
@@ -24,6 +25,7 @@ from nsdl_jupyter.profiling._errors import (
     ProfileSettingsError,
     ReportFormatError,
     RunnerCrashError,
+    TargetLostError,
     TraceFormatError,
     TrtexecFormatError,
 )
@@ -37,10 +39,12 @@ from nsdl_jupyter.profiling._providers import (
 )
 from nsdl_jupyter.profiling._report import ProfileReport
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
+from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
     "NODE_TIME_NOTE",
+    "CheckRow",
     "InputFolderError",
     "OrtProfileSettings",
     "ProfileCancelledError",
@@ -54,9 +58,12 @@ __all__ = [
     "ReportFormatError",
     "RunnerCrashError",
     "RuntimeInfo",
+    "TargetCheck",
+    "TargetLostError",
     "TraceFormatError",
     "TrtexecFormatError",
     "available_providers",
+    "check_target",
     "input_file_name",
     "load_ort_profile",
     "load_trtexec",

@@ -24,6 +24,7 @@ from nsdl_jupyter.profiling._errors import (
     ProfileError,
     ProfileSettingsError,
     RunnerCrashError,
+    TargetLostError,
 )
 from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
@@ -31,10 +32,10 @@ from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, w
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
+from nsdl_jupyter.profiling._runners import start_runner
 from nsdl_jupyter.profiling._settings import OrtProfileSettings
 from nsdl_jupyter.targets import JobResult, LocalTarget, RunnerJob, Target
 
-RUNNER = Path(__file__).with_name("_ort_runner.py")
 _STDERR_IN_MESSAGE = 30  # lines of the runner's stderr quoted in an error message
 
 ProgressListener = Callable[["Progress"], None]
@@ -129,7 +130,7 @@ class ProfileJob:
                 }
             if debug_crash_at is not None:
                 request["debug_crash_at"] = debug_crash_at
-            self._job: RunnerJob = target.start(RUNNER, request, self._workdir, self._on_event)
+            self._job: RunnerJob = start_runner(target, request, self._workdir, self._on_event)
         except BaseException:
             self._cleanup()
             raise
@@ -181,7 +182,7 @@ class ProfileJob:
         them: a second runner resets them, so a crash never leaves a GPU slowed down."""
         request = {"kind": "restore_clocks", "protocol": 1, "device": device}
         with contextlib.suppress(Exception):  # best effort: the run's own error matters more
-            self.target.start(RUNNER, request, self._workdir, None).wait(60)
+            start_runner(self.target, request, self._workdir).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -222,6 +223,9 @@ class ProfileJob:
             raise ProfileCancelledError(
                 "the profile was cancelled; the child process was ended", stderr
             )
+        if result.lost is not None and result.result is None and result.error is None:
+            phase = (result.last_progress or {}).get("phase", "session creation")
+            raise TargetLostError(f"{result.lost} (it was in {phase})", stderr)
         if result.error is not None:
             message = f"{result.error.get('type')}: {result.error.get('message')}"
             if stderr:

@@ -3,7 +3,7 @@
 A runner is one self-contained Python file that reads a JSON request and writes `@@nsdl {json}`
 lines on stdout (progress, then one result or error). A target stages files, starts the runner,
 streams its messages, cancels it and brings result files back. `LocalTarget` does that with a
-child process; an SSH target does the same over a connection, with the same runner file.
+child process; `SshTarget` does the same over an SSH connection, with the same runner files.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -42,6 +42,7 @@ class JobResult:
     stderr: str
     cancelled: bool = False
     last_progress: dict[str, Any] | None = None
+    lost: str | None = None  # a remote target's connection dropped: what happened
 
     @property
     def signal_name(self) -> str | None:
@@ -142,4 +143,9 @@ class Target(Protocol):
         request: Mapping[str, Any],
         workdir: str,
         listener: EventListener | None = None,
-    ) -> RunnerJob: ...
+        *,
+        support_files: Sequence[Path] = (),
+    ) -> RunnerJob:
+        """Run `runner` with `request`; `support_files` are files it loads from its own folder
+        (a remote target deploys them beside it)."""
+        ...

@@ -12,7 +12,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,10 @@ class LocalTarget:
         request: Mapping[str, Any],
         workdir: str,
         listener: EventListener | None = None,
+        *,
+        support_files: Sequence[Path] = (),
     ) -> LocalJob:
+        # `support_files` are already beside the runner on this machine.
         request_path = Path(workdir) / "request.json"
         request_path.write_text(json.dumps(dict(request)), encoding="utf-8")
         argv = [self.python, "-u", str(runner), str(request_path)]
