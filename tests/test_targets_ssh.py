@@ -368,11 +368,32 @@ def test_a_remote_profile_equals_a_local_one_and_a_second_run_uploads_nothing(
     assert jobs == []  # each job's folder is removed
     for report in (remote, again):
         assert list(report.layers.columns) == list(local.layers.columns)
-        assert sorted(report.layers.index) == sorted(local.layers.index)
+        assert list(report.layers["name"]) == list(local.layers["name"]) == ["mm1", "relu", "mm2"]
+        assert list(report.layers["op_type"]) == list(local.layers["op_type"])
+        assert set(report.layers["provider"]) == {"CPUExecutionProvider"}
         assert len(report.latencies_ms) == len(local.latencies_ms) == 5
         assert set(report.metadata) == set(local.metadata)
         assert report.metadata["runtime_version"] == local.metadata["runtime_version"]
     assert (tmp_path / "remote.json").stat().st_size > 0
+
+
+def test_a_model_with_external_data_runs_remotely(lab: Lab, tmp_path: Path) -> None:
+    folder = tmp_path / "external"
+    (folder / "weights").mkdir(parents=True)
+    model = onnx.load(small_model(tmp_path / "plain.onnx"))
+    onnx.save(
+        model,
+        folder / "ext.onnx",
+        save_as_external_data=True,
+        location="weights/ext.bin",
+        size_threshold=0,
+    )
+    assert (folder / "weights" / "ext.bin").stat().st_size > 2 * 64 * 64 * 4 - 1
+    with make_target(lab, tmp_path) as target:
+        report = profile_ort(folder / "ext.onnx", target=target, iterations=2)
+        remote_data = list(Path(target.deploy_root, "files").glob("*/weights/ext.bin"))
+    assert list(report.layers["name"]) == ["mm1", "relu", "mm2"]
+    assert len(remote_data) == 1
 
 
 def test_check_target_lists_what_the_remote_offers(lab: Lab, tmp_path: Path) -> None:

@@ -127,8 +127,12 @@ class Target(Protocol):
         """A fresh, private directory on the target for one job."""
         ...
 
-    def put(self, local_path: Path, workdir: str) -> str:
-        """Make a local file available in `workdir` on the target; returns its target path."""
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        """Make a local file available on the target; returns its target path. `companions`
+        (relative name -> local file) are files it refers to by relative path (a model's
+        external data); they are placed beside it there."""
         ...
 
     def get(self, target_path: str, local_path: Path) -> None:

@@ -117,8 +117,10 @@ class LocalTarget:
     def make_workdir(self) -> str:
         return tempfile.mkdtemp(prefix="nsdl-job-")
 
-    def put(self, local_path: Path, workdir: str) -> str:
-        # Same machine: the runner reads the file where it is.
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        # Same machine: the runner reads the file where it is, its companions beside it.
         return str(Path(local_path).resolve())
 
     def get(self, target_path: str, local_path: Path) -> None:

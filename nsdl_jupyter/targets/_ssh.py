@@ -1,10 +1,10 @@
 """SshTarget: run runner modules on another machine over SSH (paramiko).
 
 One connection per target, opened on first use and kept. Files are deployed into a cache in
-the deployment directory keyed by their sha256 (`files/<sha256>/<name>`), so a second run
-uploads nothing; each job gets `jobs/<random>/`. The runner runs under `/bin/sh` as the leader
-of the process group sshd made for the command: `cancel()` signals that group, and the runner,
-started with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when the connection's stdin closes.
+the deployment directory keyed by sha256 (`files/<hash of a group of files>/<name>`), so a
+second run uploads nothing; each job gets `jobs/<random>/`. The runner runs under `/bin/sh`,
+leader of the process group sshd made for the command: `cancel()` signals that group, and the
+runner, started with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
 Passwords and passphrases live only in this object's memory; nothing writes or shows them.
 """
 
@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nsdl_jupyter.targets._base import EventListener, JobResult, MessageCollector
@@ -326,22 +326,20 @@ class SshTarget:
             except OSError:
                 sftp.stat(folder)  # made meanwhile by another job: fine; else raise
 
-    def cached_path(self, local_path: Path) -> str:
-        """Where the deploy cache keeps `local_path` on the target (by its sha256)."""
-        self.connect()
-        digest = sha256_file(local_path)
-        return posixpath.join(self._deploy_root, "files", digest, Path(local_path).name)
-
-    def deploy_runner(self, files: Sequence[Path]) -> str:
-        """Upload a runner and the files it loads beside it (one folder per combination of
-        contents); returns that folder on the target."""
+    def deploy_files(self, files: Mapping[str, Path], kind: str = "files") -> str:
+        """Upload files that belong together (a runner and what it loads beside it, a model and
+        its external data) into one folder named by the hash of their names and contents, each
+        only when that folder lacks it; returns the folder on the target."""
         self.connect()
         digest = hashlib.sha256()
-        for path in files:
-            digest.update(Path(path).name.encode() + b"\0" + sha256_file(path).encode())
-        folder = posixpath.join(self._deploy_root, "runners", digest.hexdigest()[:32])
-        for path in files:
-            self._ensure_file(Path(path), posixpath.join(folder, Path(path).name))
+        for relative, path in sorted(files.items()):
+            parts = PurePosixPath(relative).parts
+            if not parts or ".." in parts or PurePosixPath(relative).is_absolute():
+                raise TargetSettingsError(f"{relative!r} must be a relative path inside its folder")
+            digest.update(relative.encode() + b"\0" + sha256_file(path).encode() + b"\0")
+        folder = posixpath.join(self._deploy_root, kind, digest.hexdigest()[:32])
+        for relative, path in files.items():
+            self._ensure_file(Path(path), posixpath.join(folder, relative))
         return folder
 
     # ---- Target -----------------------------------------------------------------------------
@@ -355,12 +353,14 @@ class SshTarget:
             sftp.mkdir(workdir, 0o700)
             return workdir
 
-    def put(self, local_path: Path, workdir: str) -> str:
-        """Deploy `local_path` into the hash-keyed cache (uploaded only when its contents are
-        new there); the runner reads it from the cache."""
-        remote = self.cached_path(Path(local_path))
-        self._ensure_file(Path(local_path), remote)
-        return remote
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        """Deploy `local_path` (with `companions`, by their paths relative to it) into the
+        hash-keyed cache, uploading only what is new there; the runner reads it from there."""
+        local_path = Path(local_path)
+        folder = self.deploy_files({local_path.name: local_path, **(companions or {})})
+        return posixpath.join(folder, local_path.name)
 
     def get(self, target_path: str, local_path: Path) -> None:
         local_path = Path(local_path)
@@ -387,7 +387,8 @@ class SshTarget:
         *,
         support_files: Sequence[Path] = (),
     ) -> SshJob:
-        folder = self.deploy_runner([Path(runner), *support_files])
+        files = {Path(p).name: Path(p) for p in [runner, *support_files]}
+        folder = self.deploy_files(files, "runners")
         request_path = posixpath.join(workdir, "request.json")
         data = json.dumps(dict(request)).encode("utf-8")
         with self._sftp_client() as sftp, sftp.open(request_path, "wb") as f:
