@@ -16,6 +16,7 @@ import os
 import posixpath
 import secrets
 import shlex
+import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -372,11 +373,21 @@ class SshTarget:
         os.replace(partial, local_path)
 
     def remove_workdir(self, workdir: str) -> None:
-        """Best effort: with the connection gone, the folder stays (under jobs/)."""
+        """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
+        (a remote command costs sshd about 0.1 s to start); `rm -rf` for nested folders."""
         if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
             return
-        with suppress(TargetError, OSError, EOFError):
-            self.run_command(f"rm -rf -- {shlex.quote(workdir)}")
+        with suppress(TargetError, OSError, EOFError), self._sftp_client() as sftp:
+            nested = False
+            for entry in sftp.listdir_attr(workdir):
+                if stat.S_ISDIR(entry.st_mode or 0):
+                    nested = True
+                else:
+                    sftp.remove(posixpath.join(workdir, entry.filename))
+            if nested:
+                self.run_command(f"rm -rf -- {shlex.quote(workdir)}")
+            else:
+                sftp.rmdir(workdir)
 
     def start(
         self,

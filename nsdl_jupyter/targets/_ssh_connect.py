@@ -278,12 +278,16 @@ def _open_socket(hop: Hop, connection: Connection, index: int, timeout: float) -
         connection.proxy = ProxyProcess(argv)
         return connection.proxy.socket
     try:
-        return socket.create_connection((hop.hostname, hop.port), timeout=timeout)
+        sock = socket.create_connection((hop.hostname, hop.port), timeout=timeout)
     except OSError as exc:
         raise TargetConnectionError(
             f"cannot reach {hop.hostname}:{hop.port} ({exc.strerror or exc}): check the host "
             "name, the port and that sshd runs there"
         ) from None
+    # SSH sends small packets that wait for answers: without this, Nagle's algorithm and
+    # delayed ACKs add tens of milliseconds to every SFTP round trip.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 def _load_key(paramiko: Any, path: str, passphrase: str | None) -> Any:
