@@ -25,6 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from nsdl_jupyter._process import group_alive
 from nsdl_jupyter.profiling import (
     ProfileCancelledError,
+    ProfileError,
     TargetLostError,
     check_target,
     profile_ort,
@@ -409,6 +410,14 @@ def test_check_target_lists_what_the_remote_offers(lab: Lab, tmp_path: Path) -> 
     assert rows["Python"].detail.startswith(sys.version.split()[0])
     assert set(check.to_frame().columns) == {"item", "status", "detail", "required"}
     assert check.target == target.name
+
+
+def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> None:
+    with make_target(lab, tmp_path, python="/no/such/python3") as target:
+        with pytest.raises(ProfileError, match="/no/such/python3 is not found on root@"):
+            check_target(target)
+        with pytest.raises(ProfileError, match="give SshTarget\\(python=\\)"):
+            profile_ort(small_model(tmp_path / "m.onnx"), target=target, iterations=1)
 
 
 def _long_profile(target: SshTarget, tmp_path: Path) -> tuple[object, int]:

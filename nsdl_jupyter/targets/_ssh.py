@@ -24,7 +24,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nsdl_jupyter.targets._base import EventListener, JobResult, MessageCollector
+from nsdl_jupyter.targets._base import (
+    RUNNER_PREFIX,
+    EventListener,
+    JobResult,
+    MessageCollector,
+)
 from nsdl_jupyter.targets._errors import (
     DeployDirError,
     TargetConnectionError,
@@ -405,14 +410,26 @@ class SshTarget:
         with self._sftp_client() as sftp, sftp.open(request_path, "wb") as f:
             f.write(data)
         self.bytes_uploaded += len(data)
+        python = shlex.quote(self.python)
+        missing = {
+            "event": "error",
+            "type": "TargetError",
+            "message": f"{self.python} is not found on {self.name}: install Python 3.8+ with "
+            "onnxruntime and numpy there, or give SshTarget(python=) the interpreter's path",
+        }
         script = "\n".join(
             [
                 f"cd -- {shlex.quote(workdir)} || exit 125",
                 f"printf '{_PID_LINE}%s\\n' \"$$\" >&2",
-                f"NSDL_STDIN_WATCHDOG=1 {shlex.quote(self.python)} -u "
+                f"if ! command -v {python} >/dev/null 2>&1; then",
+                f"  printf '%s\\n' {shlex.quote(RUNNER_PREFIX + json.dumps(missing))}",
+                "  s=127",
+                "else",
+                f"  NSDL_STDIN_WATCHDOG=1 {python} -u "
                 f"{shlex.quote(posixpath.join(folder, Path(runner).name))} "
                 f"{shlex.quote(request_path)}",
-                "s=$?",
+                "  s=$?",
+                "fi",
                 f"printf '{_EXIT_LINE}%s\\n' \"$s\" >&2",
                 'exit "$s"',
             ]
@@ -516,7 +533,7 @@ class SshJob:
         code = self._exit_code
         returncode = -(code - 128) if code is not None and code > 128 else code
         lost = None
-        if code is None and not self._cancelled:
+        if code is None and not self._cancelled and not self._target.connected:
             lost = (
                 f"the connection to {self._target.name} dropped while the runner ran; the "
                 "runner ends itself when its connection closes. Check the host, then run again"
