@@ -476,16 +476,22 @@ def test_a_killed_sshd_is_a_clear_error_and_leaves_nothing_running(
 # ---- saved connections, secrets ------------------------------------------------------------
 
 
-def test_saved_connections_keep_no_secrets(lab: Lab, tmp_path: Path, config_dir: Path) -> None:
-    saved = connections()
-    target = make_target(
+def secret_target(lab: Lab, tmp_path: Path, name: str, **kwargs: object) -> SshTarget:
+    """A target that holds both canary secrets: the key's passphrase and a password."""
+    return make_target(
         lab,
         tmp_path,
         key_file=lab.encrypted_key,
         passphrase=PASSPHRASE,
         password=PASSWORD,
-        name="gpu",
+        name=name,
+        **kwargs,
     )
+
+
+def test_saved_connections_keep_no_secrets(lab: Lab, tmp_path: Path, config_dir: Path) -> None:
+    saved = connections()
+    target = secret_target(lab, tmp_path, "gpu")
     saved.add(target)
     with pytest.raises(ValueError, match="replace=True"):
         saved.add(target)
@@ -507,15 +513,7 @@ def test_no_written_file_holds_a_secret(
     caplog.set_level("DEBUG")
     started = time.time()
     model = small_model(tmp_path / "canary.onnx")
-    target = make_target(
-        lab,
-        tmp_path,
-        key_file=lab.encrypted_key,
-        passphrase=PASSPHRASE,
-        password=PASSWORD,
-        known_hosts=None,
-        name="canary",
-    )
+    target = secret_target(lab, tmp_path, "canary", known_hosts=None)
     with pytest.raises(UnknownHostKeyError) as refused:
         target.connect()
     target.trust_host_key(refused.value.fingerprint)

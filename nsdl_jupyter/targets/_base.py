@@ -104,6 +104,20 @@ class MessageCollector:
         with self._lock:
             return "\n".join(self._stderr)
 
+    def job_result(
+        self, returncode: int | None, *, cancelled: bool, lost: str | None = None
+    ) -> JobResult:
+        """The JobResult of a runner that ended with `returncode`, from what it said."""
+        return JobResult(
+            returncode=returncode,
+            result=self.result,
+            error=self.error,
+            stderr=self.stderr,
+            cancelled=cancelled,
+            last_progress=self.last_progress,
+            lost=lost,
+        )
+
 
 class RunnerJob(Protocol):
     """A started runner: progress events arrive through listeners until it ends."""

@@ -529,7 +529,6 @@ class SshJob:
         """Wait for the end; raises TimeoutError when `timeout` passes first."""
         if not self._finished.wait(timeout):
             raise TimeoutError(f"runner still running after {timeout} s")
-        c = self._collector
         code = self._exit_code
         returncode = -(code - 128) if code is not None and code > 128 else code
         lost = None
@@ -538,12 +537,4 @@ class SshJob:
                 f"the connection to {self._target.name} dropped while the runner ran; the "
                 "runner ends itself when its connection closes. Check the host, then run again"
             )
-        return JobResult(
-            returncode=returncode,
-            result=c.result,
-            error=c.error,
-            stderr=c.stderr,
-            cancelled=self._cancelled,
-            last_progress=c.last_progress,
-            lost=lost,
-        )
+        return self._collector.job_result(returncode, cancelled=self._cancelled, lost=lost)
