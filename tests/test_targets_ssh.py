@@ -120,7 +120,11 @@ def _make_password_user(folder: Path) -> Path | None:
     # not under pytest's folders: those are private to root, and sshd runs the login as the user
     home = Path(tempfile.mkdtemp(prefix="nsdl-sshtest-home-"))
     home.chmod(0o755)
-    subprocess.run(["useradd", "-M", "-d", str(home), "-s", "/bin/sh", TEST_USER], check=True)
+    made = subprocess.run(
+        ["useradd", "-M", "-d", str(home), "-s", "/bin/sh", TEST_USER], check=False
+    )
+    if made.returncode != 0:  # left by a run that was killed mid-way: take it over
+        subprocess.run(["usermod", "-d", str(home), "-s", "/bin/sh", TEST_USER], check=True)
     shutil.chown(home, TEST_USER)
     subprocess.run(["chpasswd"], input=f"{TEST_USER}:{PASSWORD}\n", text=True, check=True)
     return home
