@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,14 @@ def test_password_login_and_a_deploy_dir_under_the_home(lab: Lab, tmp_path: Path
     with pytest.raises(TargetAuthError, match="offered: password") as refused:
         make_target(lab, tmp_path, user=TEST_USER, key_file=None, password="wrong-1").connect()
     assert "wrong-1" not in str(refused.value)
+
+
+def test_no_sshd_on_the_port_is_a_clear_error(lab: Lab, tmp_path: Path) -> None:
+    with socket.socket() as unused:  # bound, never listening: connections are refused
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+        with pytest.raises(TargetConnectionError, match=f"cannot reach 127.0.0.1:{port}"):
+            make_target(lab, tmp_path, port=port).connect()
 
 
 def test_an_unwritable_deploy_dir_is_a_clear_error(lab: Lab, tmp_path: Path) -> None:

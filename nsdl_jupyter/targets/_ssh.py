@@ -10,6 +10,7 @@ Passwords and passphrases live only in this object's memory; nothing writes or s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -116,22 +117,9 @@ class SshTarget:
                     resolve_hop(hop_host, user=hop_user, port=hop_port, config=config)
                 )
         if self._jumps:  # the first hop takes the ProxyCommand, as OpenSSH does
-            first = self._jumps[0]
-            self._jumps[0] = Hop(
-                first.alias,
-                first.hostname,
-                first.port,
-                first.user,
-                first.key_files,
-                first.proxy_command or self._hop.proxy_command,
-            )
-            self._hop = Hop(
-                self._hop.alias,
-                self._hop.hostname,
-                self._hop.port,
-                self._hop.user,
-                self._hop.key_files,
-            )
+            command = self._jumps[0].proxy_command or self._hop.proxy_command
+            self._jumps[0] = dataclasses.replace(self._jumps[0], proxy_command=command)
+            self._hop = dataclasses.replace(self._hop, proxy_command=())
         self.user = self._hop.user
         self.port = self._hop.port
         self.name = name or f"{self.user}@{host}:{self.port}"

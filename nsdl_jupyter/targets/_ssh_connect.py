@@ -240,7 +240,7 @@ def connect(
             except HostKeyError:
                 refused[fingerprint(key)] = (hop.key_name, key)
                 raise
-            _authenticate(paramiko, transport, hop, credentials, timeout)
+            _authenticate(paramiko, transport, hop, credentials)
         connection.transport.set_keepalive(KEEPALIVE_S)
     except BaseException:
         connection.close()
@@ -311,9 +311,7 @@ def _load_key(paramiko: Any, path: str, passphrase: str | None) -> Any:
         raise TargetAuthError(f"cannot read the key file {path}: {exc.strerror}") from None
 
 
-def _authenticate(
-    paramiko: Any, transport: Any, hop: Hop, credentials: Credentials, timeout: float
-) -> None:
+def _authenticate(paramiko: Any, transport: Any, hop: Hop, credentials: Credentials) -> None:
     tried: list[str] = []
 
     def offer(what: str, attempt: Any) -> bool:
