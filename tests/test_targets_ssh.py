@@ -36,6 +36,7 @@ from nsdl_jupyter.profiling._runners import RUNNER_FILES
 from nsdl_jupyter.targets import (
     DeployDirError,
     HostKeyChangedError,
+    LocalTarget,
     SshTarget,
     TargetAuthError,
     TargetConnectionError,
@@ -431,6 +432,40 @@ def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> No
             check_target(target)
         with pytest.raises(ProfileError, match="give SshTarget\\(python=\\)"):
             profile_ort(small_model(tmp_path / "m.onnx"), target=target, iterations=1)
+
+
+LOG_RUNNER = """
+import json, os, sys, time
+request = json.load(open(sys.argv[1]))
+for i in range(3):
+    print("line", i, file=sys.stderr, flush=True)
+while not os.path.exists(request["go"]):  # the test says go once it has seen the lines
+    time.sleep(0.02)
+print("@@nsdl " + json.dumps({"event": "result", "lines": 3}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+def test_log_lines_stream_while_the_runner_runs(lab: Lab, tmp_path: Path, kind: str) -> None:
+    runner = tmp_path / "log_runner.py"
+    runner.write_text(LOG_RUNNER)
+    target = LocalTarget() if kind == "local" else make_target(lab, tmp_path)
+    workdir = target.make_workdir()
+    go = Path(workdir, "go")
+    lines: list[str] = []
+    job = target.start(runner, {"go": str(go)}, workdir)
+    try:
+        job.add_log_listener(lines.append)
+        deadline = time.monotonic() + 15
+        while len(lines) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lines == ["line 0", "line 1", "line 2"]
+        assert not job.done  # streamed during the run, not collected at its end
+        go.touch()
+        assert job.wait(15).result == {"event": "result", "lines": 3}
+    finally:
+        job.cancel()
+        target.remove_workdir(workdir)
 
 
 def _long_profile(target: SshTarget, tmp_path: Path) -> tuple[object, int]:

@@ -149,6 +149,11 @@ class ProfileJob:
         """Call `listener(Progress)` on every progress step (from a reader thread)."""
         self._listeners.append(listener)
 
+    def add_log_listener(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(line)` for each line of the runner's log (stderr), on this machine
+        or streamed from a remote target: the lines so far first, then each as it comes."""
+        self._job.add_log_listener(listener)
+
     def _set_progress(self, progress: Progress) -> None:
         self.progress = progress
         for listener in list(self._listeners):

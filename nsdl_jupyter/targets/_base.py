@@ -8,6 +8,7 @@ child process; `SshTarget` does the same over an SSH connection, with the same r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
@@ -21,6 +22,7 @@ RUNNER_PREFIX = "@@nsdl "
 _STDERR_TAIL_LINES = 200
 
 EventListener = Callable[[dict[str, Any]], None]
+LogListener = Callable[[str], None]  # one line of the runner's log (stderr, stray stdout)
 
 _SIGNAL_MEANING = {
     "SIGSEGV": "segmentation fault",
@@ -66,9 +68,11 @@ class JobResult:
 
 @dataclass
 class MessageCollector:
-    """Parses runner stdout lines into events; keeps the stderr tail. Shared by all targets."""
+    """Parses runner stdout lines into events; keeps the stderr tail and streams its lines to
+    log listeners. Shared by all targets."""
 
     listeners: list[EventListener] = field(default_factory=list)
+    log_listeners: list[LogListener] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     last_progress: dict[str, Any] | None = None
@@ -96,8 +100,22 @@ class MessageCollector:
             listener(message)
 
     def stderr_line(self, line: str) -> None:
+        line = line.rstrip("\n")
         with self._lock:
-            self._stderr.append(line.rstrip("\n"))
+            self._stderr.append(line)
+            listeners = list(self.log_listeners)
+        for listener in listeners:
+            with contextlib.suppress(Exception):  # a broken log view must not stop the reader
+                listener(line)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        """Stream log lines to `listener`: first the lines kept so far, then each new one."""
+        with self._lock:
+            kept = list(self._stderr)
+            self.log_listeners.append(listener)
+        for line in kept:
+            with contextlib.suppress(Exception):
+                listener(line)
 
     @property
     def stderr(self) -> str:
@@ -123,6 +141,10 @@ class RunnerJob(Protocol):
     """A started runner: progress events arrive through listeners until it ends."""
 
     def add_listener(self, listener: EventListener) -> None: ...
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        """Stream the runner's log lines (those kept so far first)."""
+        ...
 
     @property
     def done(self) -> bool: ...

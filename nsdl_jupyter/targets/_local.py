@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
-from nsdl_jupyter.targets._base import EventListener, JobResult, MessageCollector
+from nsdl_jupyter.targets._base import EventListener, JobResult, LogListener, MessageCollector
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the runner's session, SIGKILL after this
 PIPE_GRACE_S = 0.5  # after the runner exits, how long pipes a background child holds are read
@@ -73,6 +73,9 @@ class LocalJob:
 
     def add_listener(self, listener: EventListener) -> None:
         self._collector.listeners.append(listener)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        self._collector.add_log_listener(listener)
 
     @property
     def done(self) -> bool:

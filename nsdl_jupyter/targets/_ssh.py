@@ -29,6 +29,7 @@ from nsdl_jupyter.targets._base import (
     RUNNER_PREFIX,
     EventListener,
     JobResult,
+    LogListener,
     MessageCollector,
 )
 from nsdl_jupyter.targets._errors import (
@@ -487,6 +488,9 @@ class SshJob:
 
     def add_listener(self, listener: EventListener) -> None:
         self._collector.listeners.append(listener)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        self._collector.add_log_listener(listener)
 
     @property
     def done(self) -> bool:
