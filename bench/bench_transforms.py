@@ -1,8 +1,8 @@
 """Global modifications against their peers, on real architectures and the ONNX backend
 node tests (models built in code, random weights).
 
-- sanitize vs onnxsim and `polygraphy surgeon sanitize --fold-constants`: nodes left,
-  seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
+- sanitize vs onnxsim, onnxslim and `polygraphy surgeon sanitize --fold-constants`: nodes
+  left, seconds, and whether outputs stay identical (onnxruntime, graph optimizations off);
 - FP16 vs onnxconverter-common's `convert_float_to_float16`: does onnxruntime load and run
   the result, and the max relative error against float32 (max |a-b| / max |a|);
 - the same on every ONNX backend node case (totals; cases where a peer removes more nodes);
@@ -13,7 +13,11 @@ node tests (models built in code, random weights).
 
 A peer that is not installed is reported as such. Prints tables, then one JSON line.
 
-    python bench/bench_transforms.py [--no-corpus] [--no-dag] [--exports]
+Sanitize on the real torch exports (tests/fixtures/exports, weights refilled by
+tests/real_exports.py) gets one summary table: nodes and seconds of each tool per model
+(alone, in a few minutes, with --only-exports).
+
+    python bench/bench_transforms.py [--no-corpus] [--no-dag] [--exports] [--only-exports]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 import contextlib
 import io
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -160,6 +165,13 @@ def _sanitize_peers(source: Path, folder: Path) -> list[dict[str, Any]]:
             onnx.save(model, str(out))
 
         record("onnxsim", simplify)
+    if _peer("onnxslim"):
+        import onnxslim
+
+        def slim(out: Path) -> None:
+            onnx.save(_quiet(lambda: onnxslim.slim(str(source))), str(out))
+
+        record("onnxslim", slim)
     if _peer("onnx_graphsurgeon"):
 
         def polygraphy(out: Path) -> None:
@@ -451,6 +463,41 @@ def _fp16_case(
     return True, worst
 
 
+# ---------------------------------------------------------- real exports
+def _sanitize_exports(folder: Path) -> dict[str, Any]:
+    """sanitize and its peers on every real torch export: one row per model."""
+    table, results = [], {}
+    for name, path in _real_exports(folder).items():
+        results_folder = Path(tempfile.mkdtemp(dir=folder))
+        rows = {r["tool"]: r for r in _sanitize_peers(path, results_folder)}
+        shutil.rmtree(results_folder)  # five copies of GPT-2's weights per model add up
+        row: dict[str, Any] = {"model": name, "original": rows["original"]["nodes"]}
+        for tool, label in _TOOLS.items():
+            found = rows.get(tool)
+            row[label] = found["nodes"] if found else "-"
+            row[f"{label} s"] = found["seconds"] if found else "-"
+        ours = rows["nsdl_jupyter"]
+        peers = [rows[t]["nodes"] for t in _TOOLS if t in rows and t != "nsdl_jupyter"]
+        peers = [n for n in peers if isinstance(n, int)]
+        row["ours <= min peer"] = "yes" if peers and ours["nodes"] <= min(peers) else "NO"
+        row["identical"] = ours["identical"]
+        table.append(row)
+        results[name] = {
+            r["tool"]: {"nodes": r["nodes"], "seconds": r.get("_s"), "identical": r["identical"]}
+            for r in rows.values()
+        }
+    print_table("sanitize on real torch exports (nodes, seconds)", table)
+    return results
+
+
+_TOOLS = {
+    "nsdl_jupyter": "ours",
+    "onnxsim": "onnxsim",
+    "onnxslim": "onnxslim",
+    "polygraphy (CLI)": "polygraphy",
+}
+
+
 # ------------------------------------------------------------------- main
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -461,9 +508,16 @@ def main() -> None:
         action="store_true",
         help="FP16 validation cost on the real torch exports too (minutes)",
     )
+    parser.add_argument(
+        "--only-exports", action="store_true", help="only sanitize on the real torch exports"
+    )
     args = parser.parse_args()
     ort.set_default_logger_severity(3)  # peers' own sessions warn about every shape merge
     folder = Path(tempfile.mkdtemp(prefix="bench-transforms-"))
+    if args.only_exports:
+        emit_json("transforms_exports", {"exports": _sanitize_exports(folder)})
+        shutil.rmtree(folder)
+        return
     models = {
         "resnet50": resnet50(),
         "resnet50_unfolded_bn": resnet50(fold_batchnorm=False),
@@ -566,7 +620,9 @@ def main() -> None:
             "fewer_than_onnxsim": len(corpus["fewer"]["onnxsim"]),
             "fewer_than_polygraphy": len(corpus["fewer"]["polygraphy"]),
         }
+    results["exports"] = _sanitize_exports(folder)
     emit_json("transforms", results)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

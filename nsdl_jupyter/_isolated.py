@@ -12,8 +12,10 @@ allows, and the result or the exception comes back through a pipe.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.process
 import signal
 import traceback
 from collections.abc import Callable
@@ -55,56 +57,117 @@ def run_isolated(
     ran longer than `timeout` seconds (it is then killed). `memory_limit` caps the child's
     address space in bytes (None: no cap); an allocation past it fails in the child.
     """
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(
-        target=_child_main, args=(sender, function, args, memory_limit), daemon=True
-    )
-    process.start()
-    sender.close()
-    try:
-        if not receiver.poll(timeout):
-            raise IsolatedRunError(
-                f"{_name(function)} ran past its {timeout:g} s limit and was stopped",
-                timed_out=True,
-            )
+    with IsolatedWorker(memory_limit=memory_limit) as worker:
+        return worker.call(function, *args, timeout=timeout)
+
+
+class IsolatedWorker:
+    """One spawned child that runs calls one after another, so a job of many small calls
+    pays for the spawn and the imports once. The child starts on the first call; a crash,
+    an out-of-memory death or a timeout ends it and the next call starts a fresh one.
+
+        with IsolatedWorker(memory_limit=2**31) as worker:
+            a = worker.call(evaluate, batch_a)
+            b = worker.call(evaluate, batch_b)
+    """
+
+    def __init__(
+        self, *, memory_limit: int | None = DEFAULT_MEMORY_LIMIT, preload: tuple[str, ...] = ()
+    ) -> None:
+        """`preload`: modules the child imports as soon as it starts (while the parent works
+        on, before the first call needs them)."""
+        self.memory_limit = memory_limit
+        self.preload = preload
+        self.starts = 0  # children spawned so far (a crash costs one more)
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._connection: multiprocessing.connection.Connection | None = None
+
+    def __enter__(self) -> IsolatedWorker:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def call(self, function: Callable[..., _T], *args: Any, timeout: float | None = None) -> _T:
+        """`function(*args)` in the child; raises like `run_isolated`."""
+        connection = self.start()
         try:
-            ok, payload = receiver.recv()
-        except EOFError:
-            process.join(5)
+            connection.send((function, args))
+            if not connection.poll(timeout):
+                self.close()
+                raise IsolatedRunError(
+                    f"{_name(function)} ran past its {timeout:g} s limit and was stopped",
+                    timed_out=True,
+                )
+            ok, payload = connection.recv()
+        except (EOFError, OSError):
+            process = self._process
+            self.close()
+            code = process.exitcode if process is not None else None
             raise IsolatedRunError(
-                f"{_name(function)} crashed its child process ({_exit_text(process.exitcode)})",
+                f"{_name(function)} crashed its child process ({_exit_text(code)})",
                 crashed=True,
             ) from None
-    finally:
-        receiver.close()
-        if process.is_alive():
+        if ok:
+            return payload  # type: ignore[no-any-return]
+        kind, message, child_traceback = payload
+        raise ChildRaisedError(kind, message, child_traceback)
+
+    def close(self) -> None:
+        """End the child (if any); a later call starts a new one."""
+        connection, process = self._connection, self._process
+        self._connection = self._process = None
+        if connection is not None:
+            connection.close()
+        if process is not None:
+            # Between calls the child holds nothing worth a clean exit, and a runtime's
+            # teardown (thread pools, arenas) can take a second: kill it.
             process.kill()
-        process.join(5)
-    if ok:
-        return payload  # type: ignore[no-any-return]
-    kind, message, child_traceback = payload
-    raise ChildRaisedError(kind, message, child_traceback)
+            process.join(5)
+
+    def start(self) -> multiprocessing.connection.Connection:
+        """Spawn the child now (it imports in the background); calls start it anyway."""
+        if self._connection is not None:
+            return self._connection
+        context = multiprocessing.get_context("spawn")
+        here, there = context.Pipe(duplex=True)
+        process = context.Process(
+            target=_child_main, args=(there, self.memory_limit, self.preload), daemon=True
+        )
+        process.start()
+        there.close()
+        self._process, self._connection = process, here
+        self.starts += 1
+        return here
 
 
 def _child_main(
-    sender: multiprocessing.connection.Connection,
-    function: Callable[..., Any],
-    args: tuple[Any, ...],
+    connection: multiprocessing.connection.Connection,
     memory_limit: int | None,
+    preload: tuple[str, ...],
 ) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupting the kernel is not for us
     if memory_limit is not None:
         _limit_memory(memory_limit)
-    try:
-        result = (True, function(*args))
-    except BaseException as error:  # everything goes back to the parent as data
-        result = (False, (type(error).__name__, str(error), traceback.format_exc()))
-    try:
-        sender.send(result)
-    except Exception as error:  # an unpicklable result
-        sender.send((False, (type(error).__name__, str(error), traceback.format_exc())))
-    sender.close()
+    for module in preload:
+        with contextlib.suppress(Exception):  # a call that needs it will say what is wrong
+            importlib.import_module(module)
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:  # the parent went away
+            break
+        function, args = request
+        try:
+            result = (True, function(*args))
+        except BaseException as error:  # everything goes back to the parent as data
+            result = (False, (type(error).__name__, str(error), traceback.format_exc()))
+        try:
+            connection.send(result)
+        except Exception as error:  # an unpicklable result
+            connection.send((False, (type(error).__name__, str(error), traceback.format_exc())))
+        del request, function, args, result  # free the arguments before waiting again
+    connection.close()
 
 
 def _limit_memory(limit: int) -> None:

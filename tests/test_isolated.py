@@ -1,4 +1,5 @@
-"""run_isolated: a crash, a hang or a runaway allocation in the child spares this process."""
+"""run_isolated and IsolatedWorker: a crash, a hang or a runaway allocation in the child
+spares this process."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from nsdl_jupyter._isolated import ChildRaisedError, IsolatedRunError, run_isolated
+from nsdl_jupyter._isolated import (
+    ChildRaisedError,
+    IsolatedRunError,
+    IsolatedWorker,
+    run_isolated,
+)
 
 
 def _add(a: int, b: int) -> int:
@@ -60,3 +66,32 @@ def test_timeout_kills_the_child() -> None:
         run_isolated(_sleep, 60, timeout=3)
     assert caught.value.timed_out
     assert time.perf_counter() - start < 15
+
+
+def test_worker_runs_many_calls_in_one_child() -> None:
+    with IsolatedWorker() as worker:
+        assert [worker.call(_add, i, 1) for i in range(5)] == [1, 2, 3, 4, 5]
+        assert worker.call(os.getpid) == worker.call(os.getpid) != os.getpid()
+        assert worker.starts == 1
+
+
+def test_worker_survives_a_raise_and_restarts_after_a_crash() -> None:
+    with IsolatedWorker(memory_limit=1 * 2**30) as worker:
+        first = worker.call(os.getpid)
+        with pytest.raises(ChildRaisedError, match="MemoryError"):
+            worker.call(_allocate, 4 * 2**30)
+        assert worker.call(os.getpid) == first  # an exception does not end the child
+        with pytest.raises(IsolatedRunError, match="SIGSEGV"):
+            worker.call(_segfault)
+        assert worker.call(_add, 1, 1) == 2  # a fresh child
+        assert worker.call(os.getpid) != first
+        assert worker.starts == 2
+
+
+def test_worker_close_ends_the_child() -> None:
+    worker = IsolatedWorker()
+    pid = worker.call(os.getpid)
+    worker.close()
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

@@ -184,7 +184,7 @@ def test_profile_view_with_a_real_graph_view(tmp_path: Path) -> None:
                             trace_path=tmp_path / "t.json")  # fmt: skip
     graph = nj.GraphView(doc)
     view = ProfileView(report, graph_view=graph)
-    assert graph._overlay["label"] == "ms per inference"
+    assert graph._overlay["label"] == "host ms per inference"  # onnxruntime CPU: host times
     values = np.frombuffer(graph._overlay_values, dtype="<f4")
     assert np.isfinite(values).sum() == len(report.layers)
     view.selected = "fc1_matmul"

@@ -426,6 +426,18 @@ def test_check_target_lists_what_the_remote_offers(lab: Lab, tmp_path: Path) -> 
     assert check.target == target.name
 
 
+def test_the_tensorrt_runner_and_its_siblings_run_on_the_target(lab: Lab, tmp_path: Path) -> None:
+    """The TensorRT runner loads the onnxruntime runner by path: RUNNER_FILES deploys both."""
+    from nsdl_jupyter.profiling._engine import trt_backends
+
+    with make_target(lab, tmp_path) as target:
+        remote = trt_backends(target=target)
+        folders = list(Path(target.deploy_root, "runners").iterdir())
+    assert remote == trt_backends()
+    assert len(folders) == 1
+    assert sorted(p.name for p in folders[0].glob("*.py")) == sorted(p.name for p in RUNNER_FILES)
+
+
 def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> None:
     with make_target(lab, tmp_path, python="/no/such/python3") as target:
         with pytest.raises(ProfileError, match="/no/such/python3 is not found on root@"):

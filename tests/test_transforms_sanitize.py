@@ -3,6 +3,12 @@ shape inference, identical outputs, errors."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +21,7 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter.examples import bert_base, small_transformer
 from nsdl_jupyter.transforms import TransformError, sanitize
+from nsdl_jupyter.transforms._evaluate import close_folding_process
 
 
 def _save_text(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
@@ -297,3 +304,305 @@ def test_bert_base_shrinks_below_peers_and_stays_identical(tmp_path: Path) -> No
     }
     for x, y in zip(_run(source, feeds), _run(out, feeds), strict=True):
         np.testing.assert_array_equal(x, y)
+
+
+# A few hundred bytes of model, `rows` x 2**20 floats of folded result: each generator sized
+# from its constant inputs (never from declared shapes, which the ConstantOfShape case lies
+# about).
+HUGE = {
+    "ConstantOfShape": """
+        s = Constant<value: tensor = int64[3] {{{rows}, 1024, 1024}}>()
+        big = ConstantOfShape<value: tensor = float[1] {{1.5}}>(s)""",
+    "Expand": """
+        v = Constant<value: tensor = float[1] {{1.5}}>()
+        s = Constant<value: tensor = int64[3] {{{rows}, 1024, 1024}}>()
+        big = Expand(v, s)""",
+    "Tile": """
+        v = Constant<value: tensor = float[2] {{1.5, 2.5}}>()
+        r = Constant<value: tensor = int64[1] {{{half}}}>()
+        big = Tile(v, r)""",
+    "Range": """
+        a = Constant<value_float: float = 0.0>()
+        b = Constant<value_float: float = {count}.0>()
+        d = Constant<value_float: float = 1.0>()
+        big = Range(a, b, d)""",
+}
+
+
+def _huge_model(tmp_path: Path, op: str, rows: int = 10_000_000) -> Path:
+    """A model whose `op` makes rows * 4 MiB (40 TB by default) and reduces it to one float."""
+    count = rows * 2**20
+    body = HUGE[op].format(rows=rows, half=count // 2, count=count)
+    model = ir.from_onnx_text(
+        f"""<ir_version: 8, opset_import: ["": 18]>
+        g (float[1] x) => (float[1] y) {{
+            {body}
+            m = ReduceMax<keepdims = 0>(big)
+            y = Add(x, m)
+        }}"""
+    )
+    for node in model.graph:
+        if node.op_type == op == "ConstantOfShape":
+            node.outputs[0].type = ir.TensorType(ir.DataType.FLOAT)
+            node.outputs[0].shape = ir.Shape([1])  # a lie: the estimate must not trust it
+    path = tmp_path / f"{op}.onnx"
+    ir.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize("op", sorted(HUGE))
+def test_threshold_is_checked_before_folding(tmp_path: Path, op: str) -> None:
+    source = _huge_model(tmp_path, op)
+    assert source.stat().st_size < 400
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out, fold_size_threshold=1024)
+    assert status.ok, status.warnings
+    assert _ops(out)[op] == 1
+    assert status.counts["nodes_over_threshold"] == 1
+    # the size in the log is the estimate: no machine could have computed 40 TB to measure it
+    kept = next(line for line in status.log if "exceeds 1024 bytes" in line)
+    assert "bytes)" in kept and not status.warnings
+
+
+def test_oversized_folding_stays_out_of_memory(tmp_path: Path) -> None:
+    """Nothing over the threshold is ever computed: sanitizing four models of 1.5 GiB results
+    (computable here, so computing them would show) in a fresh interpreter peaks far below one
+    of them (VmHWM: ru_maxrss would carry this test process's peak across fork and exec)."""
+    sources = [str(_huge_model(tmp_path, op, rows=384)) for op in sorted(HUGE)]
+    script = f"""
+from pathlib import Path
+from nsdl_jupyter.transforms import sanitize
+for source in {sources!r}:
+    assert sanitize(source, source + ".out.onnx", fold_size_threshold=1024).ok
+status = Path("/proc/self/status").read_text().splitlines()
+print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    peak_kib = int(done.stdout.split()[-1])
+    assert peak_kib < 2**19, f"{peak_kib} KiB"  # 512 MiB
+
+
+def _kill_spawned_children(stop: threading.Event, killed: list[int], count: int) -> None:
+    """Kill the first `count` spawned children of this process (the folding worker, and the
+    fresh one its retry starts), as the OOM killer or a segfault in onnxruntime would."""
+    me = os.getpid()
+    while not stop.is_set() and len(killed) < count:
+        for children in Path(f"/proc/{me}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if b"spawn_main" in cmdline and int(pid) not in killed:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+        time.sleep(0.002)
+
+
+def test_a_dead_folding_process_spares_the_kernel(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, CHAIN)
+    out = tmp_path / "out.onnx"
+    close_folding_process()  # a warm child would answer before the killer sees it
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_spawned_children, args=(stop, killed, 2))
+    killer.start()
+    try:
+        status = sanitize(source, out)
+    finally:
+        stop.set()
+        killer.join()
+    assert len(killed) == 2, "sanitize evaluated nothing in a child process"
+    assert status.ok
+    died = [w for w in status.warnings if "not folded" in w and "SIGKILL" in w]
+    assert died and "the kernel is fine" in died[0], status.warnings
+    assert _ops(out)["Mul"] == 1  # kept, not lost
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+    again = sanitize(source, tmp_path / "again.onnx")  # the next one starts a fresh child
+    assert again.ok and not again.warnings and _ops(tmp_path / "again.onnx")["Mul"] == 0
+
+
+# Shaped like an HF BERT torch export, with dynamic batch and sequence: zero biases, the
+# attention-mask chain, the head split through Shape/Gather/Unsqueeze/Concat, and rewrites
+# that must NOT happen (broadcasts that change shape, narrowing casts, Reshape with 0).
+TORCH_LIKE = """<ir_version: 8, opset_import: ["": 17]>
+g (float[batch, seq, 8] x, int64[batch, seq] mask, float[batch, seq, 8] n)
+    => (float[batch, 2, seq, seq] y, float[batch, seq, 8] z, int64[batch, seq] w,
+        int64[batch, seq] w2,
+        float[batch, seq, 8] keep, float[bs, 8] flat, float[batch, seq, 8] same) {
+    W = Constant<value: tensor = float[8, 8] {
+        1, 2, 0, 1, 3, 1, 0, 2, 0, 1, 1, 2, 1, 0, 1, 1, 2, 0, 1, 1, 0, 2, 1, 0, 1, 1, 0, 2,
+        1, 1, 2, 0, 0, 1, 2, 1, 1, 0, 1, 2, 2, 1, 0, 0, 1, 2, 1, 1, 1, 0, 1, 2, 0, 1, 1, 2,
+        0, 2, 1, 1, 2, 1, 0, 1}>()
+    bias = Constant<value: tensor = float[8] {0, 0, 0, 0, 0, 0, 0, 0}>()
+    zero = Constant<value_float: float = 0.0>()
+    one = Constant<value: tensor = float[1] {1.0}>()
+    h = MatMul(x, W)
+    hb = Add(h, bias)
+    h2 = Sub(hb, zero)
+    h3 = Mul(one, h2)
+    h4 = Div(h3, one)
+    sh = Shape(h4)
+    i0 = Constant<value_int: int = 0>()
+    i1 = Constant<value_int: int = 1>()
+    b = Gather(sh, i0)
+    s = Gather(sh, i1)
+    a0 = Constant<value_ints: ints = [0]>()
+    ub = Unsqueeze(b, a0)
+    us = Unsqueeze(s, a0)
+    heads = Constant<value_ints: ints = [2, 4]>()
+    split = Concat<axis = 0>(ub, us, heads)
+    r = Reshape(h4, split)
+    t = Transpose<perm = [0, 2, 1, 3]>(r)
+    tt = Transpose<perm = [0, 1, 3, 2]>(t)
+    scores = MatMul(t, tt)
+    a1 = Constant<value_ints: ints = [1]>()
+    a2 = Constant<value_ints: ints = [2]>()
+    m1 = Unsqueeze(mask, a1)
+    m2 = Unsqueeze(m1, a2)
+    mb = Cast<to = 9>(m2)
+    mf = Cast<to = 1>(mb)
+    inv = Sub(one, mf)
+    big = Constant<value_float: float = -10000.0>()
+    mm = Mul(inv, big)
+    y = Add(scores, mm)
+    u = Unsqueeze(h4, a1)
+    z = Squeeze(u, a1)
+    wb = Cast<to = 9>(mask)
+    wi = Cast<to = 6>(wb)
+    w = Cast<to = 7>(wi)
+    w32 = Cast<to = 6>(mask)
+    w2 = Cast<to = 7>(w32)
+    wide = Constant<value: tensor = float[1, 1, 1, 8] {0, 0, 0, 0, 0, 0, 0, 0}>()
+    grown = Add(n, wide)
+    keep = ReduceSum<keepdims = 0>(grown, a0)
+    two = Constant<value_ints: ints = [0, -1]>()
+    f1 = Flatten<axis = 2>(n)
+    f2 = Reshape(f1, two)
+    back = Constant<value_ints: ints = [-1, 8]>()
+    flat = Reshape(f2, back)
+    e = Constant<value_ints: ints = [8]>()
+    split8 = Concat<axis = 0>(ub, us, e)
+    rs = Reshape(n, split8)
+    same = Relu(rs)
+}"""
+
+
+def _sanitized(tmp_path: Path, text: str) -> tuple[Path, Path, Counter[str]]:
+    source = _save_text(tmp_path, text)
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.ok, status.warnings
+    return source, out, _ops(out)
+
+
+def _assert_same_outputs(
+    source: Path, out: Path, names: list[str], feeds: dict[str, np.ndarray]
+) -> None:
+    """Every output equal, with its shape and dtype (-0.0 == 0.0)."""
+    for name, before, after in zip(names, _run(source, feeds), _run(out, feeds), strict=True):
+        assert before.shape == after.shape and before.dtype == after.dtype, name
+        np.testing.assert_array_equal(before, after, err_msg=name)
+
+
+def test_torch_export_patterns_simplify_with_dynamic_shapes(tmp_path: Path) -> None:
+    source, out, ops = _sanitized(tmp_path, TORCH_LIKE)
+    assert ops["Div"] == 0 and ops["Shape"] == 0 and ops["Gather"] == 0 and ops["Concat"] == 0
+    assert ops["Unsqueeze"] == 1 and ops["Squeeze"] == 0  # mask: two merged; z: undone
+    assert ops["Add"] == 2  # scores + mask; the [1, 1, 1, 8] zeros add a dim: kept
+    assert ops["Sub"] == 1 and ops["Mul"] == 1  # 1 - mask, * -10000; no x-0, no 1*x
+    casts = [n for n in onnx.load(str(out)).graph.node if n.op_type == "Cast"]
+    # bool->int32->int64 merges; int64->bool->float and int64->int32->int64 narrow: kept
+    assert len(casts) == 6
+    # the head split is left; Flatten->Reshape(0, -1)->Reshape(-1, 8) is the Flatten alone;
+    # Reshape(n, [0, 0, 8]) is the identity
+    assert ops["Reshape"] == 1 and ops["Flatten"] == 1
+    model = onnx.load(str(out))
+    names = ["y", "z", "w", "w2", "keep", "flat", "same"]
+    assert [o.name for o in model.graph.output] == names
+    rng = np.random.default_rng(0)
+    for batch, seq in [(2, 5), (1, 1), (3, 2)]:
+        feeds = {
+            "x": rng.standard_normal((batch, seq, 8)).astype(np.float32),
+            "mask": rng.integers(-1, 3, (batch, seq)).astype(np.int64) * (2**33),
+            "n": np.where(rng.random((batch, seq, 8)) < 0.2, -0.0, 1.5).astype(np.float32),
+        }
+        _assert_same_outputs(source, out, names, feeds)
+
+
+def _weights(seed: int) -> str:
+    values = np.random.default_rng(seed).standard_normal(64).astype(np.float32)
+    return ", ".join(f"{v:.6f}" for v in values)
+
+
+# Shaped like dynamo exports: GPT-2's GELU between [batch*seq, n] matmuls, `x and True`,
+# one Unsqueeze feeding two, q/k/v projections of one input, allowzero=1 head split.
+DYNAMO_LIKE = f"""<ir_version: 9, opset_import: ["": 18]>
+g (float[bs, 8] x, int64[3] s, bool[batch, seq] m, float[batch, seq, 8] h)
+    => (float[bs, 8] y, bool[batch, 1, 1, seq] m1, bool[batch, 1, seq, 1] m2,
+        float[batch, seq, 8] q, float[batch, seq, 8] k, float[batch, seq, 8] v,
+        float[batch, seq, 2, 4] heads) {{
+    r1 = Reshape(x, s)
+    half = Constant<value_float: float = 0.5>()
+    three = Constant<value_float: float = 3.0>()
+    c = Constant<value_float: float = 0.044715>()
+    one = Constant<value_float: float = 1.0>()
+    p = Pow(r1, three)
+    cp = Mul(c, p)
+    inner = Add(r1, cp)
+    t = Tanh(inner)
+    t1 = Add(one, t)
+    hx = Mul(half, r1)
+    gelu = Mul(hx, t1)
+    back = Constant<value_ints: ints = [-1, 8]>()
+    y = Reshape(gelu, back)
+    yes = Constant<value: tensor = bool[1, 1] {{1}}>()
+    mt = And(m, yes)
+    a1 = Constant<value_ints: ints = [1]>()
+    a2 = Constant<value_ints: ints = [2]>()
+    a3 = Constant<value_ints: ints = [3]>()
+    u1 = Unsqueeze(mt, a1)
+    m1 = Unsqueeze(u1, a2)
+    m2 = Unsqueeze(u1, a3)
+    W1 = Constant<value: tensor = float[8, 8] {{{_weights(1)}}}>()
+    W2 = Constant<value: tensor = float[8, 8] {{{_weights(2)}}}>()
+    W3 = Constant<value: tensor = float[8, 8] {{{_weights(3)}}}>()
+    hq = MatMul(h, W1)
+    hk = MatMul(h, W2)
+    hv = MatMul(h, W3)
+    q = Relu(hq)
+    k = Relu(hk)
+    v = Relu(hv)
+    sh = Shape(h)
+    i0 = Constant<value_ints: ints = [0]>()
+    i1 = Constant<value_ints: ints = [1]>()
+    b = Gather(sh, i0)
+    n = Gather(sh, i1)
+    sizes = Constant<value_ints: ints = [2, 4]>()
+    split = Concat<axis = 0>(b, n, sizes)
+    heads = Reshape<allowzero = 1>(h, split)
+}}"""
+
+
+def test_dynamo_export_patterns_simplify_with_identical_outputs(tmp_path: Path) -> None:
+    source, out, ops = _sanitized(tmp_path, DYNAMO_LIKE)
+    assert ops["And"] == 0 and ops["Shape"] == 0 and ops["Concat"] == 0
+    assert ops["Unsqueeze"] == 2  # Unsqueeze(Unsqueeze(x)) for each of the two users
+    assert ops["MatMul"] == 1 and ops["Split"] == 1  # q, k, v from one product
+    # the GELU runs on x as it is: no Reshape in and out of it; the head split is pinned
+    (pinned,) = [n for n in onnx.load(str(out)).graph.node if n.op_type == "Reshape"]
+    assert {a.name: a.i for a in pinned.attribute}.get("allowzero", 0) == 0
+    names = ["y", "m1", "m2", "q", "k", "v", "heads"]
+    assert [o.name for o in onnx.load(str(out)).graph.output] == names
+    rng = np.random.default_rng(0)
+    for batch, seq in [(2, 3), (1, 1), (3, 5)]:
+        feeds = {
+            "x": rng.standard_normal((batch * seq, 8)).astype(np.float32),
+            "s": np.array([batch, seq, 8], np.int64),
+            "m": rng.random((batch, seq)) < 0.5,
+            "h": rng.standard_normal((batch, seq, 8)).astype(np.float32),
+        }
+        _assert_same_outputs(source, out, names, feeds)

@@ -4,6 +4,9 @@
 - `load_ort_profile(trace)`: a trace from onnxruntime's own profiler, from any machine;
 - `load_trtexec(profile=..., layer_info=..., times=...)`: trtexec's JSON exports;
 - `check_target(target)`: the dependency table of a target (local or SSH);
+- `export_engine(model, output, settings=TrtSettings(...))` / `start_export_engine(...)`: a
+  TensorRT engine built in a child process; `check_trt_capability(model)`: the nodes the
+  TensorRT ONNX parser rejects;
 - `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
 """
 
@@ -12,13 +15,24 @@ from __future__ import annotations
 from nsdl_jupyter.profiling._activity import (
     NODE_TIME_NOTE,
     ProfileJob,
-    Progress,
     load_ort_profile,
     profile_ort,
     start_profile_ort,
 )
+from nsdl_jupyter.profiling._engine import (
+    EngineExport,
+    EngineJob,
+    RejectedNode,
+    TrtCapability,
+    check_trt_capability,
+    export_engine,
+    start_export_engine,
+    trt_backends,
+)
 from nsdl_jupyter.profiling._errors import (
+    EngineBuildError,
     InputFolderError,
+    OnnxParseError,
     ProfileCancelledError,
     ProfileError,
     ProfileFileError,
@@ -28,8 +42,10 @@ from nsdl_jupyter.profiling._errors import (
     TargetLostError,
     TraceFormatError,
     TrtexecFormatError,
+    TrtSettingsError,
 )
 from nsdl_jupyter.profiling._inputs import input_file_name
+from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,
@@ -40,12 +56,17 @@ from nsdl_jupyter.profiling._providers import (
 from nsdl_jupyter.profiling._report import ProfileReport
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
+from nsdl_jupyter.profiling._trt_settings import TrtSettings
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
     "NODE_TIME_NOTE",
     "CheckRow",
+    "EngineBuildError",
+    "EngineExport",
+    "EngineJob",
     "InputFolderError",
+    "OnnxParseError",
     "OrtProfileSettings",
     "ProfileCancelledError",
     "ProfileError",
@@ -55,15 +76,21 @@ __all__ = [
     "ProfileSettingsError",
     "Progress",
     "ProviderStatus",
+    "RejectedNode",
     "ReportFormatError",
     "RunnerCrashError",
     "RuntimeInfo",
     "TargetCheck",
     "TargetLostError",
     "TraceFormatError",
+    "TrtCapability",
+    "TrtSettings",
+    "TrtSettingsError",
     "TrtexecFormatError",
     "available_providers",
     "check_target",
+    "check_trt_capability",
+    "export_engine",
     "input_file_name",
     "load_ort_profile",
     "load_trtexec",
@@ -71,6 +98,8 @@ __all__ = [
     "probe_runtime",
     "profile_ort",
     "provider_name",
+    "start_export_engine",
     "start_profile_ort",
+    "trt_backends",
     "trt_layer_nodes",
 ]

@@ -9,11 +9,9 @@ reports progress, can be cancelled, and turns the runner's answer and trace into
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +28,15 @@ from nsdl_jupyter.profiling._errors import (
 from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
+from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
-from nsdl_jupyter.profiling._runners import start_runner
+from nsdl_jupyter.profiling._runners import RUNNER, start_runner
 from nsdl_jupyter.profiling._settings import OrtProfileSettings
-from nsdl_jupyter.targets import JobResult, LocalTarget, RunnerJob, Target
+from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
 _STDERR_IN_MESSAGE = 30  # lines of the runner's stderr quoted in an error message
-
-ProgressListener = Callable[["Progress"], None]
 
 NODE_TIME_NOTE = (
     "Per-node times come from onnxruntime's profiler: host-side time around each kernel, with "
@@ -48,23 +45,12 @@ NODE_TIME_NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class Progress:
-    """Where a job is: phase ('starting', 'warm-up', 'latency', 'profile', 'parsing', 'done'),
-    steps done of the phase, and the fraction of the whole job."""
-
-    phase: str
-    done: int
-    total: int
-    fraction: float
-
-
 def _tail(stderr: str, lines: int = _STDERR_IN_MESSAGE) -> str:
     kept = stderr.strip().splitlines()[-lines:]
     return "\n".join(kept)
 
 
-class ProfileJob:
+class ProfileJob(StagedJob):
     """A running profile: `progress`, `cancel()`, `wait()` -> ProfileReport."""
 
     def __init__(
@@ -77,16 +63,13 @@ class ProfileJob:
     ) -> None:
         self.settings = settings
         self.source = source
-        self.target = target
         self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
-        self._listeners: list[ProgressListener] = []
         self._locked_device: int | None = None  # the runner said it locked this GPU's clocks
         self._lock = threading.Lock()
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
         self._finished = threading.Event()
         self._result: JobResult | None = None
-        self.progress = Progress("starting", 0, 1, 0.0)
 
         # Everything that can be wrong with the inputs is found before a process starts.
         arrays = None
@@ -95,10 +78,7 @@ class ProfileJob:
         else:
             check_dim_sizes(settings.dim_sizes, source.free_dims)
 
-        # Files made here (a serialized document, the inputs) are staged locally, then `put`
-        # on the target (a no-op for LocalTarget, an upload for a remote one).
-        self._stage = Path(tempfile.mkdtemp(prefix="nsdl-stage-"))
-        self._workdir = ""
+        super().__init__(target)
         try:
             self._workdir = target.make_workdir()
             model_path = source.write(self._stage)
@@ -131,35 +111,12 @@ class ProfileJob:
                     "path": target.put(npz, self._workdir),
                     "strings": strings,
                 }
-            if debug_crash_at is not None:
-                request["debug_crash_at"] = debug_crash_at
-            self._job: RunnerJob = start_runner(target, request, self._workdir, self._on_event)
+            self._job = self._start(RUNNER, request, debug_crash_at)
         except BaseException:
             self._cleanup()
             raise
 
-    def _cleanup(self) -> None:
-        if self._workdir:
-            self.target.remove_workdir(self._workdir)
-        shutil.rmtree(self._stage, ignore_errors=True)
-
     # ---- progress -------------------------------------------------------------------------
-
-    def add_listener(self, listener: ProgressListener) -> None:
-        """Call `listener(Progress)` on every progress step (from a reader thread)."""
-        self._listeners.append(listener)
-
-    def add_log_listener(self, listener: Callable[[str], None]) -> None:
-        """Call `listener(line)` for each line of the runner's log (stderr), on this machine
-        or streamed from a remote target: the lines so far first, then each as it comes."""
-        self._job.add_log_listener(listener)
-
-    def _set_progress(self, progress: Progress) -> None:
-        self.progress = progress
-        for listener in list(self._listeners):
-            # A broken progress display must not break the run.
-            with contextlib.suppress(Exception):
-                listener(progress)
 
     def _on_event(self, message: dict[str, Any]) -> None:
         if message.get("event") == "clocks_locked":
@@ -190,7 +147,7 @@ class ProfileJob:
         them: a second runner resets them, so a crash never leaves a GPU slowed down."""
         request = {"kind": "restore_clocks", "protocol": 1, "device": device}
         with contextlib.suppress(Exception):  # best effort: the run's own error matters more
-            start_runner(self.target, request, self._workdir).wait(60)
+            start_runner(self.target, RUNNER, request, self._workdir).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -377,16 +334,7 @@ def profile_ort(
     intra_op_threads.
     """
     job = start_profile_ort(model, settings, target=target, progress=progress, **kwargs)
-    try:
-        return job.wait(timeout)
-    except KeyboardInterrupt:
-        job.cancel()
-        raise ProfileCancelledError("interrupted: the profile's child process was ended") from None
-    except TimeoutError:
-        job.cancel()
-        raise ProfileError(
-            f"the profile did not finish within {timeout} s and was cancelled"
-        ) from None
+    return wait_or_cancel(job, timeout, "profile", ProfileError)
 
 
 def load_ort_profile(

@@ -46,3 +46,21 @@ class TraceFormatError(ProfileFileError):
 
 class TrtexecFormatError(ProfileFileError):
     """A file given to `load_trtexec` is not the trtexec JSON export it should be."""
+
+
+class TrtSettingsError(ProfileSettingsError):
+    """A TensorRT setting is invalid, or the chosen TensorRT lacks it (the message says what
+    to do instead)."""
+
+
+class EngineBuildError(ProfileError):
+    """TensorRT could not build the engine (the message quotes TensorRT's errors)."""
+
+
+class OnnxParseError(EngineBuildError):
+    """The TensorRT ONNX parser rejected nodes of the model; `nodes` lists them (node index,
+    name, operator and the parser's message)."""
+
+    def __init__(self, message: str, nodes: list[dict[str, object]], stderr: str = "") -> None:
+        super().__init__(message, stderr)
+        self.nodes = nodes

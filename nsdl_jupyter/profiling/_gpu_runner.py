@@ -327,7 +327,7 @@ class ClockLock:
         try:
             nvml.nvmlDeviceSetMemoryLockedClocks(h, self.mem_mhz, self.mem_mhz)
         except Exception as exc:
-            self.warning = f"memory clock not locked ({exc}); the GPU clock is"
+            self.warning = f"memory clock not locked ({exc}); the SM clock is"
         return True
 
     def unlock(self) -> None:

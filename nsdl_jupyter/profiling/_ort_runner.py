@@ -611,25 +611,30 @@ def _exit_when_stdin_closes() -> None:
     threading.Thread(target=watch, name="nsdl-stdin-watchdog", daemon=True).start()
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], handlers: dict[str, Any] | None = None) -> int:
+    """Run the request named on the command line with `handlers` (kind -> function; default
+    this runner's). A RunnerError with `kind` and `fields` is reported as that error type
+    with those fields, and ends the process with its `exit_code` (default 2)."""
+    handlers = HANDLERS if handlers is None else handlers
     if len(argv) != 2:
-        sys.stderr.write("usage: _ort_runner.py REQUEST.json\n")
+        sys.stderr.write(f"usage: {os.path.basename(argv[0])} REQUEST.json\n")
         return 2
     _exit_when_stdin_closes()
     try:
         with open(argv[1], encoding="utf-8") as f:
             request = json.load(f)
-        handler = HANDLERS.get(request.get("kind", ""))
+        handler = handlers.get(request.get("kind", ""))
         if handler is None:
             raise RunnerError(
-                f"unknown request kind {request.get('kind')!r}; use {sorted(HANDLERS)}"
+                f"unknown request kind {request.get('kind')!r}; use {sorted(handlers)}"
             )
         if int(request.get("protocol", PROTOCOL_VERSION)) != PROTOCOL_VERSION:
             raise RunnerError(f"protocol {request.get('protocol')} != runner's {PROTOCOL_VERSION}")
         emit("result", **handler(request))
     except RunnerError as exc:
-        emit("error", type="RunnerError", message=str(exc))
-        return 2
+        fields = dict(getattr(exc, "fields", {}))
+        emit("error", type=getattr(exc, "kind", "RunnerError"), message=str(exc), **fields)
+        return int(getattr(exc, "exit_code", 2))
     except Exception as exc:
         traceback.print_exc()
         emit("error", type=type(exc).__name__, message=str(exc))

@@ -23,6 +23,7 @@ from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
 from nsdl_jupyter.profiling._errors import ReportFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
+from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -227,23 +228,26 @@ class ProfileReport:
         """The n layers with the largest `by`."""
         return self.layers.nlargest(n, by)
 
-    def by_op_type(self) -> pd.DataFrame:
-        """Time per op type: layers, mean ms per inference, share."""
+    def by_op_type(self, column: str | None = None) -> pd.DataFrame:
+        """Time per op type: layers, ms per inference (`column`, default `time_column`, under
+        that name), share."""
+        column = column or self.time_column
         grouped = self.layers.groupby("op_type", sort=False).agg(
-            layers=("name", "size"), mean_ms=("mean_ms", "sum")
+            layers=("name", "size"), **{column: (column, "sum")}
         )
-        total = grouped["mean_ms"].sum()
-        grouped["share"] = grouped["mean_ms"] / total if total > 0 else 0.0
-        return grouped.sort_values("mean_ms", ascending=False)
+        total = grouped[column].sum()
+        grouped["share"] = grouped[column] / total if total > 0 else 0.0
+        return grouped.sort_values(column, ascending=False)
 
-    def node_times(self) -> dict[str, float]:
-        """Mean ms per ONNX node name (for a graph overlay). A fused layer's time is split
-        over its nodes by `onnx_weights` when the report has them (onnxruntime reports
-        mapped through the optimized model), else each of its nodes gets all of it."""
+    def node_times(self, column: str | None = None) -> dict[str, float]:
+        """Ms per inference per ONNX node name (for a graph overlay), from `column` (default
+        `time_column`: GPU time when the report has it). A fused layer's time is split over
+        its nodes by `onnx_weights` when the report has them (onnxruntime reports mapped
+        through the optimized model), else each of its nodes gets all of it."""
         times: dict[str, float] = {}
         weights = self.layers.get("onnx_weights")
         for row, (nodes, ms) in enumerate(
-            zip(self.layers["onnx_nodes"], self.layers[self.time_column], strict=True)
+            zip(self.layers["onnx_nodes"], self.layers[column or self.time_column], strict=True)
         ):
             if math.isnan(ms):
                 continue
@@ -259,30 +263,36 @@ class ProfileReport:
         on_nodes = sum(self.node_times().values())
         return on_nodes / total if total > 0 else math.nan
 
-    def compare(self, other: ProfileReport) -> pd.DataFrame:
+    def compare(self, other: ProfileReport, column: str | None = None) -> pd.DataFrame:
         """Per-layer comparison with `other` (matched by layer name): delta and speed-up.
 
-        `delta_ms` = other - self; `speedup` = self / other (> 1: `other` is faster). The
-        frame's `attrs` hold the end-to-end figures of both.
+        Times from `column`: by default `gpu_ms` when both reports have GPU times, else
+        `mean_ms` (a GPU time against a host time would compare the profilers, not the runs).
+        `<column>_a`, `<column>_b`; `delta_ms` = other - self; `speedup` = self / other (> 1:
+        `other` is faster). The frame's `attrs` hold the column and the end-to-end figures.
         """
-        a = self.layers[["name", "op_type", "mean_ms"]]
-        b = other.layers[["name", "op_type", "mean_ms"]]
+        if column is None:
+            column = "gpu_ms" if self.has_gpu_times and other.has_gpu_times else "mean_ms"
+        a = self.layers[["name", "op_type", column]]
+        b = other.layers[["name", "op_type", column]]
         merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"), sort=False)
         merged["op_type"] = merged["op_type_a"].fillna(merged["op_type_b"])
         merged = merged.drop(columns=["op_type_a", "op_type_b"])
-        merged["delta_ms"] = merged["mean_ms_b"] - merged["mean_ms_a"]
-        merged["speedup"] = merged["mean_ms_a"] / merged["mean_ms_b"]
-        merged = merged[["name", "op_type", "mean_ms_a", "mean_ms_b", "delta_ms", "speedup"]]
+        col_a, col_b = f"{column}_a", f"{column}_b"
+        merged["delta_ms"] = merged[col_b] - merged[col_a]
+        merged["speedup"] = merged[col_a] / merged[col_b]
+        merged = merged[["name", "op_type", col_a, col_b, "delta_ms", "speedup"]]
         merged = merged.reindex(merged["delta_ms"].abs().sort_values(ascending=False).index)
         merged = merged.reset_index(drop=True)
         la, lb = self.latency, other.latency
         merged.attrs = {
             "a": self.name,
             "b": other.name,
+            "column": column,
             "p50_ms_a": float(la["p50"]),
             "p50_ms_b": float(lb["p50"]),
             "speedup_p50": float(la["p50"] / lb["p50"]) if lb["p50"] else math.nan,
-            "matched_layers": int(merged[["mean_ms_a", "mean_ms_b"]].notna().all(axis=1).sum()),
+            "matched_layers": int(merged[[col_a, col_b]].notna().all(axis=1).sum()),
         }
         return merged
 
@@ -304,9 +314,17 @@ class ProfileReport:
             f"  end-to-end p50 {lat['p50']:.3f} ms, p90 {lat['p90']:.3f}, p99 {lat['p99']:.3f}, "
             f"mean {lat['mean']:.3f} ms",
         ]
+        lines += [f"  {label}: {text}" for label, text in self.gpu_summary()]
         if md.get("timing_note"):
             lines.append(f"  note: {md['timing_note']}")
         return "\n".join(lines)
+
+    def gpu_summary(self) -> list[tuple[str, str]]:
+        """(label, text) rows on the GPU side of the run: where layer times come from, GPU
+        busy and idle per inference, clocks (locked at X MHz, or the warning), NVML metrics;
+        why there are no GPU times when the runner could not take them. Empty without a GPU
+        part."""
+        return gpu_summary_rows(self.metadata, len(self.gpu_metrics))
 
     def __repr__(self) -> str:
         return f"<ProfileReport {self.summary()}>"
@@ -327,13 +345,15 @@ class ProfileReport:
             ("end-to-end mean", f"{lat['mean']:.3f} ms"),
             ("layers", len(self.layers)),
             ("trace", shown_path(str(md["trace_path"])) if md.get("trace_path") else ""),
+            *self.gpu_summary(),
         ]
         body = "".join(
             f"<tr><th style='text-align:left'>{html_text(str(k))}</th>"
             f"<td style='text-align:left'>{html_text(str(v))}</td></tr>"
             for k, v in rows
         )
-        top = self.top(10)[["name", "op_type", "mean_ms", "share", "output_shapes"]]
+        column = self.time_column
+        top = self.top(10, column)[["name", "op_type", column, "share", "output_shapes"]]
         top = top.assign(name=top["name"].map(neutralize))  # to_html escapes, bidi stays
         note = md.get("timing_note", "")
         return (

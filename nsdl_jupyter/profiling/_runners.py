@@ -6,26 +6,38 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter.profiling._errors import ProfileError
-from nsdl_jupyter.targets import Target
+from nsdl_jupyter.targets import RunnerJob, Target
+from nsdl_jupyter.targets._base import EventListener
 
 RUNNER = Path(__file__).with_name("_ort_runner.py")
-# Every file the runner needs on a target: the runner first, then what it loads from its own
-# folder by path (the GPU timing module). A remote target deploys all of them.
-RUNNER_FILES = (RUNNER, RUNNER.with_name("_gpu_runner.py"))
+# Every runner file. They load each other by path from their own folder (the TensorRT runner
+# loads the onnxruntime runner's main loop, which loads the GPU timing module), so a target
+# gets all of them side by side, whichever one runs. A remote target deploys them as one group.
+RUNNER_FILES = (
+    RUNNER,
+    RUNNER.with_name("_gpu_runner.py"),
+    RUNNER.with_name("_trt_runner.py"),
+)
 
 
 def start_runner(
-    target: Target, request: dict[str, Any], workdir: str, listener: Any = None
-) -> Any:
-    """Start the runner with `request` on `target` (its support files deployed beside it)."""
-    return target.start(RUNNER, request, workdir, listener, support_files=RUNNER_FILES[1:])
+    target: Target,
+    runner: Path,
+    request: dict[str, Any],
+    workdir: str,
+    listener: EventListener | None = None,
+) -> RunnerJob:
+    """Start `runner` (one of RUNNER_FILES) with `request` on `target`, the other runner files
+    beside it."""
+    support = tuple(path for path in RUNNER_FILES if path != runner)
+    return target.start(runner, request, workdir, listener, support_files=support)
 
 
 def ask_runner(target: Target, request: dict[str, Any], what: str, timeout: float) -> Any:
     """A short request's answer (a fresh workdir, removed after); ProfileError if none."""
     workdir = target.make_workdir()
     try:
-        result = start_runner(target, request, workdir).wait(timeout)
+        result = start_runner(target, RUNNER, request, workdir).wait(timeout)
     finally:
         target.remove_workdir(workdir)
     if result.result is None:

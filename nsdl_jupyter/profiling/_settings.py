@@ -6,7 +6,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._report import recorded_path
@@ -28,6 +28,19 @@ PROVIDER_ALIASES = {
 def provider_name(name: str) -> str:
     """'cuda' -> 'CUDAExecutionProvider'; full names pass through."""
     return PROVIDER_ALIASES.get(name.strip().lower(), name.strip())
+
+
+_Settings = TypeVar("_Settings")
+
+
+def replace_known(base: _Settings, kwargs: dict[str, Any]) -> _Settings:
+    """`base` (a settings dataclass) with `kwargs` replaced; unknown names raise TypeError
+    naming the valid ones."""
+    valid = [f.name for f in dataclasses.fields(base)]  # type: ignore[arg-type]
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise TypeError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
+    return dataclasses.replace(base, **kwargs)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
@@ -84,11 +97,7 @@ class OrtProfileSettings:
         cls, base: OrtProfileSettings | None = None, **kwargs: Any
     ) -> OrtProfileSettings:
         """Settings from keyword arguments; unknown names raise TypeError naming valid ones."""
-        valid = cls.field_names()
-        unknown = sorted(set(kwargs) - set(valid))
-        if unknown:
-            raise TypeError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
-        return dataclasses.replace(base or cls(), **kwargs)
+        return replace_known(base or cls(), kwargs)
 
     def validate(self) -> None:
         if not isinstance(self.iterations, int) or self.iterations < 1:

@@ -1,47 +1,211 @@
-"""Evaluate nodes whose inputs are all constant, for constant folding.
+"""Evaluate nodes whose inputs are all constant, for constant folding, in a child process.
 
 onnxruntime on the CPU computes them (the kernels the folded model would have used, so the
 folded values are the ones the runtime would compute); nodes it cannot run (an operator it
-lacks) fall back to onnx's reference evaluator. A whole batch goes through one session; when
-that fails, each node is tried alone so one bad node does not stop the others.
+lacks) fall back to onnx's reference evaluator. Both run native code on model data nobody
+here wrote, so `Evaluator` sends each batch to one `IsolatedWorker` child: a segfault, an
+out-of-memory or a hang ends that child and fails the batch, never the kernel. A batch holds
+independent nodes (inputs known); it goes through one session, and when that fails each node
+is tried alone so one bad node does not stop the others. The child outlives one sanitize: the
+next one finds it started.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 import onnx_ir as ir
+
+from nsdl_jupyter._isolated import (
+    DEFAULT_MEMORY_LIMIT,
+    ChildRaisedError,
+    IsolatedRunError,
+    IsolatedWorker,
+)
+
+# One batch may take this long before its child is stopped (folding is milliseconds per node).
+_BATCH_TIMEOUT_S = 300.0
+# After this many dead children in one batch the rest of it is given up (each costs a spawn).
+_CRASHES_PER_BATCH = 3
+_PRELOAD = ("nsdl_jupyter.transforms._evaluate", "onnxruntime")
 
 
 class EvaluationError(RuntimeError):
     """Neither onnxruntime nor the reference evaluator could compute a node."""
 
 
-def _mini_model(
-    nodes: Sequence[ir.Node],
-    constants: Mapping[str, np.ndarray],
-    outputs: Sequence[str],
-    model: ir.Model,
-) -> onnx.ModelProto:
-    """A model of `nodes` with their constant inputs as initializers."""
-    initializers = [onnx.numpy_helper.from_array(array, name) for name, array in constants.items()]
-    graph = onnx.helper.make_graph(
-        [ir.serde.serialize_node(node) for node in nodes],
-        "fold",
-        [],
-        [onnx.helper.make_empty_tensor_value_info(name) for name in outputs],
-        initializers,
+@dataclass
+class BatchResult:
+    """What a batch gave: output values by name, and per node index why it gave none."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
+    too_big: dict[int, int] = field(default_factory=dict)  # index -> bytes it would take
+
+
+_shared: IsolatedWorker | None = None
+_shared_lock = threading.Lock()
+
+
+def _worker(memory_limit: int) -> IsolatedWorker:
+    """The kernel's one folding child, kept between sanitize calls so only the first pays
+    for the spawn and the imports; restarted with a larger cap when a model needs one."""
+    global _shared  # noqa: PLW0603 -- one child per process, by design
+    if _shared is not None and (_shared.memory_limit or 0) < memory_limit:
+        _shared.close()
+        _shared = None
+    if _shared is None:
+        _shared = IsolatedWorker(memory_limit=memory_limit, preload=_PRELOAD)
+    return _shared
+
+
+def close_folding_process() -> None:
+    """End the kernel's folding child (it holds ~100 MB while idle); the next fold starts
+    a new one."""
+    global _shared  # noqa: PLW0603 -- one child per process, by design
+    with _shared_lock:
+        if _shared is not None:
+            _shared.close()
+            _shared = None
+
+
+class Evaluator:
+    """Evaluates batches of nodes of one model in the kernel's folding child process.
+
+    `memory_limit` caps the child's address space; `max_bytes` drops results larger than
+    that before they cross back (None: any size). Calls from several threads take turns.
+    """
+
+    def __init__(
+        self, model: ir.Model, *, max_bytes: int | None, memory_limit: int | None = None
+    ) -> None:
+        context = onnx.ModelProto(ir_version=model.ir_version)
+        for domain, version in model.graph.opset_imports.items():
+            context.opset_import.append(onnx.helper.make_opsetid(domain, version))
+        context.functions.extend(ir.serde.serialize_function(f) for f in model.functions.values())
+        self._context = context.SerializeToString()
+        self._max_bytes = max_bytes
+        self._memory_limit = memory_limit or DEFAULT_MEMORY_LIMIT
+
+    def start(self) -> None:
+        """Spawn the child now if it is not running (its imports overlap the caller's work)."""
+        with _shared_lock:
+            _worker(self._memory_limit).start()
+
+    def evaluate(self, nodes: Sequence[ir.Node], feeds: Mapping[str, np.ndarray]) -> BatchResult:
+        """Outputs of independent `nodes` whose inputs are all in `feeds`.
+
+        A batch that ends its child is retried node by node in a fresh one (a child the OS
+        killed while idle costs a retry, not a node); a node that ends the child on its own
+        is reported in `failed` with the reason.
+        """
+        protos = [ir.serde.serialize_node(node).SerializeToString() for node in nodes]
+        try:
+            return self._call(protos, feeds)
+        except ChildRaisedError as error:
+            if len(nodes) == 1:
+                return BatchResult(failed={0: _isolation_reason(error)})
+        except IsolatedRunError:
+            pass
+        result = BatchResult()
+        crashes = 0
+        for index, (node, proto) in enumerate(zip(nodes, protos, strict=True)):
+            if crashes >= _CRASHES_PER_BATCH:
+                result.failed[index] = f"not tried: {crashes} evaluating processes died before it"
+                continue
+            mine = {v.name or "": feeds[v.name or ""] for v in node.inputs if v is not None}
+            try:
+                alone = self._call([proto], mine)
+            except (IsolatedRunError, ChildRaisedError) as error:
+                result.failed[index] = _isolation_reason(error)
+                crashes += isinstance(error, IsolatedRunError)
+                continue
+            result.values.update(alone.values)
+            if 0 in alone.failed:
+                result.failed[index] = alone.failed[0]
+            if 0 in alone.too_big:
+                result.too_big[index] = alone.too_big[0]
+        return result
+
+    def _call(self, protos: list[bytes], feeds: Mapping[str, np.ndarray]) -> BatchResult:
+        with _shared_lock:
+            return _worker(self._memory_limit).call(
+                evaluate_batch,
+                self._context,
+                protos,
+                dict(feeds),
+                self._max_bytes,
+                timeout=_BATCH_TIMEOUT_S,
+            )
+
+
+def _isolation_reason(error: Exception) -> str:
+    if isinstance(error, IsolatedRunError):
+        return f"the evaluating process died: {error} (the kernel is fine; the node is kept)"
+    return f"evaluation failed in its child process: {_first_line(error)}"
+
+
+# ------------------------------------------------------------ in the child
+def evaluate_batch(
+    context: bytes,
+    nodes: list[bytes],
+    feeds: dict[str, np.ndarray],
+    max_bytes: int | None,
+) -> BatchResult:
+    """Runs in the child: every node's outputs, the whole batch at once, else node by node."""
+    base = onnx.ModelProto.FromString(context)
+    parsed = [onnx.NodeProto.FromString(data) for data in nodes]
+    result = BatchResult()
+    try:
+        values = _run(base, parsed, feeds)
+    except EvaluationError:
+        values = None
+    for index, node in enumerate(parsed):
+        if values is None:
+            try:
+                mine = _run(base, [node], {name: feeds[name] for name in node.input if name})
+            except EvaluationError as error:
+                result.failed[index] = str(error)
+                continue
+        else:
+            mine = {name: values[name] for name in node.output}
+        size = sum(array.nbytes for array in mine.values())
+        if max_bytes is not None and size > max_bytes:
+            result.too_big[index] = size
+            continue
+        result.values.update(mine)
+    return result
+
+
+def _run(
+    base: onnx.ModelProto, nodes: Sequence[onnx.NodeProto], feeds: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Values of every output of `nodes`, computed from `feeds`."""
+    outputs = [name for node in nodes for name in node.output if name]
+    proto = onnx.ModelProto()
+    proto.CopyFrom(base)
+    graph = proto.graph
+    graph.name = "fold"
+    graph.node.extend(nodes)
+    graph.initializer.extend(
+        onnx.numpy_helper.from_array(np.asarray(array), name) for name, array in feeds.items()
     )
-    imports = [
-        onnx.helper.make_opsetid(domain, version)
-        for domain, version in model.graph.opset_imports.items()
-    ]
-    proto = onnx.helper.make_model(graph, opset_imports=imports)
-    proto.ir_version = model.ir_version
-    proto.functions.extend(ir.serde.serialize_function(f) for f in model.functions.values())
-    return proto
+    graph.output.extend(onnx.helper.make_empty_tensor_value_info(name) for name in outputs)
+    errors = []
+    for runner in (_run_ort, _run_reference):
+        try:
+            results = runner(proto)
+        except Exception as error:  # both runtimes raise their own error types
+            errors.append(f"{runner.__name__[5:]}: {_first_line(error)}")
+            continue
+        if all(isinstance(result, np.ndarray) for result in results):
+            return {name: np.asarray(result) for name, result in zip(outputs, results, strict=True)}
+        errors.append(f"{runner.__name__[5:]}: a result is not a tensor")
+    raise EvaluationError("; ".join(errors))
 
 
 def _run_ort(proto: onnx.ModelProto) -> list[np.ndarray]:
@@ -61,27 +225,6 @@ def _run_reference(proto: onnx.ModelProto) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
     return list(ReferenceEvaluator(proto).run(None, {}))
-
-
-def evaluate(
-    nodes: Sequence[ir.Node],
-    constants: Mapping[str, np.ndarray],
-    outputs: Sequence[str],
-    model: ir.Model,
-) -> dict[str, np.ndarray]:
-    """Values of `outputs` computed from `nodes` (in order) and the `constants` they read."""
-    proto = _mini_model(nodes, constants, outputs, model)
-    errors = []
-    for runner in (_run_ort, _run_reference):
-        try:
-            results = runner(proto)
-        except Exception as error:  # both runtimes raise their own error types
-            errors.append(f"{runner.__name__[5:]}: {_first_line(error)}")
-            continue
-        if all(isinstance(result, np.ndarray) for result in results):
-            return {name: np.asarray(result) for name, result in zip(outputs, results, strict=True)}
-        errors.append(f"{runner.__name__[5:]}: a result is not a tensor")
-    raise EvaluationError("; ".join(errors))
 
 
 def _first_line(error: BaseException) -> str:

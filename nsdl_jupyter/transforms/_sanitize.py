@@ -2,8 +2,10 @@
 
 One pass: Constant nodes become initializers; onnx shape inference runs so that `Shape` and
 `Size` of statically shaped tensors are known; every node whose inputs are all constant is
-evaluated (onnxruntime, else onnx's reference evaluator) and replaced by initializers, unless
-one of its outputs is larger than the fold size threshold; nodes that compute nothing
+sized from its inputs (`_estimate`), and unless that is over the fold size threshold,
+evaluated in a child process (onnxruntime, else onnx's reference evaluator; `_evaluate`) and
+replaced by initializers; a crash or an out-of-memory there keeps the node, never kills the
+kernel. Reshapes to computed shapes get constant ones; nodes that compute nothing
 (Identity, a Cast to the same type, `x * 1`, ...; see `_simplify`) are bypassed; nodes and
 initializers nothing uses are removed. Passes repeat until nothing changes (or `passes` is
 reached); shape inference runs once more at the end so the result carries every shape it can.
@@ -20,7 +22,9 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
-from nsdl_jupyter.transforms._evaluate import EvaluationError, evaluate
+from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
+from nsdl_jupyter.transforms._evaluate import Evaluator
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -50,9 +54,11 @@ def sanitize(
     """Fold constants, remove dead nodes and infer shapes; write the result to `output`.
 
     `fold_size_threshold`: largest folded tensor in bytes (None: no limit); a node whose
-    output would be larger stays. `passes`: how many fold/remove passes (None: repeat until
-    nothing changes). `fuse_batchnorm`: fold BatchNormalization into the Conv before it (not
-    bit-exact, hence off by default). Returns a TransformStatus whose log says what was
+    output would be larger stays, and is never computed (its size comes from its inputs).
+    Folding runs in a child process with a memory cap, so a runtime crash keeps the node.
+    `passes`: how many fold/remove passes (None: repeat until nothing changes).
+    `fuse_batchnorm`: fold BatchNormalization into the Conv before it (not bit-exact, hence
+    off by default). Returns a TransformStatus whose log says what was
     folded, what was removed and which nodes could not be evaluated.
     """
     if fold_size_threshold is not None and (
@@ -72,7 +78,11 @@ def sanitize(
     copy = working_copy(model)
     status = TransformStatus("sanitize")
     before = _node_count(copy.model)
-    folder = _Sanitizer(copy.model, fold_size_threshold, status)
+    folder = _Sanitizer(
+        copy.model, fold_size_threshold, status, memory_limit=_child_memory(copy.model)
+    )
+    if fold_constants and _likely_folds(copy.model.graph):
+        folder.start_evaluator()  # its imports overlap with the first shape inference
     untyped = [] if infer_shapes else _untyped_values(copy.model)
     done = 0
     changed = True
@@ -103,6 +113,28 @@ def sanitize(
     saved = copy.save(target)
     validate_saved(saved, status, model)
     return status.finish(saved)
+
+
+def _likely_folds(graph: ir.Graph) -> bool:
+    """Some node reads only constants (the first pass will evaluate something)."""
+    constant = {v for v in graph.initializers.values() if not v.is_graph_input()}
+    for node in graph:
+        inputs = [v for v in node.inputs if v is not None]
+        if node.op_type == "Constant" and not node.inputs:
+            constant.update(node.outputs)
+        elif inputs and all(v in constant for v in inputs) and node.op_type not in NONDETERMINISTIC:
+            return True
+    return False
+
+
+def _child_memory(model: ir.Model) -> int:
+    """Address space for the folding child: room for a copy or two of the largest weight
+    a folded node may read, on top of the runtime's own."""
+    largest = max(
+        (v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value),
+        default=0,
+    )
+    return DEFAULT_MEMORY_LIMIT + 4 * largest
 
 
 def _untyped_values(model: ir.Model) -> list[ir.Value]:
@@ -161,6 +193,19 @@ class _Constants:
         assert value.const_value is not None
         return value.const_value.numpy()
 
+    def shape(self, value: ir.Value) -> tuple[int, ...]:
+        """The shape, without reading a stored tensor's bytes."""
+        if value in self.extra:
+            return tuple(self.extra[value].shape)
+        assert value.const_value is not None
+        return tuple(value.const_value.shape.numpy())
+
+    def itemsize(self, value: ir.Value) -> int:
+        if value in self.extra:
+            return int(self.extra[value].itemsize)
+        assert value.const_value is not None
+        return bytes_per_element(value.const_value.dtype)
+
     def update(self, values: dict[ir.Value, np.ndarray]) -> None:
         self.extra.update(values)
 
@@ -175,6 +220,17 @@ class _Sanitizer:
     status: TransformStatus
     skipped: set[ir.Node] = field(default_factory=set)
     number: int = 0
+    memory_limit: int | None = None
+    evaluator: Evaluator | None = None
+
+    def start_evaluator(self) -> Evaluator:
+        """The child process that evaluates nodes, started now if it is not running."""
+        if self.evaluator is None:
+            self.evaluator = Evaluator(
+                self.model, max_bytes=self.threshold, memory_limit=self.memory_limit
+            )
+        self.evaluator.start()
+        return self.evaluator
 
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
@@ -241,25 +297,34 @@ class _Sanitizer:
         return pinned + self._apply(graph, [*shapes, *batch], values)
 
     def _pin_reshapes(self, graph: ir.Graph, constants: _Constants) -> int:
-        """Reshape to a computed shape whose result has at most one free dimension gets a
-        constant shape, -1 for the free one (what onnxsim does): the shape arithmetic
-        feeding it (Shape, Gather, Unsqueeze, Concat) then dies."""
+        """Reshape to a computed shape gets a constant one when its result has at most one
+        free dimension besides those it keeps from its input: 0 (copy) for a dimension the
+        input has at the same place, -1 for the free one. The shape arithmetic feeding it
+        (Shape, Gather, Unsqueeze, Concat) then dies: HF's head split `x.view(*x.size()[:-1],
+        heads, size)` on [batch, sequence, hidden] becomes Reshape(x, [0, 0, 12, 64])."""
         pinned = []
         for node in graph:
             if node.op_type != "Reshape" or node.domain not in ("", "ai.onnx"):
                 continue
             if len(node.inputs) < 2 or node.inputs[1] is None or node.inputs[1] in constants:
                 continue
-            allowzero = node.attributes.get("allowzero")
-            if allowzero is not None and allowzero.as_int():
-                continue
             dims = _known_dims(node.outputs[0].shape)
-            if dims is None:
+            if dims is None or any(dim == 0 for dim in dims):
                 continue
-            free = [i for i, dim in enumerate(dims) if dim is None]
-            if len(free) > 1 or any(dim == 0 for dim in dims):
+            copied = _copied_dims(node)
+            free = [i for i, dim in enumerate(dims) if dim is None and i not in copied]
+            allowzero = node.attributes.get("allowzero")
+            literal_zeros = allowzero is not None and allowzero.as_int()
+            # With allowzero=1 (dynamo exports) a copied dim that is 0 at run time was a
+            # literal 0, which a copy reproduces; a -1 beside it could not be resolved.
+            if len(free) > (0 if literal_zeros else 1):
                 continue
-            target = np.array([-1 if dim is None else dim for dim in dims], dtype=np.int64)
+            if literal_zeros:
+                node.attributes["allowzero"] = ir.AttrInt64("allowzero", 0)
+            target = np.array(
+                [0 if i in copied else -1 if dim is None else dim for i, dim in enumerate(dims)],
+                dtype=np.int64,
+            )
             shape_value = node.inputs[1]
             name = f"{shape_value.name}_pinned"
             while name in graph.initializers:
@@ -279,7 +344,7 @@ class _Sanitizer:
             self.status.count("reshapes_pinned", len(pinned))
             self.status.info(
                 f"pass {self.number}: {len(pinned)} Reshape(s) got a constant shape "
-                f"(-1 for the free dimension): {_names(pinned)}"
+                f"(0 where it keeps the input's, -1 for a free one): {_names(pinned)}"
             )
         return len(pinned)
 
@@ -296,55 +361,68 @@ class _Sanitizer:
     def _evaluate(
         self, batch: Sequence[ir.Node], constants: _Constants
     ) -> dict[ir.Value, np.ndarray]:
-        """Values of the batch's outputs; nodes that cannot be evaluated are skipped."""
-        if not batch:
-            return {}
-        needed = _inputs_from_outside(batch)
-        feeds = {v.name or "": constants[v] for v in needed}
-        outputs = [v for node in batch for v in node.outputs]
-        try:
-            computed = evaluate(batch, feeds, [v.name or "" for v in outputs], self.model)
-            return {v: computed[v.name or ""] for v in outputs}
-        except EvaluationError:
-            pass
+        """Values of the batch's outputs, in rounds of nodes whose inputs are all known, each
+        sized before it runs; nodes over the threshold, or that fail, are skipped."""
+        known = _Constants(constants.values)
+        known.extra = constants.extra.copy()
         results: dict[ir.Value, np.ndarray] = {}
-        for node in batch:
-            sources = [v for v in node.inputs if v is not None]
-            if not all(v in constants or v in results for v in sources):
-                continue  # an input could not be evaluated
-            feeds = {v.name or "": results[v] if v in results else constants[v] for v in sources}
-            names = [v.name or "" for v in node.outputs]
-            try:
-                computed = evaluate([node], feeds, names, self.model)
-            except EvaluationError as error:
-                self.skipped.add(node)
-                self.status.warn(f"not folded: {node.name} ({node.op_type}): {error}")
-                self.status.count("nodes_not_evaluated")
-                continue
-            results.update({v: computed[v.name or ""] for v in node.outputs})
+        remaining = list(batch)
+        too_big: dict[ir.Node, int] = {}
+        while remaining:
+            ready = [n for n in remaining if all(v is None or v in known for v in n.inputs)]
+            if not ready:
+                break  # the rest depends on nodes that were skipped
+            remaining = [n for n in remaining if n not in set(ready)]
+            run = []
+            for node in ready:
+                size = output_bytes(node, known)
+                if self.threshold is not None and size is not None and size > self.threshold:
+                    too_big[node] = size
+                else:
+                    run.append(node)
+            computed, over = self._run(run, known)
+            too_big.update(over)
+            known.update(computed)
+            results.update(computed)
+        self._report_too_big(too_big)
         return results
+
+    def _run(
+        self, nodes: list[ir.Node], known: _Constants
+    ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
+        """Evaluate independent nodes in the child; their values, and those found too big."""
+        if not nodes:
+            return {}, {}
+        feeds = {v.name or "": known[v] for v in _inputs_from_outside(nodes)}
+        result = self.start_evaluator().evaluate(nodes, feeds)
+        for index, reason in sorted(result.failed.items()):
+            node = nodes[index]
+            self.skipped.add(node)
+            self.status.warn(f"not folded: {node.name} ({node.op_type}): {reason}")
+            self.status.count("nodes_not_evaluated")
+        values = {
+            v: result.values[v.name or ""]
+            for node in nodes
+            for v in node.outputs
+            if (v.name or "") in result.values
+        }
+        return values, {nodes[i]: size for i, size in result.too_big.items()}
+
+    def _report_too_big(self, too_big: dict[ir.Node, int]) -> None:
+        if not too_big:
+            return
+        self.skipped.update(too_big)
+        sizes = (f"{node.name} ({size} bytes)" for node, size in too_big.items())
+        self.status.info(
+            f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
+            f"{self.threshold} bytes: {_names(sizes)}"
+        )
+        self.status.count("nodes_over_threshold", len(too_big))
 
     def _apply(
         self, graph: ir.Graph, candidates: list[ir.Node], values: dict[ir.Value, np.ndarray]
     ) -> int:
-        folded: list[ir.Node] = []
-        too_big: list[ir.Node] = []
-        for node in candidates:
-            if not all(v in values for v in node.outputs):
-                continue
-            if self.threshold is not None and any(
-                values[v].nbytes > self.threshold for v in node.outputs
-            ):
-                too_big.append(node)
-                continue
-            folded.append(node)
-        if too_big:
-            self.skipped.update(too_big)
-            self.status.info(
-                f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
-                f"{self.threshold} bytes: {_names(n.name or '' for n in too_big)}"
-            )
-            self.status.count("nodes_over_threshold", len(too_big))
+        folded = [node for node in candidates if all(v in values for v in node.outputs)]
         if not folded:
             return 0
         members = set(folded)
@@ -519,6 +597,24 @@ def _shape_part_result(node: ir.Node, constants: _Constants) -> dict[ir.Value, n
     if any(dim is None for dim in flat):
         return None
     return {node.outputs[0]: np.array(picked, dtype=np.int64)}
+
+
+def _copied_dims(node: ir.Node) -> set[int]:
+    """Output dims of a Reshape that are the input's dim at the same place (a 0 copies it).
+
+    One name is one size: the exporter's names and those onnx's shape inference makes up
+    (unk__7), which avoid every name already in the model, so runs never reuse one."""
+    source, result = node.inputs[0], node.outputs[0]
+    if source is None or source.shape is None or result.shape is None:
+        return set()
+    return {
+        i
+        for i, (a, b) in enumerate(zip(source.shape, result.shape, strict=False))
+        if isinstance(a, ir.SymbolicDim)
+        and isinstance(b, ir.SymbolicDim)
+        and a.value is not None
+        and a.value == b.value
+    }
 
 
 def _inputs_from_outside(nodes: Sequence[ir.Node]) -> list[ir.Value]:

@@ -6,39 +6,61 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsdl_jupyter.views._filters import shown, time_column, time_label, time_shares
 from nsdl_jupyter.views._plotly import colour_map, go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
 
 
-def top_layers_figure(report: ProfileReport, n: int = 15, by: str = "mean_ms") -> Any:
-    """Horizontal bars of the n slowest layers (mean per inference; whiskers: min to max)."""
+def top_layers_figure(
+    report: ProfileReport,
+    n: int = 15,
+    by: str | None = None,
+    *,
+    times: str | None = None,
+    hide_non_compute: bool = False,
+) -> Any:
+    """Horizontal bars of the n slowest layers per inference, by `by` (default: GPU kernel
+    time when the report has it, else the profiler's mean; `times` 'gpu' or 'host' picks);
+    whiskers min to max for the profiler's mean. `hide_non_compute` leaves out copies, layout
+    reorders and shape-only ops."""
     graph_objects = go()
-    top = report.top(n, by).iloc[::-1]
     colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    by = by or time_column(report, times)
+    report = shown(report, hide_non_compute)
+    layers = report.layers.assign(_share=time_shares(report, by))
+    top = layers.nlargest(n, by).iloc[::-1]
+    # the spread over iterations: min to max (std bars would dip below zero)
+    spread = (
+        {
+            "type": "data",
+            "symmetric": False,
+            "array": (top["max_ms"] - top[by]).clip(lower=0).fillna(0.0),
+            "arrayminus": (top[by] - top["min_ms"]).clip(lower=0).fillna(0.0),
+            "visible": True,
+        }
+        if by == "mean_ms"
+        else None
+    )
     fig = graph_objects.Figure(
         graph_objects.Bar(
             orientation="h",
             y=top["name"],
             x=top[by],
-            # the spread over iterations: min to max (std bars would dip below zero)
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": (top["max_ms"] - top[by]).clip(lower=0).fillna(0.0),
-                "arrayminus": (top[by] - top["min_ms"]).clip(lower=0).fillna(0.0),
-                "visible": True,
-            },
+            error_x=spread,
             marker_color=[colours.get(t, "#7f7f7f") for t in top["op_type"]],
-            customdata=np.stack([top["op_type"], top["share"] * 100, top["output_shapes"]], axis=1),
+            customdata=np.stack(
+                [top["op_type"], top["_share"] * 100, top["output_shapes"]], axis=1
+            ),
             hovertemplate="<b>%{y}</b><br>%{customdata[0]}<br>%{x:.4f} ms "
             "(%{customdata[1]:.1f}%)<br>out: %{customdata[2]}<extra></extra>",
         )
     )
+    label = time_label(report, by)
     fig.update_layout(
-        title=f"Top {len(top)} layers: {report.name}",
-        xaxis_title=f"{by.removesuffix('_ms')} time per inference (ms)",
+        title=f"Top {len(top)} layers by {label}: {report.name}{_hidden_note(report)}",
+        xaxis_title=f"{label} per inference (ms)",
         yaxis={"automargin": True},
         height=max(300, 24 * len(top) + 120),
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
@@ -46,15 +68,20 @@ def top_layers_figure(report: ProfileReport, n: int = 15, by: str = "mean_ms") -
     return fig
 
 
-def op_type_share_figure(report: ProfileReport) -> Any:
-    """Donut of the time share per op type (layer type for TensorRT)."""
+def op_type_share_figure(
+    report: ProfileReport, *, times: str | None = None, hide_non_compute: bool = False
+) -> Any:
+    """Donut of the time share per op type (layer type for TensorRT), of GPU kernel time when
+    the report has it (`times` 'gpu' or 'host' picks)."""
     graph_objects = go()
-    table = report.by_op_type()
     colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    column = time_column(report, times)
+    report = shown(report, hide_non_compute)
+    table = report.by_op_type(column)
     fig = graph_objects.Figure(
         graph_objects.Pie(
             labels=table.index,
-            values=table["mean_ms"],
+            values=table[column],
             hole=0.45,
             marker={"colors": [colours.get(t, "#7f7f7f") for t in table.index]},
             customdata=table["layers"],
@@ -63,8 +90,17 @@ def op_type_share_figure(report: ProfileReport) -> Any:
             sort=False,
         )
     )
-    fig.update_layout(title=f"Time by op type: {report.name}", height=420)
+    label = time_label(report, column)
+    fig.update_layout(
+        title=f"{label[:1].upper()}{label[1:]} by op type: {report.name}{_hidden_note(report)}",
+        height=420,
+    )
     return fig
+
+
+def _hidden_note(report: ProfileReport) -> str:
+    hidden = report.metadata.get("hidden_non_compute")
+    return f" ({hidden} non-compute layers hidden)" if hidden else ""
 
 
 def latency_figure(report: ProfileReport) -> Any:

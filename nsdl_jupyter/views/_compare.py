@@ -7,35 +7,66 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.views._filters import shown, time_label
 from nsdl_jupyter.views._plotly import go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
 
 
-def compare_table(a: ProfileReport, b: ProfileReport) -> pd.DataFrame:
-    """Per layer: mean ms in a and b, delta (b - a), speed-up (a / b); see ProfileReport.compare."""
-    return a.compare(b)
+def _column(a: ProfileReport, b: ProfileReport, times: str | None) -> str | None:
+    if times is None:
+        return None  # ProfileReport.compare: GPU time when both have it
+    if times == "host":
+        return "mean_ms"
+    if times == "gpu":
+        if not (a.has_gpu_times and b.has_gpu_times):
+            missing = a.name if not a.has_gpu_times else b.name
+            raise ValueError(f"times='gpu': {missing} has no per-layer GPU times")
+        return "gpu_ms"
+    raise ValueError(f"times={times!r}: use 'gpu', 'host' or None (GPU when both have it)")
 
 
-def compare_figure(a: ProfileReport, b: ProfileReport, n: int = 20) -> Any:
+def compare_table(
+    a: ProfileReport,
+    b: ProfileReport,
+    *,
+    times: str | None = None,
+    hide_non_compute: bool = False,
+) -> pd.DataFrame:
+    """Per layer: time in a and b (GPU kernel time when both reports have it; `times` 'gpu'
+    or 'host' picks), delta (b - a), speed-up (a / b); see ProfileReport.compare."""
+    column = _column(a, b, times)
+    return shown(a, hide_non_compute).compare(shown(b, hide_non_compute), column)
+
+
+def compare_figure(
+    a: ProfileReport,
+    b: ProfileReport,
+    n: int = 20,
+    *,
+    times: str | None = None,
+    hide_non_compute: bool = False,
+) -> Any:
     """Grouped bars of the n layers whose time changed most, plus end-to-end p50 of both."""
     graph_objects = go()
-    table = a.compare(b)
-    matched = table.dropna(subset=["mean_ms_a", "mean_ms_b"]).head(n).iloc[::-1]
+    table = compare_table(a, b, times=times, hide_non_compute=hide_non_compute)
+    column = table.attrs["column"]
+    col_a, col_b = f"{column}_a", f"{column}_b"
+    matched = table.dropna(subset=[col_a, col_b]).head(n).iloc[::-1]
     label_a, label_b = table.attrs["a"], table.attrs["b"]
     if label_a == label_b:
         label_a, label_b = f"A: {label_a}", f"B: {label_b}"
     speedup = matched["speedup"].to_numpy()
     fig = graph_objects.Figure()
     fig.add_trace(
-        graph_objects.Bar(orientation="h", y=matched["name"], x=matched["mean_ms_a"], name=label_a)
+        graph_objects.Bar(orientation="h", y=matched["name"], x=matched[col_a], name=label_a)
     )
     fig.add_trace(
         graph_objects.Bar(
             orientation="h",
             y=matched["name"],
-            x=matched["mean_ms_b"],
+            x=matched[col_b],
             name=label_b,
             customdata=np.stack([matched["delta_ms"], speedup], axis=1) if len(matched) else None,
             hovertemplate="<b>%{y}</b><br>%{x:.4f} ms<br>delta %{customdata[0]:+.4f} ms<br>"
@@ -50,7 +81,7 @@ def compare_figure(a: ProfileReport, b: ProfileReport, n: int = 20) -> Any:
             f"{attrs['matched_layers']} layers matched"
         ),
         barmode="group",
-        xaxis_title="mean time per inference (ms)",
+        xaxis_title=f"{time_label(a, column)} per inference (ms)",
         yaxis={"automargin": True},
         height=max(320, 30 * len(matched) + 140),
         margin={"l": 10, "r": 10, "t": 60, "b": 40},

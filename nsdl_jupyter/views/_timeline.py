@@ -1,4 +1,11 @@
-"""Timeline of one inference: one horizontal bar per layer at its start, as long as it ran."""
+"""Timeline of one inference: one row per layer, and under it the GPU metrics of the run.
+
+With GPU kernel times (CUPTI) the bars are the kernels each layer launched, at their GPU start,
+and one lane per CUDA stream on top holds every kernel of that stream; without them each
+layer is one bar over its host window (onnxruntime's profiler, or trtexec's layer times laid
+back to back). NVML samples (clocks, utilisation, power, memory), when the report has them,
+are drawn as panels below.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.views._filters import shown, time_column
 from nsdl_jupyter.views._plotly import colour_map, go
 
 if TYPE_CHECKING:
@@ -14,11 +22,77 @@ if TYPE_CHECKING:
 
 # Beyond this many layers one row per layer is unreadable: rows become op types.
 MAX_LAYER_ROWS = 400
+# NVML panels under the timeline: title, columns drawn in it.
+METRIC_PANELS = (
+    ("clock (MHz)", ("sm_clock_mhz", "mem_clock_mhz")),
+    ("utilisation (%)", ("gpu_util", "mem_util")),
+    ("power (W)", ("power_w",)),
+    ("memory used (MB)", ("mem_used_mb",)),
+)
+_METRIC_NAMES = {
+    "sm_clock_mhz": "SM clock",
+    "mem_clock_mhz": "memory clock",
+    "gpu_util": "GPU utilisation",
+    "mem_util": "memory-bus utilisation",
+    "power_w": "power",
+    "mem_used_mb": "memory used",
+}
+_METRIC_PANEL_PX = 110
+_KERNEL_NAME_WIDTH = 90
+_HOST_HOVER = (
+    "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>start %{base:.4f} ms<br>"
+    "duration %{x:.4f} ms (self %{customdata[2]:.4f} ms)<br>in: %{customdata[3]}<br>"
+    "out: %{customdata[4]}<extra></extra>"
+)
+_KERNEL_HOVER = (
+    "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>kernel %{customdata[2]}<br>"
+    "stream %{customdata[3]}<br>GPU start %{base:.4f} ms<br>duration %{x:.4f} ms<extra></extra>"
+)
 
 
-def _default_colour(report: ProfileReport) -> str:
-    events = report.timeline_events
+def _default_colour(events: pd.DataFrame) -> str:
     return "precision" if (events["precision"] != "").any() else "op_type"
+
+
+def _kernel_bars(report: ProfileReport, row_key: str) -> pd.DataFrame:
+    """One row per kernel of the inference, twice: in its stream's lane and in its layer's
+    (or op type's) row; with the layer's op type and precision for colours."""
+    kernels = report.kernel_timeline
+    info = report.layers.drop_duplicates("name").set_index("name")
+    layer = kernels["layer"].astype(str)
+    frame = pd.DataFrame(
+        {
+            "name": layer,
+            "op_type": layer.map(info["op_type"]).fillna(""),
+            "precision": layer.map(info["precision"]).fillna(""),
+            "kernel": kernels["kernel"].astype(str),
+            "stream": kernels["stream"].astype(str),
+            "start_ms": kernels["start_ms"].astype("float64"),
+            "duration_ms": kernels["duration_ms"].astype("float64"),
+        }
+    )
+    lanes = frame.assign(row="stream " + frame["stream"])
+    rows = frame.assign(row=frame[row_key])
+    return pd.concat([lanes, rows], ignore_index=True)
+
+
+def _host_bars(events: pd.DataFrame, row_key: str) -> pd.DataFrame:
+    return events.assign(row=events[row_key])
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _KERNEL_NAME_WIDTH else text[: _KERNEL_NAME_WIDTH - 1] + "…"
+
+
+def _custom(part: pd.DataFrame, kernels: bool) -> np.ndarray:
+    if not len(part):
+        return np.empty((0, 5))
+    if kernels:
+        columns = [part["name"], part["op_type"], part["kernel"].map(_cut), part["stream"]]
+    else:
+        columns = [part["name"], part["op_type"], part["self_ms"], part["input_shapes"],
+                   part["output_shapes"]]  # fmt: skip
+    return np.stack(columns, axis=1)
 
 
 def timeline_figure(
@@ -28,87 +102,152 @@ def timeline_figure(
     rows: str | None = None,
     highlight: str | None = None,
     title: str | None = None,
+    times: str | None = None,
+    hide_non_compute: bool = False,
+    metrics: bool = True,
 ) -> Any:
     """A plotly Figure of the report's representative inference.
 
+    `times`: 'gpu' (the kernels of each layer, one lane per CUDA stream on top; the default
+    when the report has GPU kernel times) or 'host' (one bar per layer over its host window);
     `color_by`: 'op_type' (default) or 'precision' (default for TensorRT reports) or any
-    timeline column; `rows`: 'layer' (one row per layer, the default up to 400 layers) or
-    'op_type' (one lane per op type, for big models); `highlight`: a layer name drawn outlined.
-    Hover shows the layer, op type, start, duration, self time and shapes.
+    column of the bars ('stream', 'kernel' for GPU bars); `rows`: 'layer' (one row per
+    layer, the default up to 400 layers) or 'op_type' (one lane per op type, for big
+    models); `highlight`: a layer name drawn outlined; `hide_non_compute`: leave out copies,
+    layout reorders and shape-only ops; `metrics`: NVML panels below when the report has them.
     """
     graph_objects = go()
+    kernels = time_column(report, times) == "gpu_ms" and not report.kernel_timeline.empty
+    report = shown(report, hide_non_compute)
     events = report.timeline_events
-    color_by = color_by or _default_colour(report)
-    if color_by not in events:
-        raise ValueError(f"color_by={color_by!r}: use one of {list(events.columns)}")
-    n_layers = events["name"].nunique()
-    rows = rows or ("layer" if n_layers <= MAX_LAYER_ROWS else "op_type")
+    names = report.kernel_timeline["layer"] if kernels else events["name"]
+    rows = rows or ("layer" if names.nunique() <= MAX_LAYER_ROWS else "op_type")
     if rows not in ("layer", "op_type"):
         raise ValueError(f"rows={rows!r}: use 'layer' or 'op_type'")
     row_key = "name" if rows == "layer" else "op_type"
-    categories = [str(c) for c in pd.unique(events[color_by])]
+    bars = _kernel_bars(report, row_key) if kernels else _host_bars(events, row_key)
+    color_by = color_by or _default_colour(bars)
+    if color_by not in bars or color_by == "row":
+        raise ValueError(f"color_by={color_by!r}: use one of {list(bars.columns[:-1])}")
+    categories = [str(c) for c in pd.unique(bars[color_by])]
     colours = colour_map(categories, color_by)
-    # Rows top to bottom in order of first start.
-    order = list(pd.unique(events.sort_values("start_ms")[row_key]))
-    fig = graph_objects.Figure()
-    hover = (
-        "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>start %{base:.4f} ms<br>"
-        "duration %{x:.4f} ms (self %{customdata[2]:.4f} ms)<br>in: %{customdata[3]}<br>"
-        "out: %{customdata[4]}<extra></extra>"
-    )
+    # Rows top to bottom: stream lanes, then layers in order of first start.
+    order = list(pd.unique(bars.sort_values("start_ms", kind="stable")["row"]))
+    order.sort(key=lambda r: 0 if kernels and str(r).startswith("stream ") else 1)
+    panels = _metric_panels(report) if metrics else []
+    fig = _figure(graph_objects, panels, len(order))
     for category in categories:
-        part = events[events[color_by].astype(str) == category]
-        custom = (
-            np.stack(
-                [
-                    part["name"],
-                    part["op_type"],
-                    part["self_ms"],
-                    part["input_shapes"],
-                    part["output_shapes"],
-                ],
-                axis=1,
-            )
-            if len(part)
-            else np.empty((0, 5))
-        )
+        part = bars[bars[color_by].astype(str) == category]
         line_width = [2 if highlight is not None and n == highlight else 0 for n in part["name"]]
         fig.add_trace(
             graph_objects.Bar(
                 name=category or "(none)",
+                legendgroup=category,
                 orientation="h",
-                y=part[row_key],
+                y=part["row"],
                 x=part["duration_ms"].clip(lower=1e-4),
                 base=part["start_ms"],
                 marker={
                     "color": colours[category],
                     "line": {"width": line_width, "color": "black"},
                 },
-                customdata=custom,
-                hovertemplate=hover,
-            )
+                customdata=_custom(part, kernels),
+                hovertemplate=_KERNEL_HOVER if kernels else _HOST_HOVER,
+            ),
+            **({"row": 1, "col": 1} if panels else {}),
         )
-    height = int(min(max(len(order) * 14 + 140, 320), 1400))
     model = report.metadata.get("model_name", "")
+    what = "GPU kernels per layer" if kernels else "host time per layer"
     fig.update_layout(
-        title=title or f"{model}: one inference ({report.name.split(' ', 1)[-1]})",
+        title=title or f"{model}: one inference, {what} ({report.name.split(' ', 1)[-1]})",
         barmode="overlay",
-        height=height,
-        xaxis_title="time since the start of the run (ms)",
-        yaxis={"categoryorder": "array", "categoryarray": order[::-1], "automargin": True},
+        height=_layer_height(len(order)) + _METRIC_PANEL_PX * len(panels),
         legend_title_text=color_by,
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
     )
+    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], automargin=True,
+                     row=1 if panels else None, col=1 if panels else None)  # fmt: skip
+    fig.update_xaxes(
+        title_text="GPU time since the inference's first kernel (ms)"
+        if kernels
+        else "time since the start of the run (ms)",
+        row=1 if panels else None,
+        col=1 if panels else None,
+    )
+    if panels:
+        _add_metrics(fig, graph_objects, report, panels)
     note = report.metadata.get("timeline_note")
     if note:
-        fig.add_annotation(
-            text=str(note),
-            xref="paper",
-            yref="paper",
-            x=0,
-            y=1.0,
-            yanchor="bottom",
-            showarrow=False,
-            font={"size": 10},
-        )
+        fig.add_annotation(text=str(note), xref="paper", yref="paper", x=0, y=1.0,
+                           yanchor="bottom", showarrow=False, font={"size": 10})  # fmt: skip
     return fig
+
+
+def _layer_height(rows: int) -> int:
+    return int(min(max(rows * 14 + 140, 320), 1400))
+
+
+def _metric_panels(report: ProfileReport) -> list[tuple[str, list[str]]]:
+    metrics = report.gpu_metrics
+    if metrics.empty or "t_ms" not in metrics:
+        return []
+    panels = []
+    for title, columns in METRIC_PANELS:
+        present = [c for c in columns if c in metrics and metrics[c].notna().any()]
+        if present:
+            panels.append((title, present))
+    return panels
+
+
+def _figure(graph_objects: Any, panels: list[tuple[str, list[str]]], rows: int) -> Any:
+    if not panels:
+        return graph_objects.Figure()
+    from plotly.subplots import make_subplots
+
+    layer_px = _layer_height(rows) - 90
+    heights = [layer_px] + [_METRIC_PANEL_PX - 20] * len(panels)
+    return make_subplots(
+        rows=1 + len(panels),
+        cols=1,
+        row_heights=[h / sum(heights) for h in heights],
+        vertical_spacing=min(0.06, 60 / sum(heights)),
+        subplot_titles=["", *(title for title, _ in panels)],
+    )
+
+
+def _add_metrics(
+    fig: Any, graph_objects: Any, report: ProfileReport, panels: list[tuple[str, list[str]]]
+) -> None:
+    """NVML samples of the measured pass: a panel per quantity, on one time axis of their
+    own (they cover every iteration of the pass; the bars above are one inference)."""
+    metrics = report.gpu_metrics
+    first_metric_axis = "x2"
+    for index, (title, columns) in enumerate(panels, start=2):
+        for column in columns:
+            fig.add_trace(
+                graph_objects.Scatter(
+                    x=metrics["t_ms"],
+                    y=metrics[column],
+                    mode="lines+markers",
+                    marker={"size": 4},
+                    line={"width": 1.5, "shape": "hv"},
+                    name=_METRIC_NAMES.get(column, column),
+                    legendgroup="nvml",
+                    legendgrouptitle_text="NVML",
+                    hovertemplate=f"{_METRIC_NAMES.get(column, column)} %{{y:.4g}} {title}"
+                    "<br>at %{x:.1f} ms<extra></extra>",
+                ),
+                row=index,
+                col=1,
+            )
+        if index > 2:
+            fig.update_xaxes(matches=first_metric_axis, row=index, col=1)
+    interval = (report.metadata.get("gpu") or {}).get("metrics", {}).get("interval_ms")
+    every = f", every {interval:g} ms" if isinstance(interval, (int, float)) else ""
+    iterations = report.metadata.get("iterations")
+    over = f" ({iterations} inferences)" if iterations else ""
+    fig.update_xaxes(
+        title_text=f"time since the start of the measured pass{over} (ms); NVML samples{every}",
+        row=1 + len(panels),
+        col=1,
+    )

@@ -31,6 +31,9 @@ from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._profile_view import ProfileView
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
+# Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
+GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
+_GPU_OFF = "GPU timing, metrics and clocks apply to the CUDA and TensorRT providers"
 
 
 def parse_dim_sizes(text: str) -> dict[str, int]:
@@ -48,6 +51,23 @@ def _where(target: Target | None) -> str:
     """The target as the panel names it: never this machine's host name, which a saved
     notebook would carry."""
     return "this machine" if target is None or target.name == "local" else target.name
+
+
+def gpu_notes_html(report: ProfileReport) -> str:
+    """Warnings of a run on the GPU, as HTML lines: GPU timing unavailable (and why: CUPTI
+    missing, ...; the layer times shown are host times) and clocks that could not be locked."""
+    gpu = report.metadata.get("gpu") or {}
+    notes = []
+    timing = gpu.get("timing") or {}
+    if timing and not timing.get("available"):
+        message = timing.get("message") or "GPU timing unavailable"
+        notes.append(f"No GPU kernel times: {message}. The layer times shown are host times.")
+    clocks = gpu.get("clocks") or {}
+    if clocks.get("warning"):
+        notes.append(f"Clocks: {clocks['warning']}")
+    return "".join(
+        f"<br><span class='nsdl-activity-gpu-warning'>&#9888; {html_text(n)}</span>" for n in notes
+    )
 
 
 class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
@@ -104,6 +124,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         # relative or ~/...: the notebook's saved widget state holds no home path
         self._trace = widgets.Text(shown_path(default_trace), description="Trace file",
                                    layout=widgets.Layout(width="70%"))  # fmt: skip
+        gpu_row = self._gpu_controls(base)
         self._provider_buttons: dict[str, widgets.Button] = {}
         provider_rows = []
         for status in runtime.providers:
@@ -133,17 +154,18 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._input_mode.observe(self._on_input_mode, names="value")
         self._on_input_mode({"new": self._input_mode.value})
 
-        header = widgets.HTML(
-            f"<b>Profile {html_text(source.name)} with ONNX Runtime "
-            f"{html_text(runtime.ort_version)}</b> on {html_text(_where(target))}"
-        )
         super().__init__(
             children=[
-                header,
+                widgets.HTML(
+                    f"<b>Profile {html_text(source.name)} with ONNX Runtime "
+                    f"{html_text(runtime.ort_version)}</b> on {html_text(_where(target))}"
+                ),
                 widgets.HBox([self._iterations, self._warmup]),
                 widgets.HTML("Execution provider:"),
                 *provider_rows,
+                gpu_row,
                 self._optimize,
+                self._hide_non_compute,
                 self._input_mode,
                 self._dims,
                 self._folder,
@@ -156,6 +178,30 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         )
         self.add_class("nsdl-activity-panel")
         self._on_provider({"new": self.provider})
+
+    def _gpu_controls(self, base: OrtProfileSettings) -> widgets.HBox:
+        """GPU timing on/off, NVML sampling rate, clock locking; and the view's hide option."""
+        self._gpu_timing = widgets.Checkbox(
+            base.gpu_timing, description="GPU kernel timing (CUPTI)", indent=False
+        )
+        self._metrics_interval = widgets.BoundedFloatText(
+            base.metrics_interval_ms, min=0.0, max=60_000.0, step=1.0,
+            description="NVML every", tooltip="ms between NVML samples (0: no metrics)",
+        )  # fmt: skip
+        self._lock_clocks = widgets.Checkbox(
+            base.lock_clocks, description="lock GPU clocks to base", indent=False
+        )
+        self._hide_non_compute = widgets.Checkbox(
+            False, description="hide non-compute ops (copies, reorders, shape ops)", indent=False
+        )
+        self._hide_non_compute.observe(self._on_hide_non_compute, names="value")
+        self._gpu_note = widgets.HTML("")
+        gpu_row = widgets.HBox(
+            [self._gpu_timing, self._metrics_interval, widgets.HTML("ms"), self._lock_clocks,
+             self._gpu_note]
+        )  # fmt: skip
+        gpu_row.add_class("nsdl-activity-gpu")
+        return gpu_row
 
     # ---- settings -------------------------------------------------------------------------
 
@@ -171,6 +217,15 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     def _on_provider(self, change: dict[str, Any]) -> None:
         for name, button in getattr(self, "_provider_buttons", {}).items():
             button.button_style = "info" if name == change["new"] else ""
+        if hasattr(self, "_gpu_note"):
+            off = change["new"] not in GPU_PROVIDERS
+            for control in (self._gpu_timing, self._metrics_interval, self._lock_clocks):
+                control.disabled = off
+            self._gpu_note.value = f"<small>{html_text(_GPU_OFF)}</small>" if off else ""
+
+    def _on_hide_non_compute(self, change: dict[str, Any]) -> None:
+        if self.view is not None:
+            self.view.hide_non_compute = bool(change["new"])
 
     def _on_input_mode(self, change: dict[str, Any]) -> None:
         random = change["new"] == "random"
@@ -192,6 +247,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             input_folder=None if random else Path(folder).expanduser(),
             trace_path=Path(self._trace.value.strip()).expanduser() if self._trace.value.strip()
             else None,
+            gpu_timing=bool(self._gpu_timing.value),
+            metrics_interval_ms=float(self._metrics_interval.value),
+            lock_clocks=bool(self._lock_clocks.value),
         )  # fmt: skip
 
     # ---- running --------------------------------------------------------------------------
@@ -231,13 +289,17 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     def _wait_job(self, job: ProfileJob) -> None:
         try:
             report = job.wait()
-            view = ProfileView(report, graph_view=self.graph_view)
+            self.show_report(report)
         except ProfileCancelledError as exc:
             self._finish("cancelled", "warning", html_text(f"Cancelled: {exc}"))
-            return
         except Exception as exc:  # shown in the panel: this thread has no caller to raise to
             self._fail(exc)
-            return
+
+    def show_report(self, report: ProfileReport) -> None:
+        """Show a finished run's report: a ProfileView of it (host times when the run had no
+        GPU timing) and a message that says why GPU times or locked clocks are missing."""
+        view = ProfileView(report, graph_view=self.graph_view,
+                           hide_non_compute=self._hide_non_compute.value)  # fmt: skip
         self.report = report
         self.view = view
         self._result.children = [view]
@@ -247,7 +309,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             "success",
             f"Done: {len(report.layers)} layers, end-to-end p50 {lat['p50']:.3f} ms over "
             f"{int(lat['count'])} iterations (<code>panel.report</code>). Trace: "
-            f"{html_text(shown_path(report.metadata.get('trace_path') or ''))}",
+            f"{html_text(shown_path(report.metadata.get('trace_path') or ''))}"
+            + gpu_notes_html(report),
         )
 
     def _fail(self, exc: BaseException) -> None:

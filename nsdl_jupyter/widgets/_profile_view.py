@@ -1,8 +1,11 @@
 """ProfileView: a report's timeline and a sortable, filterable layer table, tied to a GraphView.
 
 Built from ipywidgets and a plotly FigureWidget only (no custom JavaScript). Selecting a table
-row (or clicking a bar) sets `selected`, outlines the layer's bars in the timeline and selects
-its ONNX nodes in the bound GraphView; the per-node time is laid over that GraphView as colours.
+row (or clicking a bar) sets `selected`, outlines the layer's bars in the timeline, selects
+its ONNX nodes in the bound GraphView and opens the table of its GPU kernels; the per-node
+time is laid over that GraphView as colours. With GPU kernel times everything shows GPU time,
+with a switch to the profiler's host times (`times`); `hide_non_compute` leaves out copies,
+layout reorders and shape-only ops.
 """
 
 from __future__ import annotations
@@ -18,21 +21,31 @@ from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.views import (
+    compute_only,
+    kernels_table,
     latency_figure,
     layers_table,
     op_type_share_figure,
+    time_column,
+    time_label,
     timeline_figure,
     top_layers_figure,
 )
+from nsdl_jupyter.views._filters import time_shares
 
 # The Select widget is a <select>: a monospace font keeps the columns aligned.
 _STYLE = """<style>
 .nsdl-profile-table select { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 12px); white-space: pre; }
 .nsdl-profile-header pre { margin: 0 0 0 4px; font-size: var(--jp-code-font-size, 12px); }
+.nsdl-profile-kernels td, .nsdl-profile-kernels th { padding: 0 6px; text-align: right; }
+.nsdl-profile-kernels td.nsdl-kernel-name { text-align: left;
+  font-family: var(--jp-code-font-family, monospace); }
+.nsdl-profile-gpu-warning { color: #9a6700; }
 </style>"""
+_GPU_SORTABLE = {"GPU time": "gpu_ms", "kernels": "kernels"}
 _SORTABLE = {
-    "mean time": "mean_ms",
+    "host time": "mean_ms",
     "median time": "median_ms",
     "max time": "max_ms",
     "share": "share",
@@ -49,43 +62,130 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
-def _row_label(row: Any) -> str:
-    share = row["share"] * 100 if not math.isnan(row["share"]) else math.nan
+MAX_KERNEL_ROWS = 200
+_KERNEL_NAME_WIDTH = 56
+
+
+def _row_label(row: Any, column: str, share: float) -> str:
+    share = share * 100 if not math.isnan(share) else math.nan
     return (
         f"{_cut(row['name'], _NAME_WIDTH):<{_NAME_WIDTH}} {_cut(row['op_type'], 18):<18} "
-        f"{row['mean_ms']:>10.4f} {share:>6.1f}% {row['calls']:>6g}  {row['output_shapes']}"
+        f"{row[column]:>10.4f} {share:>6.1f}% {row['calls']:>6g}  {row['output_shapes']}"
     )
 
 
-_HEADER = (
-    f"{'layer':<{_NAME_WIDTH}} {'op type':<18} {'mean ms':>10} {'share':>7} {'calls':>6}  output"
-)
+def _header(column: str) -> str:
+    unit = "GPU ms" if column == "gpu_ms" else "mean ms"
+    return f"{'layer':<{_NAME_WIDTH}} {'op type':<18} {unit:>10} {'share':>7} {'calls':>6}  output"
+
+
+def _kernels_html(table: Any, layer: str) -> str:
+    """The kernels of `layer` as an HTML table (every text escaped)."""
+    if table.empty:
+        return f"<i>no GPU kernels ran for {html_text(layer)}</i>"
+    head = "".join(
+        f"<th>{html_text(h)}</th>"
+        for h in ("kernel", "grid", "block", "stream", "launches", "mean ms", "total ms", "share")
+    )
+    body = []
+    for _, k in table.head(MAX_KERNEL_ROWS).iterrows():
+        name = str(k["kernel"])
+        body.append(
+            f"<tr><td class='nsdl-kernel-name' title='{html_text(name)}'>"
+            f"{html_text(_cut_end(name, _KERNEL_NAME_WIDTH))}</td>"
+            f"<td>{html_text(k['grid'])}</td><td>{html_text(k['block'])}</td>"
+            f"<td>{html_text(k['stream'])}</td><td>{k['calls']:g}</td>"
+            f"<td>{k['mean_ms']:.4f}</td><td>{k['total_ms']:.4f}</td>"
+            f"<td>{k['share'] * 100:.1f}%</td></tr>"
+        )
+    more = len(table) - MAX_KERNEL_ROWS
+    tail = f"<p><i>and {more} more kernels</i></p>" if more > 0 else ""
+    table = f"<table class='nsdl-profile-kernels'><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<div style='overflow-x:auto'>{table}{tail}</div>"
+
+
+def _cut_end(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _summary_html(report: ProfileReport) -> str:
+    """Name, runtime, device and latency on one line; the GPU rows (busy/idle, clocks, why
+    there are no GPU times) on the next, warnings marked; the timing note last."""
+    gpu = report.gpu_summary()
+    gpu_lines = {f"  {label}: {text}" for label, text in gpu}
+    note = str(report.metadata.get("timing_note") or "")
+    lines = [
+        line.strip()
+        for line in report.summary().split("\n")[1:]
+        if line not in gpu_lines and not line.startswith("  note:")
+    ]
+    html = f"<b>{html_text(report.name)}</b>: " + html_text(" · ".join(lines))
+    if gpu:
+        cells = []
+        for label, text in gpu:
+            warn = "unavailable" in text or "warning" in text or "not locked" in text
+            style = " class='nsdl-profile-gpu-warning'" if warn else ""
+            cells.append(f"<span{style}><b>{html_text(label)}</b>: {html_text(text)}</span>")
+        html += "<br>" + " · ".join(cells)
+    if note:
+        html += f"<br><small><i>{html_text(note)}</i></small>"
+    return html
 
 
 class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
-    """Timeline + layer table (+ summary charts) of a ProfileReport.
+    """Timeline + layer table (+ kernel table and summary charts) of a ProfileReport.
 
     `graph_view`: a GraphView of the same model; rows select its nodes and the per-node time
-    is shown on it as a colour overlay.
+    is shown on it as a colour overlay. `times`: 'gpu' (kernel times, the default when the
+    report has them) or 'host'; `hide_non_compute`: leave out copies, layout reorders and
+    shape-only ops.
     """
 
     selected = traitlets.Unicode("", help="name of the selected layer ('' for none)")
     sort_by = traitlets.Unicode("mean_ms")
     ascending = traitlets.Bool(False)
     filter_text = traitlets.Unicode("")
+    times = traitlets.Unicode("host", help="'gpu' (kernel times) or 'host' (profiler times)")
+    hide_non_compute = traitlets.Bool(False, help="leave out copies, reorders, shape-only ops")
 
-    def __init__(self, report: ProfileReport, graph_view: Any = None, **kwargs: Any) -> None:
-        import plotly.graph_objects as go  # heavy: imported when a view is made
-
+    def __init__(
+        self,
+        report: ProfileReport,
+        graph_view: Any = None,
+        *,
+        times: str | None = None,
+        hide_non_compute: bool = False,
+        **kwargs: Any,
+    ) -> None:
         self.report = report
         self.graph_view = graph_view
         self._syncing = False
-        self.timeline = go.FigureWidget(timeline_figure(report))
-        for trace in self.timeline.data:
-            trace.on_click(self._on_bar_click)
+        self._overlay_shown = False
+        gpu = report.has_gpu_times
+        time_column(report, times)  # a ValueError for times='gpu' without GPU times
+        self.set_trait("times", times or ("gpu" if gpu else "host"))
+        self.set_trait("hide_non_compute", bool(hide_non_compute))
+        self.set_trait("sort_by", self._column)
+        self.timeline = self._timeline_widget()
 
+        self._times = widgets.ToggleButtons(
+            options=[("GPU time", "gpu"), ("host time", "host")],
+            value=self.times,
+            tooltips=["kernel time on the GPU (CUPTI)",
+                      "onnxruntime's per-node host time (a sync after each node)"],
+            layout=widgets.Layout(display=None if gpu else "none"),
+        )  # fmt: skip
+        self._times.add_class("nsdl-profile-times")
+        self._hide = widgets.Checkbox(
+            self.hide_non_compute,
+            description="hide non-compute (copies, reorders, shape ops)",
+            indent=False,
+            layout=widgets.Layout(width="auto"),
+        )
+        self._hide.add_class("nsdl-profile-hide-non-compute")
         self._filter = widgets.Text(placeholder="filter by name or op type", description="Filter")
-        self._sort = widgets.Dropdown(options=list(_SORTABLE.items()), value="mean_ms",
+        sortable = {**(_GPU_SORTABLE if gpu else {}), **_SORTABLE}
+        self._sort = widgets.Dropdown(options=list(sortable.items()), value=self.sort_by,
                                       description="Sort by")  # fmt: skip
         self._ascending = widgets.ToggleButton(value=False, description="ascending",
                                                icon="sort-amount-asc")  # fmt: skip
@@ -93,31 +193,38 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._table = widgets.Select(options=[], rows=16, layout=widgets.Layout(width="100%"))
         self._table.add_class("nsdl-profile-table")
         self._details = widgets.HTML()
-        header = widgets.HTML(f"<pre>{html_text(_HEADER)}</pre>")
-        header.add_class("nsdl-profile-header")
+        self._kernels = widgets.HTML()
+        self._kernel_box = widgets.Accordion(
+            children=[self._kernels], selected_index=None,
+            layout=widgets.Layout(display=None if not report.kernels.empty else "none"),
+        )  # fmt: skip
+        self._kernel_box.set_title(0, "GPU kernels of the selected layer")
+        self._kernel_box.add_class("nsdl-profile-kernels-box")
+        self._header = widgets.HTML()
+        self._header.add_class("nsdl-profile-header")
+        widgets.link((self._times, "value"), (self, "times"))
+        widgets.link((self._hide, "value"), (self, "hide_non_compute"))
         widgets.link((self._filter, "value"), (self, "filter_text"))
         widgets.link((self._sort, "value"), (self, "sort_by"))
         widgets.link((self._ascending, "value"), (self, "ascending"))
         self._table.observe(self._on_row, names="value")
 
-        charts = widgets.Tab(children=[self._chart(top_layers_figure(report)),
-                                       self._chart(op_type_share_figure(report)),
-                                       self._chart(latency_figure(report))])  # fmt: skip
+        self._charts = [widgets.Output() for _ in range(3)]
+        charts = widgets.Tab(children=self._charts)
         for i, title in enumerate(("Top layers", "By op type", "Latency")):
             charts.set_title(i, title)
-        summary = widgets.HTML(
-            f"<b>{html_text(report.name)}</b>: "
-            + html_text(report.summary().split("\n", 1)[1].replace("\n", " ·"))
-        )
+        self._draw_charts()
         super().__init__(
             children=[
                 widgets.HTML(_STYLE),
-                summary,
+                widgets.HTML(_summary_html(report)),
+                widgets.HBox([self._times, self._hide]),
                 self.timeline,
                 widgets.HBox([self._filter, self._sort, self._ascending, self._count]),
-                header,
+                self._header,
                 self._table,
                 self._details,
+                self._kernel_box,
                 charts,
             ],
             **kwargs,
@@ -127,33 +234,89 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         if graph_view is not None:
             self.show_overlay()
 
+    @property
+    def _column(self) -> str:
+        return time_column(self.report, self.times)
+
+    def _timeline_widget(self) -> Any:
+        import plotly.graph_objects as go  # heavy: imported when a view is made
+
+        figure = go.FigureWidget(
+            timeline_figure(self.report, times=self.times, highlight=self.selected or None,
+                            hide_non_compute=self.hide_non_compute)
+        )  # fmt: skip
+        for trace in figure.data:
+            if trace.type == "bar":
+                trace.on_click(self._on_bar_click)
+        return figure
+
+    def _draw_charts(self) -> None:
+        times, hide = self.times, self.hide_non_compute
+        figures = (top_layers_figure(self.report, times=times, hide_non_compute=hide),
+                   op_type_share_figure(self.report, times=times, hide_non_compute=hide),
+                   latency_figure(self.report))  # fmt: skip
+        for out, figure in zip(self._charts, figures, strict=True):
+            self._set_chart(out, figure)
+
     @staticmethod
-    def _chart(figure: Any) -> widgets.Output:
+    def _set_chart(out: widgets.Output, figure: Any) -> None:
         """The figure in an Output, as plotly's mime bundle set directly: not `with out:
         figure.show()`, whose capture does not apply in the ActivityPanel's worker thread."""
         import plotly.io as pio  # heavy: imported when a view is made
 
-        out = widgets.Output()
         data = {"application/vnd.plotly.v1+json": {**json.loads(pio.to_json(figure)), "config": {}}}
         out.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
-        return out
+
+    # ---- time source and hiding -----------------------------------------------------------
+
+    @traitlets.validate("times")
+    def _validate_times(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"])
+        try:
+            time_column(self.report, value)
+        except ValueError as exc:
+            raise traitlets.TraitError(str(exc)) from exc
+        return value
+
+    @traitlets.observe("times", "hide_non_compute")
+    def _on_view_options(self, change: dict[str, Any]) -> None:
+        if not hasattr(self, "_table"):  # set in __init__ before the widgets exist
+            return
+        if change["name"] == "times" and self.sort_by in ("gpu_ms", "mean_ms"):
+            self.sort_by = self._column  # refreshes the table
+        old, self.timeline = self.timeline, self._timeline_widget()
+        children: tuple[Any, ...] = getattr(self, "children", ())
+        self.children = tuple(self.timeline if c is old else c for c in children)
+        old.close()
+        self._draw_charts()
+        self._refresh_table()
+        if self._overlay_shown:
+            self.show_overlay()
 
     # ---- table ----------------------------------------------------------------------------
 
     @traitlets.observe("sort_by", "ascending", "filter_text")
     def _on_table_options(self, _change: dict[str, Any]) -> None:
-        self._refresh_table()
+        if hasattr(self, "_table"):
+            self._refresh_table()
 
     def table(self) -> Any:
         """The rows as shown (sorted and filtered), as a pandas DataFrame."""
         return layers_table(self.report, sort_by=self.sort_by, ascending=self.ascending,
-                            filter_text=self.filter_text)  # fmt: skip
+                            filter_text=self.filter_text,
+                            hide_non_compute=self.hide_non_compute)  # fmt: skip
 
     def _refresh_table(self) -> None:
         rows = self.table()
         shown = rows.head(MAX_TABLE_ROWS)
         layers = self.report.layers
-        options = [(neutralize(_row_label(layers.loc[i])), int(i)) for i in shown.index]
+        column = self._column
+        shares = time_shares(self.report, column)
+        options = [
+            (neutralize(_row_label(layers.loc[i], column, float(shares.loc[i]))), int(i))
+            for i in shown.index
+        ]
+        self._header.value = f"<pre>{html_text(_header(column))}</pre>"
         self._syncing = True
         try:
             self._table.options = options
@@ -162,7 +325,9 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         finally:
             self._syncing = False
         more = f" (first {MAX_TABLE_ROWS}: filter to narrow)" if len(rows) > MAX_TABLE_ROWS else ""
-        self._count.value = f"{len(rows)} of {len(layers)} layers{more}"
+        hidden = len(layers) - len(self.table().index) if self.hide_non_compute else 0
+        hidden_text = f", {hidden} non-compute hidden" if hidden and not self.filter_text else ""
+        self._count.value = f"{len(rows)} of {len(layers)} layers{hidden_text}{more}"
 
     def _index_of(self, name: str) -> int | None:
         if not name:
@@ -201,11 +366,32 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self._syncing = False
         self._highlight(name)
         self._details.value = self._describe(index)
+        self._show_kernels(name)
         self._select_in_graph(index)
+
+    def kernel_table(self) -> Any:
+        """The GPU kernels of the selected layer (all layers when none is), a DataFrame."""
+        return kernels_table(self.report, self.selected or None,
+                             hide_non_compute=self.hide_non_compute)  # fmt: skip
+
+    def _show_kernels(self, name: str) -> None:
+        if self.report.kernels.empty:
+            return
+        if not name:
+            self._kernels.value = ""
+            self._kernel_box.selected_index = None
+            self._kernel_box.set_title(0, "GPU kernels of the selected layer")
+            return
+        table = self.kernel_table()
+        self._kernels.value = _kernels_html(table, name)
+        self._kernel_box.set_title(0, f"GPU kernels of {neutralize(name)} ({len(table)})")
+        self._kernel_box.selected_index = 0
 
     def _highlight(self, name: str) -> None:
         with self.timeline.batch_update():
             for trace in self.timeline.data:
+                if trace.type != "bar":
+                    continue
                 names = [c[0] for c in trace.customdata] if trace.customdata is not None else []
                 trace.marker.line.width = [3 if n == name else 0 for n in names]
 
@@ -213,16 +399,23 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         if index is None:
             return ""
         row = self.report.layers.loc[index]
+        gpu_fields = (
+            [("GPU ms / kernels per inference", f"{row['gpu_ms']:.4f} / {row['kernels']:g}")]
+            if self.report.has_gpu_times
+            else []
+        )
         fields = [
             ("layer", row["name"]),
             ("op type", row["op_type"]),
             ("provider", row["provider"]),
             ("precision", row["precision"]),
             ("inside", row["parent"]),
-            ("mean / median / min / max ms",
+            ("maps to the model as", row.get("mapped_as", "")),
+            *gpu_fields,
+            (f"{time_label(self.report, 'mean_ms')}: mean / median / min / max ms",
              f"{row['mean_ms']:.4f} / {row['median_ms']:.4f} / {row['min_ms']:.4f} / "
              f"{row['max_ms']:.4f}"),
-            ("share", f"{row['share'] * 100:.2f}%"),
+            ("share", f"{float(time_shares(self.report, self._column).loc[index]) * 100:.2f}%"),
             ("inputs", row["input_shapes"]),
             ("outputs", row["output_shapes"]),
             ("ONNX nodes", ", ".join(row["onnx_nodes"])),
@@ -231,7 +424,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             f"<tr><th style='text-align:left;padding-right:1em'>{html_text(k)}</th>"
             f"<td style='text-align:left'>{html_text(str(v))}</td></tr>"
             for k, v in fields
-            if str(v) not in ("", "nan")
+            if str(v) not in ("", "nan", "None", "nan / nan / nan / nan")
         )
         return f"<table class='nsdl-profile-details'>{cells}</table>"
 
@@ -248,13 +441,23 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     # ---- graph overlay --------------------------------------------------------------------
 
+    def overlay_label(self) -> str:
+        """What the overlay's colours mean: 'GPU ms per inference', 'host ms ...'."""
+        label = time_label(self.report, self._column)
+        unit = {"GPU kernel time": "GPU ms", "host time": "host ms"}.get(label, "ms")
+        return f"{unit} per inference"
+
     def show_overlay(self, colormap: str = "viridis") -> None:
-        """Colour the GraphView's nodes by their mean time per inference."""
+        """Colour the GraphView's nodes by their time per inference (GPU or host, as
+        `times` says; without the non-compute rows when they are hidden)."""
         if self.graph_view is None or not hasattr(self.graph_view, "set_overlay"):
             raise ValueError("no GraphView bound: ProfileView(report, graph_view=view)")
-        self.graph_view.set_overlay(self.report.node_times(), label="ms per inference",
+        report = compute_only(self.report) if self.hide_non_compute else self.report
+        self.graph_view.set_overlay(report.node_times(self._column), label=self.overlay_label(),
                                     colormap=colormap)  # fmt: skip
+        self._overlay_shown = True
 
     def clear_overlay(self) -> None:
         if self.graph_view is not None and hasattr(self.graph_view, "clear_overlay"):
             self.graph_view.clear_overlay()
+        self._overlay_shown = False

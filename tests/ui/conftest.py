@@ -295,7 +295,8 @@ class NotebookPage:
 
     def output(self, index: int) -> str:
         return str(
-            self.cell(index).locator(".jp-OutputArea").inner_text(timeout=TIMEOUT_MS)
+            # the cell's own output area: widgets in it (ipywidgets Output) hold more of them
+            self.cell(index).locator(".jp-Cell-outputArea").inner_text(timeout=TIMEOUT_MS)
         ).strip()
 
     def error_outputs(self) -> list[str]:

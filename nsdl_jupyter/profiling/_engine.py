@@ -1,0 +1,347 @@
+"""The TensorRT export activity: model + TrtSettings in, engine files out, TensorRT in a child.
+
+`start_export_engine` stages the model on a target and starts `_trt_runner.py`; the returned
+`EngineJob` reports build progress (TensorRT's IProgressMonitor), can be cancelled, and brings
+the engine, build log, metadata and inspector JSON back beside `output`. `export_engine` does
+the same and waits. `check_trt_capability` runs the ONNX parser alone and lists the nodes it
+rejects. Nothing here imports TensorRT.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nsdl_jupyter.profiling._errors import (
+    EngineBuildError,
+    OnnxParseError,
+    ProfileCancelledError,
+    RunnerCrashError,
+    TrtSettingsError,
+)
+from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
+from nsdl_jupyter.profiling._model_source import ModelSource, model_source
+from nsdl_jupyter.profiling._runners import start_runner
+from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings
+from nsdl_jupyter.targets import JobResult, LocalTarget, Target
+
+# what the runner writes beside the engine, by suffix, and the EngineExport field for it
+_SIDE_FILES = {".build.log": "log", ".build.metadata.json": "metadata", ".graph.json": "inspector"}
+_STDERR_LINES = 30
+
+
+@dataclass(frozen=True)
+class EngineExport:
+    """A built engine: its files, the backend that built it, and what the builder held.
+
+    `applied` is the builder config read back after the settings were applied (flags,
+    optimization level, aux streams, workspace, profiles...) and `ignored` names the settings it
+    does not hold although they were set (TensorRT-RTX 1.7 keeps its own hardware
+    compatibility level, for one); `timing_cache` says whether a
+    cache was loaded and saved, `build_s` is TensorRT's build time alone. `inspector` is the
+    engine inspector's layer JSON, None where the engine could not be loaded (no GPU).
+    """
+
+    engine: Path
+    log: Path
+    metadata: Path
+    inspector: Path | None
+    backend: str
+    version: str
+    engine_bytes: int
+    build_s: float
+    applied: dict[str, Any]
+    ignored: list[str]
+    timing_cache: dict[str, Any]
+    progress_events: int
+    answer: dict[str, Any] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class RejectedNode:
+    """A node the TensorRT ONNX parser rejects, with the parser's message."""
+
+    index: int
+    name: str
+    op_type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TrtCapability:
+    """What the TensorRT ONNX parser of `backend` `version` says about a model."""
+
+    backend: str
+    version: str
+    rejected: list[RejectedNode]
+    layers: int
+
+    @property
+    def supported(self) -> bool:
+        return not self.rejected
+
+    def messages(self) -> dict[str, str]:
+        """Node name -> the parser's message."""
+        return {node.name: node.message for node in self.rejected}
+
+    def marks(self) -> dict[str, str]:
+        """`{node name: "error"}` for `GraphView.set_marks`: the rejected nodes on the graph."""
+        return {node.name: "error" for node in self.rejected if node.name}
+
+
+def _node_names(source: ModelSource | None, errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fill in names the parser left empty from the node index (top-level graph order)."""
+    nodes = list(source.model.graph) if source is not None else []
+    named = []
+    for error in errors:
+        entry = dict(error)
+        index = int(entry.get("node", -1))
+        if not entry.get("name") and 0 <= index < len(nodes):
+            entry["name"] = nodes[index].name or ""
+        if not entry.get("operator") and 0 <= index < len(nodes):
+            entry["operator"] = nodes[index].op_type
+        named.append(entry)
+    return named
+
+
+def _raise_for(result: JobResult, source: ModelSource | None, what: str) -> dict[str, Any]:
+    """The runner's answer, or the error it stands for (same condition, same type)."""
+    stderr = "\n".join(result.stderr.strip().splitlines()[-_STDERR_LINES:])
+    if result.cancelled or (result.error or {}).get("type") == "Cancelled":
+        raise ProfileCancelledError(f"the {what} was cancelled; the child process ended", stderr)
+    if result.error is not None:
+        kind, message = result.error.get("type"), str(result.error.get("message"))
+        if kind == "TrtSettingsError":
+            raise TrtSettingsError(message)
+        if kind == "OnnxParseError":
+            raise OnnxParseError(message, _node_names(source, result.error.get("nodes") or []))
+        if kind != "RunnerError":  # an unexpected exception in the runner: show where
+            message = f"{kind}: {message}"
+            if stderr:
+                message += f"\n--- runner stderr (last lines) ---\n{stderr}"
+        raise EngineBuildError(message, stderr)
+    if result.result is None:
+        raise RunnerCrashError(
+            f"the TensorRT child process died ({result.crash_description}) during the {what}; "
+            "the notebook kernel is unaffected."
+            + (f"\n--- runner stderr (last lines) ---\n{stderr}" if stderr else ""),
+            stderr,
+        )
+    return result.result
+
+
+class EngineJob(StagedJob):
+    """A running engine build: `progress`, `cancel()`, `wait()` -> EngineExport."""
+
+    def __init__(
+        self,
+        source: ModelSource,
+        output: Path,
+        settings: TrtSettings,
+        target: Target,
+        *,
+        debug_crash_at: str | None = None,
+    ) -> None:
+        super().__init__(target)
+        self.source, self.output, self.settings = source, output, settings
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._export: EngineExport | None = None
+        self._error: BaseException | None = None
+        self._result: JobResult | None = None
+        try:
+            self._workdir = target.make_workdir()
+            request: dict[str, Any] = {
+                "kind": "trt_build",
+                "protocol": 1,
+                "model": target.put(source.write(self._stage), self._workdir),
+                "output": f"{self._workdir}/{output.name}",
+                "settings": settings.to_request(),
+                "cache_dir": settings.cache_dir,
+                "workdir": self._workdir,
+            }
+            self._job = self._start(RUNNER, request, debug_crash_at)
+        except BaseException:
+            self._cleanup()
+            raise
+
+    def _on_event(self, message: dict[str, Any]) -> None:
+        if message.get("event") != "progress":
+            return
+        self.events.append(message)
+        phase = str(message.get("step") or message.get("phase", ""))
+        fraction = 0.02 + 0.93 * float(message.get("fraction", 0.0))
+        total = int(message.get("total", 0))
+        self._set_progress(Progress(phase, int(message.get("done", 0)), total, fraction))
+
+    @property
+    def done(self) -> bool:
+        return self._job.done
+
+    @property
+    def returncode(self) -> int | None:
+        """The runner's exit status once it ended (3: it stopped the build on a cancel)."""
+        return self._result.returncode if self._result is not None else None
+
+    def cancel(self) -> None:
+        """Stop the build (SIGTERM: TensorRT stops at its next progress step; SIGKILL after a
+        grace period); `wait()` then raises ProfileCancelledError."""
+        self._job.cancel()
+
+    def wait(self, timeout: float | None = None) -> EngineExport:
+        """The export once the build has ended; TimeoutError when `timeout` passes first."""
+        with self._lock:
+            if self._export is not None:
+                return self._export
+            if self._error is not None:
+                raise self._error
+            try:
+                self._result = self._job.wait(timeout)
+            except TimeoutError:
+                raise
+            try:
+                self._export = self._finish(_raise_for(self._result, self.source, "build"))
+                return self._export
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                self._cleanup()
+
+    def _finish(self, answer: dict[str, Any]) -> EngineExport:
+        self.target.get(answer["engine"], self.output)
+        files: dict[str, Path | None] = {}
+        for suffix, name in _SIDE_FILES.items():
+            local = self.output.with_name(self.output.name + suffix)
+            remote = answer["engine"] + suffix
+            try:
+                self.target.get(remote, local)
+                files[name] = local
+            except FileNotFoundError:
+                files[name] = None
+        log, metadata = files["log"], files["metadata"]
+        assert log is not None, "the runner always writes the build log"
+        assert metadata is not None, "the runner always writes the metadata"
+        self._set_progress(Progress("done", 1, 1, 1.0))
+        return EngineExport(
+            engine=self.output,
+            log=log,
+            metadata=metadata,
+            inspector=files["inspector"],
+            backend=str(answer["backend"]),
+            version=str(answer["version"]),
+            engine_bytes=int(answer["engine_bytes"]),
+            build_s=float(answer["build_s"]),
+            applied=dict(answer.get("applied") or {}),
+            ignored=list(answer.get("ignored") or []),
+            timing_cache=dict(answer.get("timing_cache") or {}),
+            progress_events=int(answer.get("progress_events", len(self.events))),
+            answer=answer,
+        )
+
+
+def start_export_engine(
+    model: Any,
+    output: str | Path,
+    settings: TrtSettings | None = None,
+    *,
+    target: Target | None = None,
+    progress: ProgressListener | None = None,
+    _debug_crash_at: str | None = None,
+    **kwargs: Any,
+) -> EngineJob:
+    """Start building a TensorRT engine of `model` into `output`; returns the running job."""
+    settings = TrtSettings.from_kwargs(settings, **kwargs)
+    output = Path(output).expanduser().resolve()
+    if output.is_dir():
+        raise TrtSettingsError(f"output {output} is a folder: give the engine's file path")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    job = EngineJob(
+        model_source(model), output, settings, target or LocalTarget(),
+        debug_crash_at=_debug_crash_at,
+    )  # fmt: skip
+    if progress is not None:
+        job.add_listener(progress)
+    return job
+
+
+def export_engine(
+    model: Any,
+    output: str | Path,
+    settings: TrtSettings | None = None,
+    *,
+    target: Target | None = None,
+    progress: ProgressListener | None = None,
+    timeout: float | None = None,
+    **kwargs: Any,
+) -> EngineExport:
+    """Build a TensorRT engine of `model` (path, ModelProto, onnx_ir.Model or ModelDocument)
+    into `output`, in a child process on `target` (default: this machine).
+
+    Keyword arguments are TrtSettings fields (fp16=True, optimization_level=5, ...). Beside the
+    engine come `<output>.build.log`, `<output>.build.metadata.json` and, where the engine can
+    be loaded (a GPU), `<output>.graph.json` (engine inspector). Raises TrtSettingsError for a
+    setting the installed TensorRT lacks, OnnxParseError (with `.nodes`) when the parser
+    rejects nodes, EngineBuildError, RunnerCrashError, or ProfileCancelledError.
+    """
+    job = start_export_engine(model, output, settings, target=target, progress=progress, **kwargs)
+    return wait_or_cancel(job, timeout, "build", EngineBuildError)
+
+
+def _run_once(
+    request: dict[str, Any], target: Target, timeout: float | None, model: Path | None = None
+) -> JobResult:
+    """One short runner request (probe, capability) in a fresh work folder."""
+    workdir = target.make_workdir()
+    try:
+        request = {**request, "protocol": 1, "workdir": workdir}
+        if model is not None:
+            request["model"] = target.put(model, workdir)
+        job = start_runner(target, RUNNER, request, workdir)
+        try:
+            return job.wait(timeout)
+        except TimeoutError:
+            job.cancel()
+            raise EngineBuildError(
+                f"the TensorRT runner did not answer within {timeout} s"
+            ) from None
+    finally:
+        target.remove_workdir(workdir)
+
+
+def check_trt_capability(
+    model: Any,
+    settings: TrtSettings | None = None,
+    *,
+    target: Target | None = None,
+    timeout: float | None = 300,
+    **kwargs: Any,
+) -> TrtCapability:
+    """The nodes the TensorRT ONNX parser rejects, with its messages, through the `tensorrt`
+    or `tensorrt_rtx` module on `target` (TensorRT-RTX's parser runs without a GPU)."""
+    settings = TrtSettings.from_kwargs(settings, **kwargs)
+    source = model_source(model)
+    request = {"kind": "trt_capability", "settings": settings.to_request()}
+    with tempfile.TemporaryDirectory(prefix="nsdl-trt-cap-") as stage:
+        model_path = source.write(Path(stage))
+        result = _run_once(request, target or LocalTarget(), timeout, model_path)
+    answer = _raise_for(result, source, "capability check")
+    rejected = [
+        RejectedNode(int(e.get("node", -1)), str(e["name"]), str(e["operator"]), str(e["message"]))
+        for e in _node_names(source, answer.get("errors") or [])
+    ]
+    return TrtCapability(
+        str(answer["backend"]), str(answer["version"]), rejected, int(answer["layers"])
+    )
+
+
+def trt_backends(
+    settings: TrtSettings | None = None, *, target: Target | None = None
+) -> dict[str, dict[str, str]]:
+    """Which TensorRT backends `target` has: {backend: {"version": ...} or {"error": ...}}."""
+    request = {"kind": "trt_probe", "settings": (settings or TrtSettings()).to_request()}
+    answer = _raise_for(_run_once(request, target or LocalTarget(), 120), None, "probe")
+    return {k: dict(v) for k, v in answer["backends"].items()}

@@ -1,0 +1,101 @@
+"""What every activity job shares: progress and its listeners, a local stage folder for the
+files made in the kernel, and a work folder on the target; both are removed at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError
+from nsdl_jupyter.profiling._runners import start_runner
+from nsdl_jupyter.targets import RunnerJob, Target
+
+_Answer_co = TypeVar("_Answer_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a job is: phase ('starting', 'warm-up', 'latency', 'profile', 'parsing', 'done';
+    a TensorRT build names TensorRT's own phases), steps done of the phase, and the fraction of
+    the whole job."""
+
+    phase: str
+    done: int
+    total: int
+    fraction: float
+
+
+ProgressListener = Callable[[Progress], None]
+
+
+class StagedJob:
+    """The shared part of ProfileJob and EngineJob. Subclasses set `self._workdir` from
+    `target.make_workdir()` and call `_cleanup()` when the job has ended or failed to start."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.progress = Progress("starting", 0, 1, 0.0)
+        self._listeners: list[ProgressListener] = []
+        # Files made here (a serialized document, the inputs) are staged locally, then `put`
+        # on the target (a no-op for LocalTarget, an upload for a remote one).
+        self._stage = Path(tempfile.mkdtemp(prefix="nsdl-stage-"))
+        self._workdir = ""
+        self._job: RunnerJob  # set by the subclass from `_start`
+
+    def _start(
+        self, runner: Path, request: dict[str, Any], debug_crash_at: str | None
+    ) -> RunnerJob:
+        """Start `runner` on the target with `request`; its messages go to `_on_event`."""
+        if debug_crash_at is not None:
+            request["debug_crash_at"] = debug_crash_at  # test hook: really crash there
+        return start_runner(self.target, runner, request, self._workdir, self._on_event)
+
+    def _on_event(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _cleanup(self) -> None:
+        if self._workdir:
+            self.target.remove_workdir(self._workdir)
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+    def add_listener(self, listener: ProgressListener) -> None:
+        """Call `listener(Progress)` on every progress step (from a reader thread)."""
+        self._listeners.append(listener)
+
+    def add_log_listener(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(line)` for each line of the runner's log (stderr), on this machine
+        or streamed from a remote target: the lines so far first, then each as it comes."""
+        self._job.add_log_listener(listener)
+
+    def _set_progress(self, progress: Progress) -> None:
+        self.progress = progress
+        for listener in list(self._listeners):
+            # A broken progress display must not break the run.
+            with contextlib.suppress(Exception):
+                listener(progress)
+
+
+class _Waitable(Protocol[_Answer_co]):
+    def wait(self, timeout: float | None = None) -> _Answer_co: ...
+
+    def cancel(self) -> None: ...
+
+
+def wait_or_cancel(
+    job: _Waitable[_Answer_co], timeout: float | None, what: str, error: type[ProfileError]
+) -> _Answer_co:
+    """`job.wait(timeout)`; a kernel interrupt or the timeout cancels the job (its child
+    process ends) and raises ProfileCancelledError or `error`."""
+    try:
+        return job.wait(timeout)
+    except KeyboardInterrupt:
+        job.cancel()
+        raise ProfileCancelledError(f"interrupted: the {what}'s child process was ended") from None
+    except TimeoutError:
+        job.cancel()
+        raise error(f"the {what} did not finish within {timeout} s and was cancelled") from None
