@@ -74,7 +74,11 @@ def main() -> None:
                 check_target(remote)
                 checks.append(time.perf_counter() - start)
 
-            settings = {"iterations": args.iterations, "warmup": 2}
+            settings = {
+                "iterations": args.iterations,
+                "warmup": 2,
+                "trace_path": folder / "trace.json",
+            }
             profile_ort(model, target=remote, **settings)  # deploys the model
             local_s, remote_s, uploads = [], [], []
             for _ in range(args.runs):

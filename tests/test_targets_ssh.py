@@ -405,7 +405,9 @@ def test_a_model_with_external_data_runs_remotely(lab: Lab, tmp_path: Path) -> N
     )
     assert (folder / "weights" / "ext.bin").stat().st_size > 2 * 64 * 64 * 4 - 1
     with make_target(lab, tmp_path) as target:
-        report = profile_ort(folder / "ext.onnx", target=target, iterations=2)
+        report = profile_ort(
+            folder / "ext.onnx", target=target, iterations=2, trace_path=tmp_path / "t.json"
+        )
         remote_data = list(Path(target.deploy_root, "files").glob("*/weights/ext.bin"))
     assert list(report.layers["name"]) == ["mm1", "relu", "mm2"]
     assert len(remote_data) == 1
@@ -443,7 +445,12 @@ def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> No
         with pytest.raises(ProfileError, match="/no/such/python3 is not found on root@"):
             check_target(target)
         with pytest.raises(ProfileError, match="give SshTarget\\(python=\\)"):
-            profile_ort(small_model(tmp_path / "m.onnx"), target=target, iterations=1)
+            profile_ort(
+                small_model(tmp_path / "m.onnx"),
+                target=target,
+                iterations=1,
+                trace_path=tmp_path / "t.json",
+            )
 
 
 LOG_RUNNER = """
