@@ -9,6 +9,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -44,6 +45,7 @@ from nsdl_jupyter.targets import (
     UnknownHostKeyError,
     connections,
 )
+from nsdl_jupyter.targets._ssh import LIVENESS_INTERVAL_S, LIVENESS_TIMEOUT_S
 from tests._sshd import Sshd, fingerprint_of, keygen
 
 pytestmark = pytest.mark.skipif(
@@ -533,6 +535,36 @@ def test_a_killed_sshd_is_a_clear_error_and_leaves_nothing_running(
         assert time.monotonic() - begin < 10
         assert target.name in str(lost.value)
         deadline = time.monotonic() + 10
+        while group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not group_alive(pgid)
+    finally:
+        server.stop()
+
+
+def test_a_silent_link_is_a_clear_error_and_leaves_nothing_running(
+    lab: Lab, tmp_path: Path
+) -> None:
+    """SIGSTOP freezes the server without closing a socket, like a cut network or a sleeping
+    host: the job must still end, and once the host wakes up nothing of the run remains."""
+    server = Sshd(tmp_path / "frozen", lab.target.authorized_keys).start()
+    frozen: list[int] = []
+    try:
+        target = make_target(lab, tmp_path, server, known_hosts=lab.known_hosts(tmp_path, server))
+        job, pgid = _long_profile(target, tmp_path)
+        frozen = server.session_pids()
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        begin = time.monotonic()
+        with pytest.raises(TargetLostError, match="went silent") as lost:
+            job.wait(20)  # type: ignore[attr-defined]
+        assert time.monotonic() - begin < LIVENESS_INTERVAL_S + LIVENESS_TIMEOUT_S + 2
+        assert target.name in str(lost.value)
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    try:
+        deadline = time.monotonic() + 10  # awake again: the session ends, so does the runner
         while group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not group_alive(pgid)

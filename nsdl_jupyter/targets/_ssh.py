@@ -51,6 +51,8 @@ from nsdl_jupyter.targets._ssh_connect import (
 )
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the remote group, SIGKILL after this
+LIVENESS_INTERVAL_S = 2.0  # during a run, the server is asked for a keepalive answer this often
+LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as lost
 COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
 _PID_LINE = "@@nsdl-pid "
 _EXIT_LINE = "@@nsdl-exit "
@@ -440,6 +442,7 @@ class SshJob:
         self._pid_known = threading.Event()
         self.remote_pid: int | None = None
         self._exit_code: int | None = None
+        self._silent = False  # the link went silent and was closed by _watch_link
         self._channel = target._transport().open_session(timeout=target.connect_timeout)
         self._channel.exec_command(command)
         self._readers = [
@@ -449,6 +452,26 @@ class SshJob:
         for reader in self._readers:
             reader.start()
         threading.Thread(target=self._await_end, daemon=True, name="nsdl-ssh-end").start()
+        threading.Thread(target=self._watch_link, daemon=True, name="nsdl-ssh-alive").start()
+
+    def _watch_link(self) -> None:
+        """A link that goes silent (a sleeping laptop, a cut network, a frozen host) closes no
+        socket: ask the server for a keepalive answer every LIVENESS_INTERVAL_S, and close the
+        connection when none comes within LIVENESS_TIMEOUT_S, so the job ends as lost."""
+        transport = self._target._transport()
+        while not self._finished.wait(LIVENESS_INTERVAL_S):
+            answered = threading.Event()
+
+            def ask(answered: threading.Event = answered) -> None:
+                with suppress(Exception):  # a dying transport: the readers see it too
+                    transport.global_request("keepalive@openssh.com", wait=True)
+                answered.set()
+
+            threading.Thread(target=ask, daemon=True, name="nsdl-ssh-ping").start()
+            if not answered.wait(LIVENESS_TIMEOUT_S) and not self._finished.is_set():
+                self._silent = True
+                self._target.close()
+                return
 
     def _read(self, stream: str) -> None:
         receive = self._channel.recv if stream == "stdout" else self._channel.recv_stderr
@@ -525,8 +548,13 @@ class SshJob:
         returncode = -(code - 128) if code is not None and code > 128 else code
         lost = None
         if code is None and not self._cancelled and not self._target.connected:
+            how = (
+                f"went silent for {LIVENESS_TIMEOUT_S:g} s and was closed"
+                if self._silent
+                else "dropped"
+            )
             lost = (
-                f"the connection to {self._target.name} dropped while the runner ran; the "
+                f"the connection to {self._target.name} {how} while the runner ran; the "
                 "runner ends itself when its connection closes. Check the host, then run again"
             )
         return self._collector.job_result(returncode, cancelled=self._cancelled, lost=lost)
