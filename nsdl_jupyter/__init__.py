@@ -17,12 +17,14 @@ if TYPE_CHECKING:
     from nsdl_jupyter.profiling import (
         ProfileReport,
         TrtSettings,
+        check_target,
         check_trt_capability,
         export_engine,
         load_ort_profile,
         load_trtexec,
         profile_ort,
     )
+    from nsdl_jupyter.targets import LocalTarget, SshTarget, connections
     from nsdl_jupyter.transforms import (
         ToolStore,
         UserTool,
@@ -59,6 +61,10 @@ _LAZY: dict[str, str] = {
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
+    "check_target": "nsdl_jupyter.profiling",
+    "LocalTarget": "nsdl_jupyter.targets",
+    "SshTarget": "nsdl_jupyter.targets",
+    "connections": "nsdl_jupyter.targets",
     "TrtSettings": "nsdl_jupyter.profiling",
     "export_engine": "nsdl_jupyter.profiling",
     "check_trt_capability": "nsdl_jupyter.profiling",
@@ -95,6 +101,10 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "profile_ort",
     "load_ort_profile",
     "load_trtexec",
+    "check_target",
+    "LocalTarget",
+    "SshTarget",
+    "connections",
     "TrtSettings",
     "export_engine",
     "check_trt_capability",

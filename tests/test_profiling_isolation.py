@@ -51,9 +51,9 @@ def test_abort_is_reported_with_its_signal(model_path: Path, tmp_path: Path) -> 
     from nsdl_jupyter.targets import LocalTarget
 
     class AbortingTarget(LocalTarget):
-        def start(self, runner, request, workdir, listener=None):  # type: ignore[no-untyped-def]
+        def start(self, runner, request, workdir, listener=None, **kw):  # type: ignore[no-untyped-def]
             return super().start(runner, {**request, "debug_crash_kind": "abort"}, workdir,
-                                 listener)  # fmt: skip
+                                 listener, **kw)  # fmt: skip
 
     job = ProfileJob(model_source(model_path), OrtProfileSettings(iterations=1, warmup=0),
                      AbortingTarget(), debug_crash_at="session")  # fmt: skip

@@ -3,6 +3,7 @@
 - `profile_ort(model, ...)` / `start_profile_ort(...)`: the "Profile Model" activity;
 - `load_ort_profile(trace)`: a trace from onnxruntime's own profiler, from any machine;
 - `load_trtexec(profile=..., layer_info=..., times=...)`: trtexec's JSON exports;
+- `check_target(target)`: the dependency table of a target (local or SSH);
 - `export_engine(model, output, settings=TrtSettings(...))` / `start_export_engine(...)`: a
   TensorRT engine built in a child process; `check_trt_capability(model)`: the nodes the
   TensorRT ONNX parser rejects;
@@ -38,6 +39,7 @@ from nsdl_jupyter.profiling._errors import (
     ProfileSettingsError,
     ReportFormatError,
     RunnerCrashError,
+    TargetLostError,
     TraceFormatError,
     TrtexecFormatError,
     TrtSettingsError,
@@ -53,11 +55,13 @@ from nsdl_jupyter.profiling._providers import (
 )
 from nsdl_jupyter.profiling._report import ProfileReport
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
+from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_settings import TrtSettings
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
     "NODE_TIME_NOTE",
+    "CheckRow",
     "EngineBuildError",
     "EngineExport",
     "EngineJob",
@@ -76,12 +80,15 @@ __all__ = [
     "ReportFormatError",
     "RunnerCrashError",
     "RuntimeInfo",
+    "TargetCheck",
+    "TargetLostError",
     "TraceFormatError",
     "TrtCapability",
     "TrtSettings",
     "TrtSettingsError",
     "TrtexecFormatError",
     "available_providers",
+    "check_target",
     "check_trt_capability",
     "export_engine",
     "input_file_name",

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.profiling._errors import (
     ProfileCancelledError,
     ProfileError,
     ProfileSettingsError,
     RunnerCrashError,
+    TargetLostError,
 )
 from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
@@ -30,10 +32,10 @@ from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, w
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
+from nsdl_jupyter.profiling._runners import RUNNER, start_runner
 from nsdl_jupyter.profiling._settings import OrtProfileSettings
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
-RUNNER = Path(__file__).with_name("_ort_runner.py")
 _STDERR_IN_MESSAGE = 30  # lines of the runner's stderr quoted in an error message
 
 NODE_TIME_NOTE = (
@@ -84,7 +86,9 @@ class ProfileJob(StagedJob):
             request: dict[str, Any] = {
                 "kind": "ort_profile",
                 "protocol": 1,
-                "model": target.put(model_path, self._workdir),
+                "model": target.put(
+                    model_path, self._workdir, companions=_data_files(source, model_path)
+                ),
                 "provider": settings.provider,
                 "provider_options": settings.provider_options,
                 "graph_optimization": settings.graph_optimization,
@@ -143,7 +147,7 @@ class ProfileJob(StagedJob):
         them: a second runner resets them, so a crash never leaves a GPU slowed down."""
         request = {"kind": "restore_clocks", "protocol": 1, "device": device}
         with contextlib.suppress(Exception):  # best effort: the run's own error matters more
-            self.target.start(RUNNER, request, self._workdir, None).wait(60)
+            start_runner(self.target, RUNNER, request, self._workdir).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -184,6 +188,9 @@ class ProfileJob(StagedJob):
             raise ProfileCancelledError(
                 "the profile was cancelled; the child process was ended", stderr
             )
+        if result.lost is not None and result.result is None and result.error is None:
+            phase = (result.last_progress or {}).get("phase", "session creation")
+            raise TargetLostError(f"{result.lost} (it was in {phase})", stderr)
         if result.error is not None:
             message = f"{result.error.get('type')}: {result.error.get('message')}"
             if stderr:
@@ -219,6 +226,18 @@ class ProfileJob(StagedJob):
         )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
+
+
+def _data_files(source: ModelSource, model_path: Path) -> dict[str, Path]:
+    """The external data files the model file refers to, by their relative locations: a
+    remote target places them beside the model."""
+    if source.path is None:  # written by ModelSource.write with this one data file
+        data = model_path.with_name("model.onnx.data")
+        return {data.name: data} if data.is_file() else {}
+    return {
+        str(tensor.location): Path(tensor.base_dir) / tensor.location
+        for tensor in external_tensors(source.model)
+    }
 
 
 def _report_from_run(

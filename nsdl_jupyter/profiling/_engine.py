@@ -24,6 +24,7 @@ from nsdl_jupyter.profiling._errors import (
 )
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
+from nsdl_jupyter.profiling._runners import start_runner
 from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
@@ -299,7 +300,7 @@ def _run_once(
         request = {**request, "protocol": 1, "workdir": workdir}
         if model is not None:
             request["model"] = target.put(model, workdir)
-        job = target.start(RUNNER, request, workdir, None)
+        job = start_runner(target, RUNNER, request, workdir)
         try:
             return job.wait(timeout)
         except TimeoutError:

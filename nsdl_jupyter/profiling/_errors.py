@@ -15,6 +15,11 @@ class RunnerCrashError(ProfileError):
     """The runtime took its child process down (segfault, abort, out-of-memory kill)."""
 
 
+class TargetLostError(ProfileError):
+    """The connection to a remote target dropped during the run (the remote runner ends
+    itself when its connection closes)."""
+
+
 class ProfileCancelledError(ProfileError):
     """The run was cancelled (cancel button, `job.cancel()`, or a kernel interrupt)."""
 

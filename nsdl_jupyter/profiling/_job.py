@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError
+from nsdl_jupyter.profiling._runners import start_runner
 from nsdl_jupyter.targets import RunnerJob, Target
 
 _Answer_co = TypeVar("_Answer_co", covariant=True)
@@ -44,6 +45,7 @@ class StagedJob:
         # on the target (a no-op for LocalTarget, an upload for a remote one).
         self._stage = Path(tempfile.mkdtemp(prefix="nsdl-stage-"))
         self._workdir = ""
+        self._job: RunnerJob  # set by the subclass from `_start`
 
     def _start(
         self, runner: Path, request: dict[str, Any], debug_crash_at: str | None
@@ -51,7 +53,7 @@ class StagedJob:
         """Start `runner` on the target with `request`; its messages go to `_on_event`."""
         if debug_crash_at is not None:
             request["debug_crash_at"] = debug_crash_at  # test hook: really crash there
-        return self.target.start(runner, request, self._workdir, self._on_event)
+        return start_runner(self.target, runner, request, self._workdir, self._on_event)
 
     def _on_event(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -64,6 +66,11 @@ class StagedJob:
     def add_listener(self, listener: ProgressListener) -> None:
         """Call `listener(Progress)` on every progress step (from a reader thread)."""
         self._listeners.append(listener)
+
+    def add_log_listener(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(line)` for each line of the runner's log (stderr), on this machine
+        or streamed from a remote target: the lines so far first, then each as it comes."""
+        self._job.add_log_listener(listener)
 
     def _set_progress(self, progress: Progress) -> None:
         self.progress = progress

@@ -11,10 +11,16 @@ A crash (segfault, OOM kill) ends the process without a result: the parent repor
 
 Requests (`kind`):
 - "probe": onnxruntime version, available providers, for each a load check, the device names.
+- "target_check": what a target offers (OS, arch, Python, onnxruntime as "probe", TensorRT,
+  trtexec, GPUs and driver, free space): the dependency table of a remote target.
 - "ort_profile": two sessions on the same inputs. First a bare pass (profiling off) for the
   end-to-end latencies, because onnxruntime's profiler synchronises after every node and
   inflates the run time (ResNet-50 on an H200: 2.40 ms bare, 3.57 ms profiled). Then a
   profiled pass whose trace file is left in the work directory for the parent to parse.
+
+With `NSDL_STDIN_WATCHDOG=1` (set by the SSH target) the runner ends its whole process group
+as soon as its stdin reaches EOF: over SSH that is the connection closing, so a dropped link
+leaves nothing running. A local child has its stdin closed from the start and no such variable.
 
 Keep it runnable on Python 3.8+: it may run on a GPU box with an older system Python.
 """
@@ -29,8 +35,11 @@ import json
 import os
 import platform
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -507,7 +516,99 @@ def restore_clocks(request: dict[str, Any]) -> dict[str, Any]:
         raise RunnerError(str(exc)) from None
 
 
-HANDLERS = {"probe": probe, "ort_profile": ort_profile, "restore_clocks": restore_clocks}
+def _version_of(distribution: str) -> str | None:
+    try:
+        from importlib import metadata
+
+        return str(metadata.version(distribution))
+    except Exception:  # not installed, or no importlib.metadata (Python < 3.8)
+        return None
+
+
+def _nvidia_smi() -> dict[str, Any]:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {"available": False, "message": "nvidia-smi is not on PATH"}
+    try:
+        done = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"available": False, "message": str(exc)}
+    if done.returncode != 0:
+        return {"available": False, "message": (done.stderr or done.stdout).strip()[-500:]}
+    gpus = [[f.strip() for f in line.split(",")] for line in done.stdout.splitlines() if line]
+    return {"available": True, "gpus": gpus}
+
+
+def _os_name() -> str:
+    try:
+        with open("/etc/os-release", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.release()}"
+
+
+def target_check(request: dict[str, Any]) -> dict[str, Any]:
+    """What this machine offers for profiling; never raises for a missing piece."""
+    try:
+        ort: dict[str, Any] = {"available": True, **probe(request)}
+    except RunnerError as exc:
+        ort = {"available": False, "message": str(exc)}
+    trtexec = shutil.which("trtexec")
+    for candidate in ("/usr/src/tensorrt/bin/trtexec", "/opt/tensorrt/bin/trtexec"):
+        if trtexec is None and os.access(candidate, os.X_OK):
+            trtexec = candidate
+    usage = shutil.disk_usage(request.get("deploy_dir") or os.getcwd())
+    return {
+        "os": _os_name(),
+        "system": platform.system(),
+        "arch": platform.machine(),
+        "python": sys.version.split()[0],
+        "python_executable": sys.executable,
+        "onnxruntime": ort,
+        "tensorrt": _version_of("tensorrt") or _version_of("tensorrt-cu12"),
+        "tensorrt_rtx": _version_of("tensorrt_rtx") or _version_of("tensorrt-rtx"),
+        "trtexec": trtexec,
+        "nvidia_smi": _nvidia_smi(),
+        "disk_free_bytes": usage.free,
+        "host": platform.node(),
+    }
+
+
+HANDLERS = {
+    "probe": probe,
+    "target_check": target_check,
+    "ort_profile": ort_profile,
+    "restore_clocks": restore_clocks,
+}
+
+
+def _exit_when_stdin_closes() -> None:
+    """With NSDL_STDIN_WATCHDOG=1: when stdin reaches EOF (the SSH connection closed), end
+    this process group, the runner and whatever it started, at once."""
+    if os.environ.get("NSDL_STDIN_WATCHDOG") != "1":
+        return
+
+    def watch() -> None:
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        try:
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        finally:
+            os._exit(3)
+
+    threading.Thread(target=watch, name="nsdl-stdin-watchdog", daemon=True).start()
 
 
 def main(argv: list[str], handlers: dict[str, Any] | None = None) -> int:
@@ -518,6 +619,7 @@ def main(argv: list[str], handlers: dict[str, Any] | None = None) -> int:
     if len(argv) != 2:
         sys.stderr.write(f"usage: {os.path.basename(argv[0])} REQUEST.json\n")
         return 2
+    _exit_when_stdin_closes()
     try:
         with open(argv[1], encoding="utf-8") as f:
             request = json.load(f)

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from nsdl_jupyter.profiling._errors import ProfileError
+from nsdl_jupyter.profiling._runners import ask_runner
 from nsdl_jupyter.targets import LocalTarget, Target
-
-RUNNER = Path(__file__).with_name("_ort_runner.py")
 
 # The providers the activity offers, in the order of the seed's dialog, and where to get them.
 KNOWN_PROVIDERS = {
@@ -51,16 +48,7 @@ def probe_runtime(
     key = repr(target)
     if not refresh and key in _cache:
         return _cache[key]
-    workdir = target.make_workdir()
-    try:
-        job = target.start(RUNNER, {"kind": "probe", "protocol": 1}, workdir)
-        result = job.wait(timeout)
-    finally:
-        target.remove_workdir(workdir)
-    if result.result is None:
-        detail = result.error.get("message") if result.error else result.crash_description
-        raise ProfileError(f"cannot query onnxruntime on {target.name}: {detail}", result.stderr)
-    answer = result.result
+    answer = ask_runner(target, {"kind": "probe", "protocol": 1}, "query onnxruntime", timeout)
     available = [p for p in answer["available"] if p not in _SKIPPED]
     load_errors: dict[str, str] = answer.get("load_errors", {})
     statuses: list[ProviderStatus] = []

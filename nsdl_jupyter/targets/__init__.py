@@ -1,8 +1,39 @@
-"""Targets: where activities run their runner modules (this machine now, SSH hosts later)."""
+"""Targets: where activities run their runner modules (this machine, or a host over SSH)."""
 
 from __future__ import annotations
 
 from nsdl_jupyter.targets._base import JobResult, RunnerJob, Target
+from nsdl_jupyter.targets._connections import Connections, ConnectionTest, connections
+from nsdl_jupyter.targets._errors import (
+    DeployDirError,
+    HostKeyChangedError,
+    HostKeyError,
+    TargetAuthError,
+    TargetConnectionError,
+    TargetError,
+    TargetSettingsError,
+    UnknownHostKeyError,
+)
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
+from nsdl_jupyter.targets._ssh import SshJob, SshTarget
 
-__all__ = ["JobResult", "LocalJob", "LocalTarget", "RunnerJob", "Target"]
+__all__ = [
+    "ConnectionTest",
+    "Connections",
+    "DeployDirError",
+    "HostKeyChangedError",
+    "HostKeyError",
+    "JobResult",
+    "LocalJob",
+    "LocalTarget",
+    "RunnerJob",
+    "SshJob",
+    "SshTarget",
+    "Target",
+    "TargetAuthError",
+    "TargetConnectionError",
+    "TargetError",
+    "TargetSettingsError",
+    "UnknownHostKeyError",
+    "connections",
+]

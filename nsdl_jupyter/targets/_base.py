@@ -3,16 +3,17 @@
 A runner is one self-contained Python file that reads a JSON request and writes `@@nsdl {json}`
 lines on stdout (progress, then one result or error). A target stages files, starts the runner,
 streams its messages, cancels it and brings result files back. `LocalTarget` does that with a
-child process; an SSH target does the same over a connection, with the same runner file.
+child process; `SshTarget` does the same over an SSH connection, with the same runner files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ RUNNER_PREFIX = "@@nsdl "
 _STDERR_TAIL_LINES = 200
 
 EventListener = Callable[[dict[str, Any]], None]
+LogListener = Callable[[str], None]  # one line of the runner's log (stderr, stray stdout)
 
 _SIGNAL_MEANING = {
     "SIGSEGV": "segmentation fault",
@@ -42,6 +44,7 @@ class JobResult:
     stderr: str
     cancelled: bool = False
     last_progress: dict[str, Any] | None = None
+    lost: str | None = None  # a remote target's connection dropped: what happened
 
     @property
     def signal_name(self) -> str | None:
@@ -65,9 +68,11 @@ class JobResult:
 
 @dataclass
 class MessageCollector:
-    """Parses runner stdout lines into events; keeps the stderr tail. Shared by all targets."""
+    """Parses runner stdout lines into events; keeps the stderr tail and streams its lines to
+    log listeners. Shared by all targets."""
 
     listeners: list[EventListener] = field(default_factory=list)
+    log_listeners: list[LogListener] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     last_progress: dict[str, Any] | None = None
@@ -95,19 +100,51 @@ class MessageCollector:
             listener(message)
 
     def stderr_line(self, line: str) -> None:
+        line = line.rstrip("\n")
         with self._lock:
-            self._stderr.append(line.rstrip("\n"))
+            self._stderr.append(line)
+            listeners = list(self.log_listeners)
+        for listener in listeners:
+            with contextlib.suppress(Exception):  # a broken log view must not stop the reader
+                listener(line)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        """Stream log lines to `listener`: first the lines kept so far, then each new one."""
+        with self._lock:
+            kept = list(self._stderr)
+            self.log_listeners.append(listener)
+        for line in kept:
+            with contextlib.suppress(Exception):
+                listener(line)
 
     @property
     def stderr(self) -> str:
         with self._lock:
             return "\n".join(self._stderr)
 
+    def job_result(
+        self, returncode: int | None, *, cancelled: bool, lost: str | None = None
+    ) -> JobResult:
+        """The JobResult of a runner that ended with `returncode`, from what it said."""
+        return JobResult(
+            returncode=returncode,
+            result=self.result,
+            error=self.error,
+            stderr=self.stderr,
+            cancelled=cancelled,
+            last_progress=self.last_progress,
+            lost=lost,
+        )
+
 
 class RunnerJob(Protocol):
     """A started runner: progress events arrive through listeners until it ends."""
 
     def add_listener(self, listener: EventListener) -> None: ...
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        """Stream the runner's log lines (those kept so far first)."""
+        ...
 
     @property
     def done(self) -> bool: ...
@@ -126,8 +163,12 @@ class Target(Protocol):
         """A fresh, private directory on the target for one job."""
         ...
 
-    def put(self, local_path: Path, workdir: str) -> str:
-        """Make a local file available in `workdir` on the target; returns its target path."""
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        """Make a local file available on the target; returns its target path. `companions`
+        (relative name -> local file) are files it refers to by relative path (a model's
+        external data); they are placed beside it there."""
         ...
 
     def get(self, target_path: str, local_path: Path) -> None:
@@ -142,4 +183,9 @@ class Target(Protocol):
         request: Mapping[str, Any],
         workdir: str,
         listener: EventListener | None = None,
-    ) -> RunnerJob: ...
+        *,
+        support_files: Sequence[Path] = (),
+    ) -> RunnerJob:
+        """Run `runner` with `request`; `support_files` are files it loads from its own folder
+        (a remote target deploys them beside it)."""
+        ...

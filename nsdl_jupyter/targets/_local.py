@@ -12,12 +12,12 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
-from nsdl_jupyter.targets._base import EventListener, JobResult, MessageCollector
+from nsdl_jupyter.targets._base import EventListener, JobResult, LogListener, MessageCollector
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the runner's session, SIGKILL after this
 PIPE_GRACE_S = 0.5  # after the runner exits, how long pipes a background child holds are read
@@ -74,6 +74,9 @@ class LocalJob:
     def add_listener(self, listener: EventListener) -> None:
         self._collector.listeners.append(listener)
 
+    def add_log_listener(self, listener: LogListener) -> None:
+        self._collector.add_log_listener(listener)
+
     @property
     def done(self) -> bool:
         return self._finished.is_set()
@@ -117,8 +120,10 @@ class LocalTarget:
     def make_workdir(self) -> str:
         return tempfile.mkdtemp(prefix="nsdl-job-")
 
-    def put(self, local_path: Path, workdir: str) -> str:
-        # Same machine: the runner reads the file where it is.
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        # Same machine: the runner reads the file where it is, its companions beside it.
         return str(Path(local_path).resolve())
 
     def get(self, target_path: str, local_path: Path) -> None:
@@ -142,7 +147,10 @@ class LocalTarget:
         request: Mapping[str, Any],
         workdir: str,
         listener: EventListener | None = None,
+        *,
+        support_files: Sequence[Path] = (),
     ) -> LocalJob:
+        # `support_files` are already beside the runner on this machine.
         request_path = Path(workdir) / "request.json"
         request_path.write_text(json.dumps(dict(request)), encoding="utf-8")
         argv = [self.python, "-u", str(runner), str(request_path)]

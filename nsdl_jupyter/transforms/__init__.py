@@ -4,6 +4,7 @@ and user tools (external programs run on the current model)."""
 
 from __future__ import annotations
 
+from nsdl_jupyter._paths import config_dir
 from nsdl_jupyter.transforms._extract import extract_body, extract_function, extract_subgraph
 from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, FP16_TOLERANCE, convert_to_fp16
 from nsdl_jupyter.transforms._opset import OPSET_TOLERANCE, convert_opset
@@ -23,7 +24,6 @@ from nsdl_jupyter.transforms._tools import (
     ToolRun,
     ToolStore,
     UserTool,
-    config_dir,
     run_tool,
     run_tool_in_notebook,
 )

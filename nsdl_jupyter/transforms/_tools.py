@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, shown_path
+from nsdl_jupyter._paths import config_dir
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
@@ -126,16 +127,6 @@ def _is_path(application: str) -> bool:
 
 
 # ------------------------------------------------------------------- storage
-def config_dir() -> Path:
-    """Where user tools are saved."""
-    explicit = os.environ.get("NSDL_CONFIG_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
-    return base / "nsdl_jupyter"
-
-
 class ToolStore:
     """The saved tools (a JSON file, written atomically)."""
 

@@ -1,0 +1,17 @@
+"""Where the package keeps the user's files: settings (config dir) and downloads (cache dir)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def config_dir() -> Path:
+    """`NSDL_CONFIG_DIR`, else `$XDG_CONFIG_HOME/nsdl_jupyter`, else `~/.config/nsdl_jupyter`:
+    user tools, saved connections, trusted SSH host keys."""
+    explicit = os.environ.get("NSDL_CONFIG_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
+    return base / "nsdl_jupyter"

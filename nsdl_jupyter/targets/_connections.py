@@ -1,0 +1,117 @@
+"""Saved SSH connections: `connections()` lists, adds, removes and tests them.
+
+Kept in `connections.json` under the package's config dir, written atomically. A saved
+connection holds everything `SshTarget` takes except secrets: passwords and passphrases are
+given again (e.g. with getpass) each time a connection is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._paths import config_dir
+from nsdl_jupyter.targets._errors import TargetSettingsError
+from nsdl_jupyter.targets._ssh import SshTarget
+
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ConnectionTest:
+    """A connection that worked: how long connecting took and where files are deployed."""
+
+    name: str
+    seconds: float
+    deploy_dir: str
+
+
+class Connections:
+    """The saved connections (by name)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else config_dir() / "connections.json"
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if not self.path.is_file():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return {entry["name"]: dict(entry) for entry in data["connections"]}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise TargetSettingsError(
+                f"{self.path} is not a connections file ({exc}): fix or delete it"
+            ) from None
+
+    def _save(self, entries: dict[str, dict[str, Any]]) -> None:
+        data = {"version": _FORMAT_VERSION, "connections": list(entries.values())}
+        atomic_write_bytes(self.path, json.dumps(data, indent=1).encode("utf-8"))
+
+    def names(self) -> list[str]:
+        return list(self._load())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._load()
+
+    def settings(self, name: str) -> dict[str, Any]:
+        entries = self._load()
+        if name not in entries:
+            raise KeyError(f"no saved connection {name!r}; saved: {sorted(entries)}")
+        return dict(entries[name])
+
+    def get(
+        self, name: str, *, password: str | None = None, passphrase: str | None = None
+    ) -> SshTarget:
+        """The saved connection as a target; secrets are given here, never stored."""
+        settings = self.settings(name)
+        host = settings.pop("host")
+        return SshTarget(host, password=password, passphrase=passphrase, **settings)
+
+    __getitem__ = get
+
+    def add(self, target: SshTarget, *, replace: bool = False) -> SshTarget:
+        """Save `target`'s settings (no secrets) under its name."""
+        entries = self._load()
+        if target.name in entries and not replace:
+            raise TargetSettingsError(
+                f"a connection named {target.name!r} is saved already: pass replace=True or "
+                "give the target another name="
+            )
+        entries[target.name] = target.settings()
+        self._save(entries)
+        return target
+
+    def remove(self, name: str) -> None:
+        entries = self._load()
+        if name not in entries:
+            raise KeyError(f"no saved connection {name!r}; saved: {sorted(entries)}")
+        del entries[name]
+        self._save(entries)
+
+    def test(
+        self, name: str, *, password: str | None = None, passphrase: str | None = None
+    ) -> ConnectionTest:
+        """Connect (host key, login, deploy dir writable) and close; raises what failed."""
+        target = self.get(name, password=password, passphrase=passphrase)
+        start = time.perf_counter()
+        try:
+            target.connect()
+            return ConnectionTest(name, time.perf_counter() - start, target.deploy_root)
+        finally:
+            target.close()
+
+
+def connections(path: str | Path | None = None) -> Connections:
+    """The saved SSH connections (`add`, `remove`, `test`, `get`)."""
+    return Connections(path)

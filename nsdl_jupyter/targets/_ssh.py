@@ -1,0 +1,560 @@
+"""SshTarget: run runner modules on another machine over SSH (paramiko).
+
+One connection per target, opened on first use and kept. Files are deployed into a cache in
+the deployment directory keyed by sha256 (`files/<hash of a group of files>/<name>`), so a
+second run uploads nothing; each job gets `jobs/<random>/`. The runner runs under `/bin/sh`,
+leader of the process group sshd made for the command: `cancel()` signals that group, and the
+runner, started with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
+Passwords and passphrases live only in this object's memory; nothing writes or shows them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import posixpath
+import secrets
+import shlex
+import stat
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from nsdl_jupyter.targets._base import (
+    RUNNER_PREFIX,
+    EventListener,
+    JobResult,
+    LogListener,
+    MessageCollector,
+)
+from nsdl_jupyter.targets._errors import (
+    DeployDirError,
+    TargetConnectionError,
+    TargetError,
+    TargetSettingsError,
+)
+from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts
+from nsdl_jupyter.targets._ssh_connect import (
+    Connection,
+    Credentials,
+    Hop,
+    connect,
+    load_ssh_config,
+    parse_jump,
+    proxy_argv,
+    resolve_hop,
+)
+
+TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the remote group, SIGKILL after this
+LIVENESS_INTERVAL_S = 2.0  # during a run, the server is asked for a keepalive answer this often
+LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as lost
+COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
+_PID_LINE = "@@nsdl-pid "
+_EXIT_LINE = "@@nsdl-exit "
+_HASH_CHUNK = 1 << 20
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class SshTarget:
+    """A machine reached over SSH. Paths in requests are paths on that machine.
+
+    `host` may be an ssh_config alias (HostName, User, Port, IdentityFile, ProxyJump and
+    ProxyCommand apply unless given here). Credentials are tried in order: `key_file` (with
+    `passphrase`), ssh_config's IdentityFile, the agent, `password`. `proxy_jump` is
+    `[user@]host[:port][,...]`; `proxy_command` an argument list (`%h`, `%p`, `%r` replaced)
+    run without a shell. Host keys are checked against `known_hosts` (default: the package's
+    config dir); an unknown one is refused until `trust_host_key(fingerprint)`.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        user: str | None = None,
+        port: int | None = None,
+        *,
+        password: str | None = None,
+        key_file: str | os.PathLike[str] | None = None,
+        passphrase: str | None = None,
+        agent: bool = True,
+        deploy_dir: str = "~/.nsdl",
+        name: str | None = None,
+        proxy_jump: str | None = None,
+        proxy_command: str | Sequence[str] | None = None,
+        ssh_config: bool | str | os.PathLike[str] = True,
+        known_hosts: str | os.PathLike[str] | None = None,
+        python: str = "python3",
+        connect_timeout: float = 15.0,
+    ) -> None:
+        if not host or not isinstance(host, str):
+            raise TargetSettingsError("host must be a host name, an address or an ssh_config alias")
+        if not deploy_dir.strip():
+            raise TargetSettingsError("deploy_dir must not be empty: e.g. '~/.nsdl'")
+        self.host = host
+        config = load_ssh_config(ssh_config)
+        self._hop = resolve_hop(
+            host,
+            user=user,
+            port=port,
+            config=config,
+            proxy_command=proxy_argv(proxy_command) if proxy_command is not None else None,
+        )
+        jump = proxy_jump
+        if jump is None and config is not None:
+            jump = config.lookup(host).get("proxyjump")
+        self._jumps: list[Hop] = []
+        if jump and str(jump).lower() != "none":
+            for hop_host, hop_user, hop_port in parse_jump(str(jump)):
+                self._jumps.append(
+                    resolve_hop(hop_host, user=hop_user, port=hop_port, config=config)
+                )
+        if self._jumps:  # the first hop takes the ProxyCommand, as OpenSSH does
+            command = self._jumps[0].proxy_command or self._hop.proxy_command
+            self._jumps[0] = dataclasses.replace(self._jumps[0], proxy_command=command)
+            self._hop = dataclasses.replace(self._hop, proxy_command=())
+        self.user = self._hop.user
+        self.port = self._hop.port
+        self.name = name or f"{self.user}@{host}:{self.port}"
+        self.deploy_dir = deploy_dir
+        self.python = python
+        self.agent = agent
+        self.key_file = str(Path(key_file).expanduser()) if key_file is not None else None
+        self.proxy_jump = proxy_jump
+        self.proxy_command = list(proxy_argv(proxy_command)) if proxy_command else None
+        self.ssh_config = ssh_config if isinstance(ssh_config, bool) else str(ssh_config)
+        self.connect_timeout = connect_timeout
+        self._known_hosts_setting = None if known_hosts is None else str(known_hosts)
+        self.known_hosts = KnownHosts(
+            Path(known_hosts).expanduser() if known_hosts is not None else default_known_hosts()
+        )
+        self._credentials = Credentials(self.key_file, passphrase, password, agent)
+        self._refused: dict[str, tuple[str, Any]] = {}
+        self._connection: Connection | None = None
+        self._sftp: Any = None
+        self._lock = threading.RLock()
+        self._remote_home = ""
+        self._deploy_root = ""
+        self._deployed: set[str] = set()  # remote paths known to exist in this connection
+        self.bytes_uploaded = 0
+        self.bytes_downloaded = 0
+
+    def __repr__(self) -> str:
+        return f"SshTarget({self.name!r})"
+
+    def settings(self) -> dict[str, Any]:
+        """Everything needed to make this target again, except secrets (for saved connections)."""
+        return {
+            "name": self.name,
+            "host": self.host,
+            "user": self.user,
+            "port": self.port,
+            "key_file": self.key_file,
+            "agent": self.agent,
+            "deploy_dir": self.deploy_dir,
+            "proxy_jump": self.proxy_jump,
+            "proxy_command": self.proxy_command,
+            "ssh_config": self.ssh_config,
+            "known_hosts": self._known_hosts_setting,
+            "python": self.python,
+        }
+
+    # ---- connection -----------------------------------------------------------------------
+
+    @property
+    def deploy_root(self) -> str:
+        """The deploy directory's absolute path on the target ('' before connecting)."""
+        return self._deploy_root
+
+    @property
+    def connected(self) -> bool:
+        return self._connection is not None and self._connection.active
+
+    def connect(self) -> SshTarget:
+        """Open the connection now (else the first use does); checks the deploy directory."""
+        with self._lock:
+            if self.connected:
+                return self
+            self.close()
+            connection = connect(
+                [*self._jumps, self._hop],
+                self._credentials,
+                self.known_hosts,
+                timeout=self.connect_timeout,
+                refused=self._refused,
+            )
+            self._connection = connection
+            try:
+                self._sftp = connection.transport.open_sftp_client()
+                self._remote_home = self._sftp.normalize(".")
+                self._deploy_root = self._prepare_deploy_dir()
+            except BaseException:
+                self.close()
+                raise
+            return self
+
+    def close(self) -> None:
+        """Close the connection (a running job's remote runner then ends itself)."""
+        with self._lock:
+            if self._sftp is not None:
+                self._sftp.close()
+            if self._connection is not None:
+                self._connection.close()
+            self._sftp = None
+            self._connection = None
+            self._deployed.clear()
+
+    def __enter__(self) -> SshTarget:
+        return self.connect()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def trust_host_key(self, fingerprint_text: str) -> None:
+        """Trust the host key with this fingerprint (as shown by the refusal), for this host
+        or a jump host of it; it is saved in known_hosts."""
+        if fingerprint_text not in self._refused:
+            # Not seen yet: a connection attempt shows the keys on the way.
+            with suppress(TargetError):
+                self.connect()
+        if fingerprint_text not in self._refused:
+            seen = ", ".join(self._refused) or "none refused"
+            raise TargetError(
+                f"no host on the way to {self.name} shows the key {fingerprint_text} (keys "
+                f"refused so far: {seen}): copy the fingerprint from the refusal message"
+            )
+        key_name, key = self._refused.pop(fingerprint_text)
+        self.known_hosts.trust(key_name, key)
+
+    def _transport(self) -> Any:
+        self.connect()
+        assert self._connection is not None
+        return self._connection.transport
+
+    @contextmanager
+    def _sftp_client(self) -> Iterator[Any]:
+        with self._lock:
+            self.connect()
+            try:
+                yield self._sftp
+            except OSError as exc:
+                if not self.connected:
+                    raise TargetConnectionError(
+                        f"the connection to {self.name} dropped ({exc}); run again to reconnect"
+                    ) from None
+                raise
+
+    def run_command(self, command: str, timeout: float = COMMAND_TIMEOUT_S) -> tuple[int, str]:
+        """Run a shell command on the target; its exit code and output (stdout + stderr)."""
+        channel = self._transport().open_session(timeout=self.connect_timeout)
+        try:
+            channel.settimeout(timeout)
+            channel.set_combine_stderr(True)
+            channel.exec_command(command)
+            chunks = []
+            try:
+                for chunk in iter(lambda: channel.recv(65536), b""):
+                    chunks.append(chunk)
+            except TimeoutError:
+                raise TargetError(
+                    f"{self.name}: `{command}` did not finish within {timeout} s"
+                ) from None
+            return int(channel.recv_exit_status()), b"".join(chunks).decode("utf-8", "replace")
+        finally:
+            channel.close()
+
+    def _prepare_deploy_dir(self) -> str:
+        path = self.deploy_dir
+        if path == "~" or path.startswith("~/"):
+            path = path[2:] or "."
+        quoted = shlex.quote(path)
+        code, output = self.run_command(
+            f"mkdir -p -- {quoted} && test -w {quoted} && test -x {quoted} && cd -- {quoted} "
+            "&& pwd -P"
+        )
+        lines = output.strip().splitlines()
+        if code != 0 or not lines:
+            raise DeployDirError(
+                f"the deploy directory {self.deploy_dir} on {self.name} cannot be created or "
+                f"written by {self.user} ({output.strip() or f'exit code {code}'}): give "
+                "deploy_dir= a folder that user can write (relative paths are under its home)"
+            )
+        return lines[-1]
+
+    # ---- files ----------------------------------------------------------------------------
+
+    def _ensure_file(self, local_path: Path, remote_path: str) -> None:
+        """Upload `local_path` to `remote_path` unless it is there (atomic: temp + rename)."""
+        if remote_path in self._deployed:
+            return
+        with self._sftp_client() as sftp:
+            try:
+                sftp.stat(remote_path)
+            except FileNotFoundError:
+                self._mkdirs(sftp, posixpath.dirname(remote_path))
+                partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
+                attributes = sftp.put(str(local_path), partial)
+                sftp.posix_rename(partial, remote_path)
+                self.bytes_uploaded += int(attributes.st_size or 0)
+        self._deployed.add(remote_path)
+
+    def _mkdirs(self, sftp: Any, path: str) -> None:
+        missing: list[str] = []
+        while path not in ("/", self._deploy_root, ""):
+            try:
+                sftp.stat(path)
+                break
+            except FileNotFoundError:
+                missing.append(path)
+                path = posixpath.dirname(path)
+        for folder in reversed(missing):
+            try:
+                sftp.mkdir(folder, 0o700)
+            except OSError:
+                sftp.stat(folder)  # made meanwhile by another job: fine; else raise
+
+    def deploy_files(self, files: Mapping[str, Path], kind: str = "files") -> str:
+        """Upload files that belong together (a runner and what it loads beside it, a model and
+        its external data) into one folder named by the hash of their names and contents, each
+        only when that folder lacks it; returns the folder on the target."""
+        self.connect()
+        digest = hashlib.sha256()
+        for relative, path in sorted(files.items()):
+            parts = PurePosixPath(relative).parts
+            if not parts or ".." in parts or PurePosixPath(relative).is_absolute():
+                raise TargetSettingsError(f"{relative!r} must be a relative path inside its folder")
+            digest.update(relative.encode() + b"\0" + sha256_file(path).encode() + b"\0")
+        folder = posixpath.join(self._deploy_root, kind, digest.hexdigest()[:32])
+        for relative, path in files.items():
+            self._ensure_file(Path(path), posixpath.join(folder, relative))
+        return folder
+
+    # ---- Target -----------------------------------------------------------------------------
+
+    def make_workdir(self) -> str:
+        with self._sftp_client() as sftp:
+            jobs = posixpath.join(self._deploy_root, "jobs")
+            self._mkdirs(sftp, jobs)
+            workdir = posixpath.join(jobs, f"job-{time.strftime('%Y%m%d-%H%M%S')}-")
+            workdir += secrets.token_hex(4)
+            sftp.mkdir(workdir, 0o700)
+            return workdir
+
+    def put(
+        self, local_path: Path, workdir: str, *, companions: Mapping[str, Path] | None = None
+    ) -> str:
+        """Deploy `local_path` (with `companions`, by their paths relative to it) into the
+        hash-keyed cache, uploading only what is new there; the runner reads it from there."""
+        local_path = Path(local_path)
+        folder = self.deploy_files({local_path.name: local_path, **(companions or {})})
+        return posixpath.join(folder, local_path.name)
+
+    def get(self, target_path: str, local_path: Path) -> None:
+        local_path = Path(local_path)
+        local_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = local_path.with_name(f".{local_path.name}.partial")
+        with self._sftp_client() as sftp:
+            sftp.get(target_path, str(partial))
+        self.bytes_downloaded += partial.stat().st_size
+        os.replace(partial, local_path)
+
+    def remove_workdir(self, workdir: str) -> None:
+        """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
+        (a remote command costs sshd about 0.1 s to start); `rm -rf` for nested folders."""
+        if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
+            return
+        with suppress(TargetError, OSError, EOFError), self._sftp_client() as sftp:
+            nested = False
+            for entry in sftp.listdir_attr(workdir):
+                if stat.S_ISDIR(entry.st_mode or 0):
+                    nested = True
+                else:
+                    sftp.remove(posixpath.join(workdir, entry.filename))
+            if nested:
+                self.run_command(f"rm -rf -- {shlex.quote(workdir)}")
+            else:
+                sftp.rmdir(workdir)
+
+    def start(
+        self,
+        runner: Path,
+        request: Mapping[str, Any],
+        workdir: str,
+        listener: EventListener | None = None,
+        *,
+        support_files: Sequence[Path] = (),
+    ) -> SshJob:
+        files = {Path(p).name: Path(p) for p in [runner, *support_files]}
+        folder = self.deploy_files(files, "runners")
+        request_path = posixpath.join(workdir, "request.json")
+        data = json.dumps(dict(request)).encode("utf-8")
+        with self._sftp_client() as sftp, sftp.open(request_path, "wb") as f:
+            f.write(data)
+        self.bytes_uploaded += len(data)
+        python = shlex.quote(self.python)
+        missing = {
+            "event": "error",
+            "type": "TargetError",
+            "message": f"{self.python} is not found on {self.name}: install Python 3.8+ with "
+            "onnxruntime and numpy there, or give SshTarget(python=) the interpreter's path",
+        }
+        script = "\n".join(
+            [
+                f"cd -- {shlex.quote(workdir)} || exit 125",
+                f"printf '{_PID_LINE}%s\\n' \"$$\" >&2",
+                f"if ! command -v {python} >/dev/null 2>&1; then",
+                f"  printf '%s\\n' {shlex.quote(RUNNER_PREFIX + json.dumps(missing))}",
+                "  s=127",
+                "else",
+                f"  NSDL_STDIN_WATCHDOG=1 {python} -u "
+                f"{shlex.quote(posixpath.join(folder, Path(runner).name))} "
+                f"{shlex.quote(request_path)}",
+                "  s=$?",
+                "fi",
+                f"printf '{_EXIT_LINE}%s\\n' \"$s\" >&2",
+                'exit "$s"',
+            ]
+        )
+        return SshJob(self, f"exec /bin/sh -c {shlex.quote(script)}", listener)
+
+
+class SshJob:
+    """A runner on the target: its stdout and stderr arrive over one channel, read by two
+    threads; `remote_pid` is the process group that `cancel()` ends."""
+
+    def __init__(self, target: SshTarget, command: str, listener: EventListener | None) -> None:
+        self._target = target
+        self._collector = MessageCollector()
+        if listener is not None:
+            self._collector.listeners.append(listener)
+        self._cancelled = False
+        self._finished = threading.Event()
+        self._pid_known = threading.Event()
+        self.remote_pid: int | None = None
+        self._exit_code: int | None = None
+        self._silent = False  # the link went silent and was closed by _watch_link
+        self._channel = target._transport().open_session(timeout=target.connect_timeout)
+        self._channel.exec_command(command)
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream,), daemon=True, name="nsdl-ssh")
+            for stream in ("stdout", "stderr")
+        ]
+        for reader in self._readers:
+            reader.start()
+        threading.Thread(target=self._await_end, daemon=True, name="nsdl-ssh-end").start()
+        threading.Thread(target=self._watch_link, daemon=True, name="nsdl-ssh-alive").start()
+
+    def _watch_link(self) -> None:
+        """A link that goes silent (a sleeping laptop, a cut network, a frozen host) closes no
+        socket: ask the server for a keepalive answer every LIVENESS_INTERVAL_S, and close the
+        connection when none comes within LIVENESS_TIMEOUT_S, so the job ends as lost."""
+        transport = self._target._transport()
+        while not self._finished.wait(LIVENESS_INTERVAL_S):
+            answered = threading.Event()
+
+            def ask(answered: threading.Event = answered) -> None:
+                with suppress(Exception):  # a dying transport: the readers see it too
+                    transport.global_request("keepalive@openssh.com", wait=True)
+                answered.set()
+
+            threading.Thread(target=ask, daemon=True, name="nsdl-ssh-ping").start()
+            if not answered.wait(LIVENESS_TIMEOUT_S) and not self._finished.is_set():
+                self._silent = True
+                self._target.close()
+                return
+
+    def _read(self, stream: str) -> None:
+        receive = self._channel.recv if stream == "stdout" else self._channel.recv_stderr
+        partial = b""
+        try:
+            while True:
+                chunk = receive(65536)
+                if not chunk:
+                    break
+                *lines, partial = (partial + chunk).split(b"\n")
+                for raw in lines:
+                    self._line(stream, raw.decode("utf-8", "replace").removesuffix("\r"))
+        except (OSError, EOFError):  # the transport died
+            pass
+        if partial:
+            self._line(stream, partial.decode("utf-8", "replace"))
+
+    def _line(self, stream: str, line: str) -> None:
+        try:
+            if stream == "stdout":
+                self._collector.stdout_line(line)
+            elif line.startswith(_PID_LINE):
+                self.remote_pid = int(line[len(_PID_LINE) :])
+                self._pid_known.set()
+            elif line.startswith(_EXIT_LINE):
+                self._exit_code = int(line[len(_EXIT_LINE) :])
+            else:
+                self._collector.stderr_line(line)
+        except Exception as error:  # a broken listener must not stop reading the runner
+            self._collector.stderr_line(f"event listener failed: {error!r}")
+
+    def _await_end(self) -> None:
+        for reader in self._readers:
+            reader.join()
+        self._channel.close()
+        self._finished.set()
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._collector.listeners.append(listener)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        self._collector.add_log_listener(listener)
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def cancel(self) -> None:
+        """SIGTERM to the remote process group, SIGKILL after TERMINATE_GRACE_S; then the
+        channel closes (which also ends the runner through its stdin watchdog)."""
+        if self.done:
+            return
+        self._cancelled = True
+        self._pid_known.wait(5)
+        pid = self.remote_pid
+        if pid is not None and self._target.connected:
+            ticks = int(TERMINATE_GRACE_S / 0.1)
+            script = (
+                f"kill -TERM -{pid} 2>/dev/null; i=0; "
+                f"while kill -0 -{pid} 2>/dev/null && [ $i -lt {ticks} ]; "
+                "do sleep 0.1; i=$((i+1)); done; "
+                f"kill -KILL -{pid} 2>/dev/null; true"
+            )
+            with suppress(TargetError, OSError, EOFError):
+                self._target.run_command(script)
+        self._channel.close()
+        self._finished.wait(TERMINATE_GRACE_S + 5)
+
+    def wait(self, timeout: float | None = None) -> JobResult:
+        """Wait for the end; raises TimeoutError when `timeout` passes first."""
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"runner still running after {timeout} s")
+        code = self._exit_code
+        returncode = -(code - 128) if code is not None and code > 128 else code
+        lost = None
+        if code is None and not self._cancelled and not self._target.connected:
+            how = (
+                f"went silent for {LIVENESS_TIMEOUT_S:g} s and was closed"
+                if self._silent
+                else "dropped"
+            )
+            lost = (
+                f"the connection to {self._target.name} {how} while the runner ran; the "
+                "runner ends itself when its connection closes. Check the host, then run again"
+            )
+        return self._collector.job_result(returncode, cancelled=self._cancelled, lost=lost)

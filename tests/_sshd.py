@@ -1,0 +1,146 @@
+"""Real OpenSSH servers on 127.0.0.1 for the SSH target tests.
+
+Each `Sshd` has its own host key, config, authorized_keys, log and a free port; nothing of the
+system's sshd is used or changed (only /run/sshd, sshd's privilege separation folder, is made
+when missing). Root may log in with a key; the password tests use a dedicated user that the
+fixture creates and deletes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = Path("/usr/sbin/sshd")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def keygen(path: Path, *, passphrase: str = "", kind: str = "ed25519") -> Path:
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", "nsdl-test", "-f", str(path)],
+        check=True,
+    )
+    return path
+
+
+def fingerprint_of(pub: Path) -> str:
+    """The fingerprint OpenSSH shows for a public key file."""
+    out = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", str(pub)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return out.split()[1]
+
+
+@dataclass
+class Sshd:
+    folder: Path
+    authorized_keys: Path
+    password_auth: bool = True
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def host_key_pub(self) -> Path:
+        return self.folder / "host_key.pub"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "sshd.log"
+
+    def known_hosts_line(self) -> str:
+        kind, blob = self.host_key_pub.read_text().split()[:2]
+        return f"[127.0.0.1]:{self.port} {kind} {blob}\n"
+
+    def start(self) -> Sshd:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not (self.folder / "host_key").exists():
+            keygen(self.folder / "host_key")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        config = self.folder / "sshd_config"
+        config.write_text(
+            "\n".join(
+                [
+                    f"Port {self.port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {self.folder / 'host_key'}",
+                    f"PidFile {self.folder / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {self.authorized_keys}",
+                    "StrictModes no",  # the test folders live under /tmp (world-writable)
+                    "PermitRootLogin yes",
+                    "PubkeyAuthentication yes",
+                    f"PasswordAuthentication {'yes' if self.password_auth else 'no'}",
+                    "KbdInteractiveAuthentication no",
+                    "UsePAM no",
+                    "AllowTcpForwarding yes",
+                    "LogLevel DEBUG1",
+                    "Subsystem sftp internal-sftp",
+                    "",
+                ]
+            )
+        )
+        self.process = subprocess.Popen(
+            [str(SSHD), "-D", "-f", str(config), "-E", str(self.log)],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"sshd exited: {self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    if s.recv(4).startswith(b"SSH-"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"sshd did not answer on port {self.port}")
+
+    def session_pids(self) -> list[int]:
+        """The sshd processes of this server: the listener and its per-connection children."""
+        assert self.process is not None
+        children: dict[int, list[int]] = {}
+        names: dict[int, str] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+            except OSError:
+                continue
+            pid = int(stat.parent.name)
+            names[pid] = text.split("(", 1)[1].rsplit(")", 1)[0]
+            children.setdefault(int(text.rsplit(")", 1)[1].split()[1]), []).append(pid)
+        found, todo = [self.process.pid], [self.process.pid]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                todo.append(child)
+                if names.get(child) == "sshd":
+                    found.append(child)
+        return found
+
+    def kill9(self) -> None:
+        """SIGKILL the listener and every sshd process of its connections at once."""
+        for pid in self.session_pids():
+            os.kill(pid, signal.SIGKILL)
+        assert self.process is not None
+        self.process.wait(5)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(5)
