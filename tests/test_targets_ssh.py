@@ -264,6 +264,25 @@ def test_an_unknown_host_key_is_refused_until_trusted(
         assert again.run_command("true")[0] == 0
 
 
+def test_hosts_the_user_trusts_with_openssh_are_trusted(
+    lab: Lab, tmp_path: Path, config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """~/.ssh/known_hosts is read (never written): a host trusted there connects at once, a
+    different key there is a changed key."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".ssh" / "known_hosts").write_text(lab.target.known_hosts_line())
+    with make_target(lab, tmp_path, known_hosts=None) as target:
+        assert target.run_command("true")[0] == 0
+    assert not (config_dir / "known_hosts").exists()  # nothing copied into the package's file
+    other = keygen(tmp_path / "other_key")
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{lab.target.port} {kind} {blob}\n")
+    with pytest.raises(HostKeyChangedError):
+        make_target(lab, tmp_path, known_hosts=None).connect()
+
+
 def test_a_changed_host_key_is_refused_showing_both(lab: Lab, tmp_path: Path) -> None:
     other = keygen(tmp_path / "other_key")
     kind, blob = Path(f"{other}.pub").read_text().split()[:2]

@@ -1,7 +1,9 @@
-"""Trusted SSH host keys: a known_hosts file (OpenSSH format) under the package's config dir.
+"""Trusted SSH host keys: a known_hosts file (OpenSSH format) under the package's config dir,
+and, read only, the user's own `~/.ssh/known_hosts` (hosts already trusted with OpenSSH).
 
-A key is trusted only when it is in the file; an unknown or changed key is refused with its
-fingerprint, and only `trust` (called with that fingerprint, by the user) adds it.
+A key is trusted only when it is in one of them; an unknown or changed key is refused with its
+fingerprint, and only `trust` (called with that fingerprint, by the user) adds it, to the
+package's file.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ def default_known_hosts() -> Path:
     return config_dir() / "known_hosts"
 
 
+def user_known_hosts() -> Path:
+    """OpenSSH's own list of the user's trusted hosts (read, never written)."""
+    return Path.home() / ".ssh" / "known_hosts"
+
+
 def fingerprint(key: Any) -> str:
     """OpenSSH's form: `SHA256:` and the unpadded base64 of the key blob's SHA-256."""
     digest = hashlib.sha256(key.asbytes()).digest()
@@ -37,15 +44,20 @@ class KnownHosts:
 
     _lock = threading.Lock()
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: tuple[Path, ...] = ()) -> None:
         self.path = path
+        self.read_only = read_only
 
     def _load(self) -> Any:
         import paramiko
 
         keys = paramiko.HostKeys()
-        if self.path.is_file():
-            keys.load(str(self.path))
+        for source in (*self.read_only, self.path):  # the package's file has the last word
+            if source.is_file():
+                try:
+                    keys.load(str(source))
+                except (OSError, UnicodeDecodeError):
+                    continue  # an unreadable file of the user's trusts nothing
         return keys
 
     def key_types(self, name: str) -> list[str]:

@@ -38,7 +38,7 @@ from nsdl_jupyter.targets._errors import (
     TargetError,
     TargetSettingsError,
 )
-from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts
+from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts, user_known_hosts
 from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
@@ -136,7 +136,8 @@ class SshTarget:
         self.connect_timeout = connect_timeout
         self._known_hosts_setting = None if known_hosts is None else str(known_hosts)
         self.known_hosts = KnownHosts(
-            Path(known_hosts).expanduser() if known_hosts is not None else default_known_hosts()
+            Path(known_hosts).expanduser() if known_hosts is not None else default_known_hosts(),
+            read_only=() if known_hosts is not None else (user_known_hosts(),),
         )
         self._credentials = Credentials(self.key_file, passphrase, password, agent)
         self._refused: dict[str, tuple[str, Any]] = {}
