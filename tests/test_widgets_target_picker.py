@@ -179,8 +179,11 @@ def test_a_saved_connection_takes_a_password_once(
     server: tuple[Sshd, Path], tmp_path: Path, model_path: Path, config_dir: Path
 ) -> None:
     sshd, key = server
-    (config_dir).mkdir(parents=True)
-    (config_dir / "known_hosts").write_text(sshd.known_hosts_line())
+    config_dir.mkdir(parents=True)
+    # known_hosts trusts another key for this host: refused as CHANGED until trusted again
+    other = keygen(tmp_path / "other_host_key")
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    (config_dir / "known_hosts").write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
     made = SshTarget("127.0.0.1", "root", sshd.port, key_file=key, agent=False,
                      deploy_dir=str(tmp_path / "deploy"), python=sys.executable)  # fmt: skip
     connections().add(made)
@@ -192,7 +195,11 @@ def test_a_saved_connection_takes_a_password_once(
     picker._password.value = PASSWORD
     picker._connect.click()
     assert picker._password.value == ""
+    assert "CHANGED" in picker._message.value and picker.target.name == "local"
+    assert fingerprint_of(sshd.host_key_pub) in picker._host_key.value
+    picker._trust.click()
     assert isinstance(picker.target, SshTarget) and picker.target.connected
+    assert sshd.known_hosts_line() == (config_dir / "known_hosts").read_text()
     assert picker.check is not None and picker.check.ok
     assert_no_secret_small(picker)
     # an empty host in the form: the error is shown, the target stays
@@ -200,7 +207,13 @@ def test_a_saved_connection_takes_a_password_once(
     picker._host.value = ""
     picker._test.click()
     assert "Host: give the host name" in picker._message.value
-    picker.target.close()  # type: ignore[attr-defined]
+    remote = picker.target
+    # localhost: Connect shows this machine's table
+    picker._selector.value = LOCAL
+    picker._connect.click()
+    assert picker.target.name == "local" and picker.check is not None
+    assert picker.check.target == "local" and "onnxruntime" in picker._table.value
+    remote.close()  # type: ignore[attr-defined]
 
 
 def assert_no_secret_small(root: widgets.Widget) -> None:
@@ -258,11 +271,13 @@ def test_a_dropped_connection_is_a_clear_message(
         assert panel.job is not None
         panel.job.add_listener(lambda p: timing.set() if p.phase == "latency" else None)
         assert timing.wait(30), panel.job.progress
+        assert panel.target_picker._selector.disabled  # no switching during a run
         doomed.kill9()
         panel.wait(15)
         assert panel.status == "failed"
         assert isinstance(panel.error, TargetLostError)
         assert "Lost the connection to" in panel._message.value
         assert "Press Connect" in panel._message.value
+        assert not panel.target_picker._connect.disabled
     finally:
         doomed.stop()

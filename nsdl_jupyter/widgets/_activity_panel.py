@@ -198,10 +198,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._on_provider({"new": self.provider})
 
     def _on_target(self, target: Target) -> None:
-        """The picker connected another target: its providers, and runs go there."""
-        if self.status == "running":
-            self.target_picker._say("error", "a run is going on: cancel it first")
-            return
+        """The picker connected another target (never during a run: `set_busy`): its
+        providers, and runs go there."""
         self.target = target
         try:
             self._show_runtime(target, self.provider)
@@ -298,6 +296,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             return
         self.job = job
         self._log.follow(job)
+        self.target_picker.set_busy(True)
         self.status = "running"
         self._run.disabled = True
         self._cancel.disabled = False
@@ -357,6 +356,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     def _finish(self, status: str, style: str, message: str) -> None:
         self._log.redraw()
+        self.target_picker.set_busy(False)
         self._run.disabled = False
         self._cancel.disabled = True
         self._progress.bar_style = style

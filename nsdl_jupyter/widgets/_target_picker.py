@@ -199,6 +199,11 @@ class TargetPicker(widgets.VBox):  # type: ignore[misc]
         if self.on_target is not None:
             self.on_target(target)
 
+    def set_busy(self, busy: bool) -> None:
+        """While a run goes on the target cannot change (the panel calls this)."""
+        for control in (self._selector, self._connect, self._trust, self._test, self._save):
+            control.disabled = busy
+
     # ---- actions --------------------------------------------------------------------------
 
     def form_target(self) -> SshTarget:
