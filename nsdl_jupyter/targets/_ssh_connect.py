@@ -295,6 +295,9 @@ def _load_key(paramiko: Any, path: str, passphrase: str | None) -> Any:
         # bytes: paramiko hands the passphrase to cryptography, which takes only bytes
         return paramiko.PKey.from_path(path, passphrase.encode() if passphrase else None)
     except TypeError as exc:  # paramiko lets cryptography's "password was not provided" through
+        if passphrase is not None and "not encrypted" in str(exc):
+            # a passphrase typed for a plain key (one form for several keys): not needed
+            return paramiko.PKey.from_path(path, None)
         if passphrase is not None or "password" not in str(exc):
             raise
         raise TargetAuthError(

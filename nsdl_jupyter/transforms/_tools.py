@@ -198,6 +198,34 @@ class ToolLog:
         return self._total
 
 
+class Throttle:
+    """Calls `action` (from a timer thread) at most every `interval` seconds however often
+    `poke` is called: a burst of pokes costs one call, not one per poke."""
+
+    def __init__(self, action: Callable[[], None], interval: float = REDRAW_S) -> None:
+        self._action = action
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._last = 0.0
+
+    def poke(self) -> None:
+        """Schedule one call unless one is pending."""
+        with self._lock:
+            if self._timer is not None:
+                return
+            delay = max(0.0, self._last + self._interval - time.monotonic())
+            self._timer = threading.Timer(delay, self._action)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def ran(self) -> None:
+        """`action` is running now (scheduled or called directly): the interval starts again."""
+        with self._lock:
+            self._timer = None
+            self._last = time.monotonic()
+
+
 class ToolRun:
     """A running tool: stream its lines, `cancel()` it, `wait()` for it.
 
@@ -400,26 +428,16 @@ class _LiveLog:
     def __init__(self, widget: Any) -> None:
         self.widget = widget
         self.run: ToolRun | None = None
-        self._lock = threading.Lock()
         self._draw_lock = threading.Lock()
-        self._timer: threading.Timer | None = None
-        self._last = 0.0
+        self._throttle = Throttle(self.redraw)
         self._shown = 0  # the log's line count at the last redraw
 
     def changed(self, _stream: Stream, _line: str) -> None:
         """Called for each line: schedule one redraw unless one is pending."""
-        with self._lock:
-            if self._timer is not None:
-                return
-            delay = max(0.0, self._last + REDRAW_S - time.monotonic())
-            self._timer = threading.Timer(delay, self.redraw)
-            self._timer.daemon = True
-            self._timer.start()
+        self._throttle.poke()
 
     def redraw(self) -> None:
-        with self._lock:
-            self._timer = None
-            self._last = time.monotonic()
+        self._throttle.ran()
         with self._draw_lock:  # one snapshot at a time, so an older one never wins
             if self.run is None or self.run.log.total == self._shown:
                 return

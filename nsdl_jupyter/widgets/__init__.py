@@ -6,8 +6,10 @@ from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
+from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
 from nsdl_jupyter.widgets._profile_view import ProfileView
+from nsdl_jupyter.widgets._target_picker import TargetPicker
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 __all__ = [
@@ -17,7 +19,9 @@ __all__ = [
     "InitializerEditor",
     "LayerExplorer",
     "LayerPalette",
+    "LogView",
     "ParameterEditor",
     "ProfileView",
+    "TargetPicker",
     "TypeCheckPanel",
 ]

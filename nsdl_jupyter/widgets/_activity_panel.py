@@ -4,6 +4,8 @@ Built from ipywidgets only. The settings mirror OrtProfileSettings; execution pr
 target's onnxruntime lacks are shown disabled with the reason. Run starts the child process;
 a progress bar follows it, Cancel ends it, a failure shows the error and the runner's stderr,
 and a finished run shows a ProfileView of the report (bound to `graph_view`, if given).
+At the top a TargetPicker chooses where it runs (this machine or an SSH connection); the
+runner's log, streamed from the target, is shown below the progress bar.
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ from nsdl_jupyter.profiling import (
     ProfileJob,
     ProfileReport,
     Progress,
+    TargetLostError,
     probe_runtime,
     start_profile_ort,
 )
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.targets import Target
+from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._profile_view import ProfileView
+from nsdl_jupyter.widgets._target_picker import TargetPicker
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
@@ -94,9 +99,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.error: BaseException | None = None
         self._thread: threading.Thread | None = None
         source = model_source(model)
+        self._source_name = source.name
         base = settings or OrtProfileSettings()
-        runtime = probe_runtime(target)
-        self.providers = runtime.providers
+        self.target_picker = TargetPicker(target, on_target=self._on_target)
 
         self._iterations = widgets.BoundedIntText(base.iterations, min=1, max=10_000_000,
                                                   description="Iterations")  # fmt: skip
@@ -125,20 +130,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._trace = widgets.Text(shown_path(default_trace), description="Trace file",
                                    layout=widgets.Layout(width="70%"))  # fmt: skip
         gpu_row = self._gpu_controls(base)
-        self._provider_buttons: dict[str, widgets.Button] = {}
-        provider_rows = []
-        for status in runtime.providers:
-            label = _PROVIDER_LABELS.get(status.short_name, status.short_name)
-            button = widgets.Button(description=label, disabled=not status.available,
-                                    tooltip=status.reason or status.name)  # fmt: skip
-            button.add_class(f"nsdl-provider-{status.short_name.lower()}")
-            button.on_click(lambda _b, name=status.name: setattr(self, "provider", name))
-            self._provider_buttons[status.name] = button
-            reason = widgets.HTML(f"<small>{html_text(status.reason)}</small>")
-            provider_rows.append(widgets.HBox([button, reason]))
-        wanted = base.provider
-        available = [s.name for s in runtime.providers if s.available]
-        self.provider = wanted if wanted in available else "CPUExecutionProvider"
+        self._title = widgets.HTML("")
+        self._provider_box = widgets.VBox([])
+        self._show_runtime(target, base.provider)
 
         self._run = widgets.Button(description="Profile", button_style="primary", icon="play")
         self._run.add_class("nsdl-activity-run")
@@ -148,6 +142,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._phase = widgets.Label("")
         self._message = widgets.HTML("")
         self._message.add_class("nsdl-activity-message")
+        self._log = LogView()
         self._result = widgets.VBox([])
         self._run.on_click(lambda _b: self.run())
         self._cancel.on_click(lambda _b: self.cancel())
@@ -156,13 +151,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
         super().__init__(
             children=[
-                widgets.HTML(
-                    f"<b>Profile {html_text(source.name)} with ONNX Runtime "
-                    f"{html_text(runtime.ort_version)}</b> on {html_text(_where(target))}"
-                ),
+                self.target_picker,
+                self._title,
                 widgets.HBox([self._iterations, self._warmup]),
                 widgets.HTML("Execution provider:"),
-                *provider_rows,
+                self._provider_box,
                 gpu_row,
                 self._optimize,
                 self._hide_non_compute,
@@ -172,12 +165,46 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self._trace,
                 widgets.HBox([self._run, self._cancel, self._progress, self._phase]),
                 self._message,
+                self._log,
                 self._result,
             ],
             **kwargs,
         )
         self.add_class("nsdl-activity-panel")
         self._on_provider({"new": self.provider})
+
+    def _show_runtime(self, target: Target | None, wanted: str) -> None:
+        """The title and provider buttons for `target`'s onnxruntime (probed once per target)."""
+        runtime = probe_runtime(target)
+        self.providers = runtime.providers
+        self._provider_buttons: dict[str, widgets.Button] = {}
+        rows = []
+        for status in runtime.providers:
+            label = _PROVIDER_LABELS.get(status.short_name, status.short_name)
+            button = widgets.Button(description=label, disabled=not status.available,
+                                    tooltip=status.reason or status.name)  # fmt: skip
+            button.add_class(f"nsdl-provider-{status.short_name.lower()}")
+            button.on_click(lambda _b, name=status.name: setattr(self, "provider", name))
+            self._provider_buttons[status.name] = button
+            reason = widgets.HTML(f"<small>{html_text(status.reason)}</small>")
+            rows.append(widgets.HBox([button, reason]))
+        self._provider_box.children = rows
+        self._title.value = (
+            f"<b>Profile {html_text(self._source_name)} with ONNX Runtime "
+            f"{html_text(runtime.ort_version)}</b> on {html_text(_where(target))}"
+        )
+        available = [s.name for s in runtime.providers if s.available]
+        self.provider = wanted if wanted in available else "CPUExecutionProvider"
+        self._on_provider({"new": self.provider})
+
+    def _on_target(self, target: Target) -> None:
+        """The picker connected another target (never during a run: `set_busy`): its
+        providers, and runs go there."""
+        self.target = target
+        try:
+            self._show_runtime(target, self.provider)
+        except Exception as exc:  # the target has no usable Python/onnxruntime: say why
+            self._fail(exc)
 
     def _gpu_controls(self, base: OrtProfileSettings) -> widgets.HBox:
         """GPU timing on/off, NVML sampling rate, clock locking; and the view's hide option."""
@@ -268,6 +295,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self._fail(exc)
             return
         self.job = job
+        self._log.follow(job)
+        self.target_picker.set_busy(True)
         self.status = "running"
         self._run.disabled = True
         self._cancel.disabled = False
@@ -292,6 +321,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.show_report(report)
         except ProfileCancelledError as exc:
             self._finish("cancelled", "warning", html_text(f"Cancelled: {exc}"))
+        except TargetLostError as exc:
+            self.error = exc
+            self._finish("failed", "danger", "<b>Lost the connection to "
+                         f"{html_text(_where(self.target))}</b>: {html_text(exc)}. Press Connect "
+                         "above to reconnect, then Profile again.")  # fmt: skip
         except Exception as exc:  # shown in the panel: this thread has no caller to raise to
             self._fail(exc)
 
@@ -321,6 +355,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                                          f"{html_text(text)}</pre>")  # fmt: skip
 
     def _finish(self, status: str, style: str, message: str) -> None:
+        self._log.redraw()
+        self.target_picker.set_busy(False)
         self._run.disabled = False
         self._cancel.disabled = True
         self._progress.bar_style = style
