@@ -385,20 +385,29 @@ print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
     assert peak_kib < 2**19, f"{peak_kib} KiB"  # 512 MiB
 
 
-def _kill_spawned_children(stop: threading.Event, killed: list[int], count: int) -> None:
-    """Kill the first `count` spawned children of this process (the folding worker, and the
-    fresh one its retry starts), as the OOM killer or a segfault in onnxruntime would."""
-    me = os.getpid()
+def _children() -> set[int]:
+    return {
+        int(pid)
+        for children in Path(f"/proc/{os.getpid()}/task").glob("*/children")
+        for pid in children.read_text().split()
+    }
+
+
+def _kill_spawned_children(
+    stop: threading.Event, killed: list[int], count: int, spare: frozenset[int]
+) -> None:
+    """Kill the first `count` spawned children of this process started after `spare` was
+    taken (the folding worker, and the fresh one its retry starts), as the OOM killer or a
+    segfault in onnxruntime would. Children of other tests (a type-check pool) are spared."""
     while not stop.is_set() and len(killed) < count:
-        for children in Path(f"/proc/{me}/task").glob("*/children"):
-            for pid in children.read_text().split():
-                try:
-                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                except OSError:
-                    continue
-                if b"spawn_main" in cmdline and int(pid) not in killed:
-                    os.kill(int(pid), signal.SIGKILL)
-                    killed.append(int(pid))
+        for pid in sorted(_children() - spare):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"spawn_main" in cmdline and pid not in killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
         time.sleep(0.002)
 
 
@@ -407,7 +416,8 @@ def test_a_dead_folding_process_spares_the_kernel(tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     close_folding_process()  # a warm child would answer before the killer sees it
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_spawned_children, args=(stop, killed, 2))
+    spare = frozenset(_children())
+    killer = threading.Thread(target=_kill_spawned_children, args=(stop, killed, 2, spare))
     killer.start()
     try:
         status = sanitize(source, out)
