@@ -461,6 +461,28 @@ def test_the_tensorrt_runner_and_its_siblings_run_on_the_target(lab: Lab, tmp_pa
     assert sorted(p.name for p in folders[0].glob("*.py")) == sorted(p.name for p in RUNNER_FILES)
 
 
+@pytest.mark.parametrize("external", [False, True], ids=["inline", "external-data"])
+def test_a_tensorrt_engine_is_built_on_the_target(lab: Lab, tmp_path: Path, external: bool) -> None:
+    """export_engine over SSH (TensorRT-RTX builds on this CPU): the engine and its build log
+    come back; a model's external data travels with it."""
+    pytest.importorskip("tensorrt_rtx", reason="needs TensorRT-RTX: pip install -e '.[trt-rtx]'")
+    from nsdl_jupyter.profiling import TrtSettings, export_engine
+
+    model = small_model(tmp_path / "plain.onnx")
+    if external:
+        (tmp_path / "ext").mkdir()
+        onnx.save(onnx.load(model), tmp_path / "ext" / "m.onnx", save_as_external_data=True,
+                  location="m.bin", size_threshold=0)  # fmt: skip
+        model = tmp_path / "ext" / "m.onnx"
+    engine = tmp_path / "out" / "m.engine"
+    engine.parent.mkdir()
+    with make_target(lab, tmp_path) as target:
+        built = export_engine(model, engine, TrtSettings(backend="tensorrt_rtx"), target=target)
+    assert engine.stat().st_size > 1000
+    assert built.engine == engine
+    assert "remote" not in str(engine)  # fetched back to where it was asked for
+
+
 def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> None:
     with make_target(lab, tmp_path, python="/no/such/python3") as target:
         with pytest.raises(ProfileError, match="/no/such/python3 is not found on root@"):

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.profiling._errors import (
     ProfileCancelledError,
     ProfileError,
@@ -87,7 +86,7 @@ class ProfileJob(StagedJob):
                 "kind": "ort_profile",
                 "protocol": 1,
                 "model": target.put(
-                    model_path, self._workdir, companions=_data_files(source, model_path)
+                    model_path, self._workdir, companions=source.data_files(model_path)
                 ),
                 "provider": settings.provider,
                 "provider_options": settings.provider_options,
@@ -226,18 +225,6 @@ class ProfileJob(StagedJob):
         )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
-
-
-def _data_files(source: ModelSource, model_path: Path) -> dict[str, Path]:
-    """The external data files the model file refers to, by their relative locations: a
-    remote target places them beside the model."""
-    if source.path is None:  # written by ModelSource.write with this one data file
-        data = model_path.with_name("model.onnx.data")
-        return {data.name: data} if data.is_file() else {}
-    return {
-        str(tensor.location): Path(tensor.base_dir) / tensor.location
-        for tensor in external_tensors(source.model)
-    }
 
 
 def _report_from_run(

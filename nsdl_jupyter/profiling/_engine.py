@@ -157,7 +157,7 @@ class EngineJob(StagedJob):
             request: dict[str, Any] = {
                 "kind": "trt_build",
                 "protocol": 1,
-                "model": target.put(source.write(self._stage), self._workdir),
+                "model": _put_model(target, source, self._stage, self._workdir),
                 "output": f"{self._workdir}/{output.name}",
                 "settings": settings.to_request(),
                 "cache_dir": settings.cache_dir,
@@ -291,15 +291,25 @@ def export_engine(
     return wait_or_cancel(job, timeout, "build", EngineBuildError)
 
 
+def _put_model(target: Target, source: ModelSource, stage: Path, workdir: str) -> str:
+    """The model (and its external data files) where the runner on `target` reads it."""
+    written = source.write(stage)
+    return target.put(written, workdir, companions=source.data_files(written))
+
+
 def _run_once(
-    request: dict[str, Any], target: Target, timeout: float | None, model: Path | None = None
+    request: dict[str, Any],
+    target: Target,
+    timeout: float | None,
+    model: tuple[ModelSource, Path] | None = None,
 ) -> JobResult:
-    """One short runner request (probe, capability) in a fresh work folder."""
+    """One short runner request (probe, capability) in a fresh work folder; `model` is a
+    source and the staging folder to write it in."""
     workdir = target.make_workdir()
     try:
         request = {**request, "protocol": 1, "workdir": workdir}
         if model is not None:
-            request["model"] = target.put(model, workdir)
+            request["model"] = _put_model(target, model[0], model[1], workdir)
         job = start_runner(target, RUNNER, request, workdir)
         try:
             return job.wait(timeout)
@@ -326,8 +336,7 @@ def check_trt_capability(
     source = model_source(model)
     request = {"kind": "trt_capability", "settings": settings.to_request()}
     with tempfile.TemporaryDirectory(prefix="nsdl-trt-cap-") as stage:
-        model_path = source.write(Path(stage))
-        result = _run_once(request, target or LocalTarget(), timeout, model_path)
+        result = _run_once(request, target or LocalTarget(), timeout, (source, Path(stage)))
     answer = _raise_for(result, source, "capability check")
     rejected = [
         RejectedNode(int(e.get("node", -1)), str(e["name"]), str(e["operator"]), str(e["message"]))

@@ -15,6 +15,8 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter.document._data_files import external_tensors
+
 
 @dataclass(frozen=True)
 class GraphInput:
@@ -73,6 +75,17 @@ class ModelSource:
     @property
     def free_dims(self) -> set[str]:
         return {d for i in self.inputs for d in (i.dims or ()) if isinstance(d, str)}
+
+    def data_files(self, written: Path) -> dict[str, Path]:
+        """The external data files the model file `written` (from `write`) refers to, by
+        their relative locations: a remote target places them beside the model."""
+        if self.path is None:  # written by `write` with this one data file
+            data = written.with_name("model.onnx.data")
+            return {data.name: data} if data.is_file() else {}
+        return {
+            str(tensor.location): Path(tensor.base_dir) / tensor.location
+            for tensor in external_tensors(self.model)
+        }
 
     def write(self, workdir: Path) -> Path:
         """The model as a file the runner can open (the original file when there is one)."""
