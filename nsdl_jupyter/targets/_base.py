@@ -137,6 +137,25 @@ class MessageCollector:
         )
 
 
+class CollectingJob:
+    """What every job does the same way: listeners go to its MessageCollector, and it is done
+    once its `_finished` event is set (LocalJob and SshJob differ in how they run)."""
+
+    _collector: MessageCollector
+    _finished: threading.Event
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._collector.listeners.append(listener)
+
+    def add_log_listener(self, listener: LogListener) -> None:
+        """Stream the runner's log lines (those kept so far first)."""
+        self._collector.add_log_listener(listener)
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+
 class RunnerJob(Protocol):
     """A started runner: progress events arrive through listeners until it ends."""
 

@@ -17,13 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
-from nsdl_jupyter.targets._base import EventListener, JobResult, LogListener, MessageCollector
+from nsdl_jupyter.targets._base import (
+    CollectingJob,
+    EventListener,
+    JobResult,
+    MessageCollector,
+)
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the runner's session, SIGKILL after this
 PIPE_GRACE_S = 0.5  # after the runner exits, how long pipes a background child holds are read
 
 
-class LocalJob:
+class LocalJob(CollectingJob):
     """A runner child process in its own session; a reader thread turns its output into events.
 
     The job is done when the runner has exited and its output is read: pipes a background
@@ -70,16 +75,6 @@ class LocalJob:
     @property
     def pid(self) -> int:
         return self._process.pid
-
-    def add_listener(self, listener: EventListener) -> None:
-        self._collector.listeners.append(listener)
-
-    def add_log_listener(self, listener: LogListener) -> None:
-        self._collector.add_log_listener(listener)
-
-    @property
-    def done(self) -> bool:
-        return self._finished.is_set()
 
     def cancel(self) -> None:
         """End the runner and everything it started (SIGTERM to its session, SIGKILL after

@@ -27,9 +27,9 @@ from typing import Any
 
 from nsdl_jupyter.targets._base import (
     RUNNER_PREFIX,
+    CollectingJob,
     EventListener,
     JobResult,
-    LogListener,
     MessageCollector,
 )
 from nsdl_jupyter.targets._errors import (
@@ -429,7 +429,7 @@ class SshTarget:
         return SshJob(self, f"exec /bin/sh -c {shlex.quote(script)}", listener)
 
 
-class SshJob:
+class SshJob(CollectingJob):
     """A runner on the target: its stdout and stderr arrive over one channel, read by two
     threads; `remote_pid` is the process group that `cancel()` ends."""
 
@@ -509,16 +509,6 @@ class SshJob:
             reader.join()
         self._channel.close()
         self._finished.set()
-
-    def add_listener(self, listener: EventListener) -> None:
-        self._collector.listeners.append(listener)
-
-    def add_log_listener(self, listener: LogListener) -> None:
-        self._collector.add_log_listener(listener)
-
-    @property
-    def done(self) -> bool:
-        return self._finished.is_set()
 
     def cancel(self) -> None:
         """SIGTERM to the remote process group, SIGKILL after TERMINATE_GRACE_S; then the
