@@ -1,10 +1,13 @@
 """Export the real-model corpus in tests/fixtures/exports/: how those fixtures were made.
 
 Run with a Python that has torch, torchvision, transformers, onnx and onnxscript, not the
-project's venv (torch is no dependency of nsdl_jupyter or of its tests):
+project's venv (torch is no dependency of nsdl_jupyter or of its tests), e.g. a separate
+venv with `pip install torch torchvision transformers onnx onnxscript`:
 
-    /work/torchenv/bin/python scripts/export_real_models.py              # every model
-    /work/torchenv/bin/python scripts/export_real_models.py bert_base    # some of them
+    TORCH_PYTHON scripts/export_real_models.py              # every model
+    TORCH_PYTHON scripts/export_real_models.py bert_base    # some of them
+
+where TORCH_PYTHON is that venv's `bin/python`.
 
 Every model is built with random weights (`weights=None`, `BertModel(BertConfig())`; nothing
 is downloaded; torch.manual_seed(0)), put in eval mode and exported twice: TorchScript
@@ -21,6 +24,7 @@ import argparse
 import json
 import math
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -211,6 +215,20 @@ def describe(model: onnx.ModelProto) -> dict[str, Any]:
     }
 
 
+_SITE_PACKAGES = re.compile(r'File "[^"]*?/(?:site|dist)-packages/')
+_ABSOLUTE_FILE = re.compile(r'File "/(?:[^"]*/)?([^"/]+)"')
+
+
+def forget_local_paths(model: onnx.ModelProto) -> None:
+    """The dynamo exporter's stack traces name files of the machine that exported: keep them
+    as `<site-packages>/torchvision/...` and bare file names, never its folders."""
+    for node in model.graph.node:
+        for prop in node.metadata_props:
+            if prop.key == "pkg.torch.onnx.stack_trace":
+                text = _SITE_PACKAGES.sub('File "<site-packages>/', prop.value)
+                prop.value = _ABSOLUTE_FILE.sub(r'File "\1"', text)
+
+
 def run_one(name: str, exporter: str, scratch: Path) -> dict[str, Any]:
     """Export, strip and save one model; the manifest entry, a failure included."""
     entry: dict[str, Any] = {"model": name, "exporter": exporter}
@@ -225,6 +243,7 @@ def run_one(name: str, exporter: str, scratch: Path) -> dict[str, Any]:
         model = onnx.load(raw)
         entry.update(describe(model))
         entry["stripped_tensors"] = strip(model)
+        forget_local_paths(model)
         onnx.save_model(model, target)
     except Exception as error:  # a failed exporter is a result to record
         target.unlink(missing_ok=True)
