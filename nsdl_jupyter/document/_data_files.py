@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnx_ir as ir
+
+from nsdl_jupyter.document._loading import all_tensors
 
 # Hidden names a save uses beside the model; a killed save may leave them behind.
 STAGING_MARK = ".saving-"
@@ -95,9 +98,6 @@ class DataFileBook:
         """True when `path` is a file this document read or wrote and nobody changed since."""
         known = self._identities.get(path)
         return known is not None and known == FileIdentity.of(path)
-
-    def known(self, path: Path) -> bool:
-        return path in self._identities
 
     def position(self, tensor: ir.TensorProtocol, path: Path) -> int | None:
         """The offset where `tensor`'s bytes already lie in `path`, if that is still true."""
@@ -178,14 +178,10 @@ def references(model_path: Path, data_path: Path) -> bool:
                     return False
     except (OSError, ValueError):
         return False
-    import onnx
-
     try:
         proto = onnx.load(str(model_path), load_external_data=False)
     except Exception:  # not an ONNX file after all
         return False
-    from nsdl_jupyter.document._loading import all_tensors
-
     for tensor in all_tensors(proto):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
