@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._version import __version__
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "__version__",
+    "NsdlError",
     "ModelDocument",
     "open_model",
     "new_model",

@@ -23,6 +23,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from nsdl_jupyter._errors import NsdlError
+
 _T = TypeVar("_T")
 
 DEFAULT_MEMORY_LIMIT = 8 * 2**30
@@ -31,7 +33,7 @@ DEFAULT_MEMORY_LIMIT = 8 * 2**30
 _HIDE_LOCK = threading.Lock()
 
 
-class IsolatedRunError(RuntimeError):
+class IsolatedRunError(NsdlError, RuntimeError):
     """The child process died (signal, exit, out of memory) or ran past its time limit."""
 
     def __init__(self, message: str, *, crashed: bool = False, timed_out: bool = False) -> None:
@@ -40,7 +42,7 @@ class IsolatedRunError(RuntimeError):
         self.timed_out = timed_out
 
 
-class ChildRaisedError(RuntimeError):
+class ChildRaisedError(NsdlError, RuntimeError):
     """The function raised in the child; `kind` is the exception's type name."""
 
     def __init__(self, kind: str, message: str, child_traceback: str) -> None:

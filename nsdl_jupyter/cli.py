@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._version import __version__
 
 
@@ -58,7 +59,7 @@ COMMANDS: dict[str, Entry] = {
 }
 
 
-class UsageError(Exception):
+class UsageError(NsdlError):
     """A user error a subcommand reports as `nsdl <command>: error: ...` (exit code 2)."""
 
 

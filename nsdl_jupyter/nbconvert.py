@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from nsdl_jupyter._errors import NsdlError
+
 try:
     from nbconvert.exporters import HTMLExporter
     from nbconvert.preprocessors import Preprocessor
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 
-class NotebookExportError(Exception):
+class NotebookExportError(NsdlError):
     """A notebook could not be exported; the message says why and what to do."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._errors import NsdlError
 
-class DocumentError(ValueError):
+
+class DocumentError(NsdlError, ValueError):
     """Base class: the edit or file operation was refused and nothing changed."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._errors import NsdlError
 
-class LiteralSyntaxError(ValueError):
+
+class LiteralSyntaxError(NsdlError, ValueError):
     """A literal such as ``[1, 2`` that does not parse.
 
     `column` is the 1-based character offset in the whole text (what an editor needs to put the
@@ -25,7 +27,7 @@ class LiteralSyntaxError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-class AttributeValueError(ValueError):
+class AttributeValueError(NsdlError, ValueError):
     """A value that cannot become the requested ONNX attribute type."""
 
     def __init__(self, message: str, attribute: str = "") -> None:
@@ -50,7 +52,7 @@ class AttributeLiteralError(AttributeValueError, LiteralSyntaxError):
         return str(self.args[0])
 
 
-class UnknownOperatorError(ValueError):
+class UnknownOperatorError(NsdlError, ValueError):
     """No schema for an operator in the requested domain and opset."""
 
     def __init__(self, message: str, op_type: str = "", domain: str = "") -> None:

@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from nsdl_jupyter._errors import NsdlError
+
 _INT64 = np.iinfo(np.int64)
 
 
-class TensorLiteralError(ValueError):
+class TensorLiteralError(NsdlError, ValueError):
     """What is wrong with a nested list, and where: item `index` of list `container`.
 
     `container` is None when the problem is the value as a whole.

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._errors import NsdlError
 
-class ProfileError(RuntimeError):
+
+class ProfileError(NsdlError, RuntimeError):
     """A profile run failed; `stderr` holds the tail of the runner's stderr."""
 
     def __init__(self, message: str, stderr: str = "") -> None:
@@ -24,15 +26,15 @@ class ProfileCancelledError(ProfileError):
     """The run was cancelled (cancel button, `job.cancel()`, or a kernel interrupt)."""
 
 
-class ProfileSettingsError(ValueError):
+class ProfileSettingsError(NsdlError, ValueError):
     """A setting is out of range or names something the model does not have."""
 
 
-class InputFolderError(ValueError):
+class InputFolderError(NsdlError, ValueError):
     """The input folder lacks a file for an input, or a file does not match its input."""
 
 
-class ProfileFileError(ValueError):
+class ProfileFileError(NsdlError, ValueError):
     """A profile file (saved report, onnxruntime trace, trtexec export) is malformed."""
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._errors import NsdlError
 
-class TargetError(RuntimeError):
+
+class TargetError(NsdlError, RuntimeError):
     """A target cannot be reached, used or deployed to."""
 
 
-class TargetSettingsError(ValueError):
+class TargetSettingsError(NsdlError, ValueError):
     """A target setting is malformed (port, ProxyJump spec, connection name)."""
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._isolated import (
     DEFAULT_MEMORY_LIMIT,
     ChildRaisedError,
@@ -34,7 +35,7 @@ _CRASHES_PER_BATCH = 3
 _PRELOAD = ("nsdl_jupyter.transforms._evaluate", "onnxruntime")
 
 
-class EvaluationError(RuntimeError):
+class EvaluationError(NsdlError, RuntimeError):
     """Neither onnxruntime nor the reference evaluator could compute a node."""
 
 

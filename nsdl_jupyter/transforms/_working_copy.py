@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Union
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import NsdlError
+
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
@@ -29,7 +31,7 @@ ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, i
 _EXTERNAL_DATA_BYTES = 1_800_000_000
 
 
-class TransformError(ValueError):
+class TransformError(NsdlError, ValueError):
     """A modification cannot start: a bad argument, a missing file or an unknown name."""
 
 
