@@ -50,7 +50,37 @@ class StaticWidgetsPreprocessor(Preprocessor):  # type: ignore[misc]
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         done: Replaced = replace_widget_outputs(nb)
         resources.setdefault("nsdl_static_widgets", done)
+        resources["nsdl_uses_math"], resources["nsdl_uses_mermaid"] = _uses_math_and_mermaid(nb)
         return nb, resources
+
+
+def _uses_math_and_mermaid(nb: Any) -> tuple[bool, bool]:
+    """Whether the page needs MathJax (TeX in markdown or LaTeX outputs) and mermaid."""
+    math = mermaid = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            math = math or "$" in cell.source or "\\begin{" in cell.source
+            mermaid = mermaid or "```mermaid" in cell.source
+        for output in cell.get("outputs", ()):
+            data = output.get("data", {})
+            math = math or "text/latex" in data
+            mermaid = mermaid or "text/vnd.mermaid" in data
+    return math, mermaid
+
+
+# The lab template loads require.js (for widget JavaScript, which the static pictures replace),
+# MathJax and mermaid from a CDN: an offline reader gets console errors and a page that waits.
+# MathJax and mermaid stay only for a notebook that has math or diagrams.
+_TEMPLATE = "nsdl_static.html.j2"
+_TEMPLATE_SOURCE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}
+{%- if resources.nsdl_uses_math -%}{{ super() }}{%- endif -%}
+{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}
+{%- if resources.nsdl_uses_mermaid -%}{{ super() }}{%- endif -%}
+{%- endblock html_head_js_mermaidjs -%}
+"""
 
 
 class StaticHTMLExporter(HTMLExporter):  # type: ignore[misc]
@@ -59,6 +89,10 @@ class StaticHTMLExporter(HTMLExporter):  # type: ignore[misc]
     export_from_notebook = "HTML with static widgets"
 
     def __init__(self, **kwargs: Any) -> None:
+        from jinja2 import DictLoader
+
+        kwargs.setdefault("extra_loaders", [DictLoader({_TEMPLATE: _TEMPLATE_SOURCE})])
+        kwargs.setdefault("template_file", _TEMPLATE)
         super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         # registered after the defaults, so it runs after an ExecutePreprocessor (--execute)
         self.register_preprocessor(StaticWidgetsPreprocessor, enabled=True)  # type: ignore[no-untyped-call]

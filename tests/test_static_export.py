@@ -372,6 +372,21 @@ def test_export_errors_come_before_any_file_is_written(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.ipynb"]
 
 
+def test_exported_page_loads_no_script_from_the_network(tmp_path: Path) -> None:
+    """Offline readers get no console errors: no require.js; MathJax only when there is math."""
+    remote_script = re.compile(r"<script[^>]*\bsrc=[\"']https?:", re.IGNORECASE)
+    for markdown, wanted in (("plain text", 0), ("energy $E = mc^2$", 1)):
+        path = tmp_path / "page.ipynb"
+        nbformat.write(_notebook(["x = 1"]), path)
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_markdown_cell(markdown))
+        nbformat.write(nb, path)
+        page = export_notebook_html(path).read_text(encoding="utf-8")
+        assert len(remote_script.findall(page)) == wanted, markdown
+        assert ("mathjax" in page.lower()) == bool(wanted)
+        assert "require.min.js" not in page
+
+
 @pytest.mark.slow
 def test_a_failing_cell_stops_the_export(tmp_path: Path) -> None:
     path = tmp_path / "fails.ipynb"
