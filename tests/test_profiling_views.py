@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -87,6 +88,15 @@ def test_layers_table(gpu: ProfileReport) -> None:
     assert list(table["mean_ms"]) == sorted(table["mean_ms"], reverse=True)
     with pytest.raises(ValueError, match="sort_by"):
         views.layers_table(gpu, sort_by="speed")
+    assert table["calls"].dtype == "int64"  # whole counts read 1, not 1.0
+    halves = gpu.layers.assign(calls=0.5)
+    assert views.layers_table(_with_layers(gpu, halves))["calls"].dtype == "float64"
+
+
+def _with_layers(report: ProfileReport, layers: Any) -> ProfileReport:
+    copy = ProfileReport.from_json(report.to_json())
+    copy.layers = layers
+    return copy
 
 
 @pytest.mark.slow

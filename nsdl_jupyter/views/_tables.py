@@ -72,7 +72,7 @@ def layers_table(
             "op_type"
         ].str.lower().str.contains(needle, regex=False)
         table = table[mask]
-    table = table.sort_values(sort_by, ascending=ascending, kind="stable")[columns]
+    table = _whole_calls(table.sort_values(sort_by, ascending=ascending, kind="stable")[columns])
     return table.head(limit) if limit is not None else table
 
 
@@ -93,7 +93,18 @@ def kernels_table(
     table = kernels.sort_values("total_ms", ascending=False, kind="stable")
     total = float(table["total_ms"].sum())
     table = table.assign(share=table["total_ms"] / total if total > 0 else 0.0)
-    return table[[c for c in KERNEL_TABLE_COLUMNS if c in table]]
+    return _whole_calls(table[[c for c in KERNEL_TABLE_COLUMNS if c in table]])
+
+
+def _whole_calls(table: pd.DataFrame) -> pd.DataFrame:
+    """`calls` per inference shown as 1, not 1.0, when every count is whole (the usual case;
+    a node that ran in only some of the measured inferences keeps its fraction)."""
+    if "calls" not in table or table.empty:
+        return table
+    calls = table["calls"]
+    if calls.notna().all() and bool((calls == calls.round()).all()):
+        return table.assign(calls=calls.astype("int64"))
+    return table
 
 
 def _empty(column: pd.Series) -> bool:

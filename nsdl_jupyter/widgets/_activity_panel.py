@@ -108,7 +108,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._warmup = widgets.BoundedIntText(base.warmup, min=0, max=1_000_000,
                                               description="Warm-up")  # fmt: skip
         self._optimize = widgets.Checkbox(
-            base.graph_optimization, description="graph optimization (ORT_ENABLE_ALL)"
+            base.graph_optimization,
+            description="graph optimization (ORT_ENABLE_ALL)",
+            style={"description_width": "initial"},  # the default width cuts the label
         )
         free = sorted(source.free_dims)
         self._input_mode = widgets.ToggleButtons(
