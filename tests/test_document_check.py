@@ -43,3 +43,17 @@ def test_snapshot_reads_the_model_without_changing_it() -> None:
     assert check_proto(proto) == []
     assert ir.to_proto(doc.model).SerializeToString(deterministic=True) == before
     assert all(doc.graph.initializers[n].const_value is t for n, t in tensors.items())
+
+
+def test_a_gap_in_variadic_inputs_is_an_error() -> None:
+    """The ONNX checker passes `Concat(a, '', b)`; onnxruntime refuses it: check() names it."""
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["a", "", "b"], ["y"], name="cat", axis=0)],
+        "g",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("a", "b")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    found = check_proto(proto)
+    assert [(d.severity, d.node) for d in found] == [("error", "cat")]
+    assert "empty variadic input(s) [1]" in found[0].message

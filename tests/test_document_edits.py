@@ -158,6 +158,19 @@ def test_connect_rules(doc: nj.ModelDocument) -> None:
     assert len(concat.inputs) == 3
 
 
+def test_connect_past_the_end_never_leaves_a_gap(doc: nj.ModelDocument) -> None:
+    concat = doc.add_node("Concat", name="cat", attributes={"axis": 1}, inputs=["y", "y", "y"])
+    with pytest.raises(GraphEditError, match=r"input\(s\) 3\.\.4 empty.*connect input 3"):
+        doc.connect("x", concat, 5)
+    assert [v.name for v in concat.inputs] == ["y", "y", "y"]
+    doc.connect("y", concat, 3)  # the next free input
+    assert len(concat.inputs) == 4
+    resize = doc.add_node("Resize", name="resize", inputs=["y"])
+    doc.create_initializer("scales", "[1.0, 1.0, 2.0, 2.0]", dtype="float32")
+    doc.connect("scales", resize, 2)  # roi (input 1) is optional: leaving it empty is valid
+    assert [v.name if v else None for v in resize.inputs] == ["y", None, "scales"]
+
+
 def test_unknown_operator_and_domain(doc: nj.ModelDocument) -> None:
     with pytest.raises(GraphEditError, match="Conv"):
         doc.add_node("Convv")

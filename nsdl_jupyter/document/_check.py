@@ -74,6 +74,7 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
     reported on that node instead of failing the whole check.
     """
     _sort_topologically(proto.graph)
+    gaps = _gap_diagnostics(proto)
     try:
         # Types of new graph outputs are often unknown until inferred; the checker demands them.
         inferred = onnx.shape_inference.infer_shapes(proto)
@@ -83,11 +84,44 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
         found = _node_diagnostics(proto)
         if not any(d.node == node for d in found):
             found.append(Diagnostic("error", node, message, "shape_inference"))
-        return found
-    diagnostics = _checker_diagnostics(inferred)
+        return gaps + found
+    diagnostics = gaps + _checker_diagnostics(inferred)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
     return diagnostics + _inference_diagnostics(inferred)
+
+
+def _gap_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """Empty inputs inside a variadic list (`Concat(a, '', b)`): the ONNX checker lets them
+    pass, onnxruntime refuses the model."""
+    opsets = {entry.domain: entry.version for entry in proto.opset_import}
+    found = []
+    for node in proto.graph.node:
+        if "" not in node.input:
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opsets.get(node.domain, 1), node.domain)
+        except onnx.defs.SchemaError:
+            continue
+        formals = schema.inputs
+        variadic = (
+            bool(formals)
+            and formals[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+        )
+        if not variadic:
+            continue  # gaps in single inputs: the checker reports them
+        first = len(formals) - 1
+        holes = [i for i, name in enumerate(node.input) if i >= first and not name]
+        if holes:
+            found.append(
+                Diagnostic(
+                    "error",
+                    node.name,
+                    f"{node.op_type} {node.name} has empty variadic input(s) {holes}: "
+                    "connect a tensor there or remove the gap (variadic inputs cannot be empty)",
+                )
+            )
+    return found
 
 
 def _sort_topologically(graph: onnx.GraphProto) -> None:

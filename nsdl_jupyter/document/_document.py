@@ -465,6 +465,13 @@ class ModelDocument:
             raise GraphEditError(
                 f"{node.op_type} {node.name} has inputs 0..{limit - 1}; there is no input {index}"
             )
+        skipped = range(len(node.inputs), index)
+        if schema is not None and any(not _may_be_empty(schema, i) for i in skipped):
+            raise GraphEditError(
+                f"input {index} of {node.op_type} {node.name} would leave input(s) "
+                f"{len(node.inputs)}..{index - 1} empty, which this operator does not allow: "
+                f"connect input {len(node.inputs)} (the next free one) instead"
+            )
 
     def _tensor(self, ref: str | ir.Value) -> ir.Value:
         if isinstance(ref, ir.Value):
@@ -865,6 +872,13 @@ def _graph_of(node: ir.Node) -> ir.Graph:
 
 def _positions(items: Sequence[ir.Value], value: ir.Value) -> list[int]:
     return [i for i, item in enumerate(items) if item is value]
+
+
+def _may_be_empty(schema: Any, index: int) -> bool:
+    """Whether input `index` may stay empty: only optional inputs, never a variadic's slots."""
+    formals = schema.inputs
+    formal = formals[min(index, len(formals) - 1)] if formals else None
+    return formal is not None and formal.option == "optional" and index < len(formals)
 
 
 def _reaches(start: ir.Node, goal: ir.Node | None) -> bool:
