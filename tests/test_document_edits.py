@@ -171,6 +171,32 @@ def test_connect_past_the_end_never_leaves_a_gap(doc: nj.ModelDocument) -> None:
     assert [v.name if v else None for v in resize.inputs] == ["y", None, "scales"]
 
 
+def test_the_number_of_outputs_of_a_split_changes_and_undoes(
+    doc: nj.ModelDocument, tmp_path: Path
+) -> None:
+    split = doc.add_node("Split", name="split", inputs=["y"], attributes={"axis": 1})
+    assert len(split.outputs) == 1
+    doc.set_output_count(split, 4)
+    assert [v.name for v in split.outputs] == [f"split_outputs_{i}" for i in range(4)]
+    doc.add_graph_output("split_outputs_3")
+    with pytest.raises(GraphEditError, match=r"\['split_outputs_3'\].*still used"):
+        doc.set_output_count(split, 2)
+    doc.undo()  # the graph output
+    doc.set_output_count(split, 2)
+    doc.add_graph_output("split_outputs_1")
+    out = tmp_path / "split.onnx"
+    doc.save(out)
+    x = np.ones((1, 3, 8, 8), np.float32)
+    halves = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert [a.shape for a in halves] == [(1, 4, 8, 8), (1, 2, 8, 8)]
+    doc.undo()
+    doc.undo()  # back to four outputs: the same value objects, names kept
+    assert [v.name for v in split.outputs] == [f"split_outputs_{i}" for i in range(4)]
+    assert all(v.producer() is split and v.index() == i for i, v in enumerate(split.outputs))
+    with pytest.raises(GraphEditError, match="outputs, not 0"):
+        doc.set_output_count(split, 0)
+
+
 def test_unknown_operator_and_domain(doc: nj.ModelDocument) -> None:
     with pytest.raises(GraphEditError, match="Conv"):
         doc.add_node("Convv")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import difflib
 import os
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import onnx
@@ -330,15 +331,17 @@ class ModelDocument:
             )
         if len(inputs) > schema.max_input:
             raise GraphEditError(f"{op_type} takes at most {schema.max_input} inputs")
+        gaps = [
+            i for i, source in enumerate(inputs) if source is None and not _may_be_empty(schema, i)
+        ]
+        if gaps:
+            raise GraphEditError(
+                f"{op_type} cannot have input(s) {gaps} empty (only optional inputs may be): "
+                "pass a tensor for each"
+            )
         sources = [None if source is None else self._tensor(source) for source in inputs]
-        taken = self.tensors
-        outputs = []
-        for index in range(num_outputs):
-            formal = schema.outputs[min(index, len(schema.outputs) - 1)] if schema.outputs else None
-            stem = f"{node_name}_{formal.name if formal else 'output'}"
-            if formal is not None and formal.option == "variadic":
-                stem = f"{stem}_{index}"
-            outputs.append(ir.Value(name=unique_name(stem, taken)))
+        names = _output_names(schema, node_name, range(num_outputs), self.tensors)
+        outputs = [ir.Value(name=name) for name in names]
         node = ir.Node(domain, op_type, [], outputs=outputs, name=node_name)
         edits: list[e.Edit] = [e.InsertNode(self.graph, node, self._insert_point(after))]
         edits += [e.SetInput(node, i, src) for i, src in enumerate(sources)]
@@ -351,6 +354,39 @@ class ModelDocument:
             ChangeEvent(f"add {op_type} {node_name}", added=frozenset({node_name}), edges=True),
         )
         return node
+
+    def set_output_count(self, node: ir.Node | str, count: int) -> None:
+        """Give `node` `count` outputs (a Split into more parts, a variadic output list): new
+        outputs are named after the node; outputs dropped must be unused."""
+        target = self.node(node)
+        schema = self.schema(target)
+        low, high = (schema.min_output, schema.max_output) if schema else (1, 2**31 - 1)
+        if not low <= count <= high:
+            raise GraphEditError(
+                f"{target.op_type} {target.name} has {low}..{high} outputs, not {count}"
+            )
+        outputs = list(target.outputs)
+        used = [v.name for v in outputs[count:] if v.uses() or v.is_graph_output()]
+        if used:
+            raise GraphEditError(
+                f"output(s) {used} of {target.name} are still used: disconnect them first"
+            )
+        if count == len(outputs):
+            return
+        names = (
+            _output_names(schema, target.name or "", range(len(outputs), count), self.tensors)
+            if schema is not None
+            else [
+                unique_name(f"{target.name}_output_{i}", self.tensors)
+                for i in range(len(outputs), count)
+            ]
+        )
+        description = f"{target.name}: {len(outputs)} -> {count} outputs"
+        self.apply_edits(
+            description,
+            [e.ResizeOutputs(target, count, names)],
+            ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
+        )
 
     def _make_attribute_for_schema(
         self, schema: Any, node: ir.Node, name: str, value: Any
@@ -872,6 +908,23 @@ def _graph_of(node: ir.Node) -> ir.Graph:
 
 def _positions(items: Sequence[ir.Value], value: ir.Value) -> list[int]:
     return [i for i, item in enumerate(items) if item is value]
+
+
+def _output_names(
+    schema: Any, node_name: str, indices: Iterable[int], taken: Mapping[str, Any]
+) -> list[str]:
+    """Fresh names of outputs `indices` of a node: `<node>_<formal>` (`_<index>` when variadic)."""
+    names: list[str] = []
+    for index in indices:
+        formals = schema.outputs
+        formal = formals[min(index, len(formals) - 1)] if formals else None
+        stem = f"{node_name}_{formal.name if formal else 'output'}"
+        if formal is not None and formal.option == "variadic":
+            stem = f"{stem}_{index}"
+        # ChainMap only reads `taken` (no copy of the model's tensor names per output)
+        either = ChainMap(dict.fromkeys(names), cast("MutableMapping[str, Any]", taken))
+        names.append(unique_name(stem, either))
+    return names
 
 
 def _may_be_empty(schema: Any, index: int) -> bool:

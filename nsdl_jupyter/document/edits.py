@@ -8,7 +8,7 @@ captures what it needs to restore the previous state when it is applied, so `rev
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import MutableSequence
+from collections.abc import MutableSequence, Sequence
 from typing import Any
 
 import onnx_ir as ir
@@ -96,6 +96,31 @@ class TrimInputs(Edit):
         self.node.resize_inputs(self._old_count)
 
 
+class ResizeOutputs(Edit):
+    """Grow or shrink a node's outputs (Split, TopK-like variadic outputs); grown outputs get
+    `names`. Outputs dropped must have no users; revert re-attaches the same value objects."""
+
+    def __init__(self, node: ir.Node, count: int, names: Sequence[str] = ()) -> None:
+        self.node, self.count, self.names = node, count, tuple(names)
+        self._old: tuple[ir.Value, ...] = ()
+
+    def apply(self) -> None:
+        self._old = tuple(self.node.outputs)
+        self.node.resize_outputs(self.count)
+        for value, name in zip(self.node.outputs[len(self._old) :], self.names, strict=False):
+            value.name = name
+
+    def revert(self) -> None:
+        if self.count > len(self._old):
+            self.node.resize_outputs(len(self._old))
+            return
+        # onnx_ir's resize_outputs detaches dropped values for good; undo must bring the same
+        # objects back (their names and types), so restore the producer links it cleared.
+        self.node._outputs = self._old
+        for index, value in enumerate(self._old):
+            value._producer, value._index = self.node, index
+
+
 class InsertNode(Edit):
     """Insert `node` into `graph` after `after` (None = at the front)."""
 
@@ -165,9 +190,11 @@ class ListInsert(Edit):
     def __init__(self, items: MutableSequence[Any], index: int, item: Any, *, remove: bool = False):
         self.items, self.index, self.item, self.remove = items, index, item, remove
 
+    # pop, not del: onnx_ir's graph input/output lists clear a value's graph link only in pop
+    # (del left `is_graph_output()` true after undoing add_graph_output).
     def apply(self) -> None:
         if self.remove:
-            del self.items[self.index]
+            self.items.pop(self.index)
         else:
             self.items.insert(self.index, self.item)
 
@@ -175,7 +202,7 @@ class ListInsert(Edit):
         if self.remove:
             self.items.insert(self.index, self.item)
         else:
-            del self.items[self.index]
+            self.items.pop(self.index)
 
 
 class RegisterInitializer(Edit):
