@@ -197,6 +197,47 @@ def test_the_number_of_outputs_of_a_split_changes_and_undoes(
         doc.set_output_count(split, 0)
 
 
+def test_custom_operator_of_an_imported_domain(doc: nj.ModelDocument, tmp_path: Path) -> None:
+    """A TensorRT plugin / vendor op: no schema, so slots and attribute types come from the call."""
+    with pytest.raises(GraphEditError, match=r"import_domain\('trt.plugins'\)"):
+        doc.add_node("ScatterPlugin", "trt.plugins", inputs=["y"])
+    doc.import_domain("trt.plugins", 1)
+    node = doc.add_node(
+        "ScatterPlugin",
+        "trt.plugins",
+        inputs=["y"],
+        num_inputs=2,
+        num_outputs=2,
+        attributes={"alpha": 0.5, "mode": "fast", "dims": [1, 2]},
+    )
+    assert len(node.inputs) == 2 and node.inputs[1] is None and len(node.outputs) == 2
+    assert {a.name: a.type for a in node.attributes.values()} == {
+        "alpha": ir.AttributeType.FLOAT,
+        "mode": ir.AttributeType.STRING,
+        "dims": ir.AttributeType.INTS,
+    }
+    doc.connect("x", node, 1)
+    doc.add_graph_output(node.outputs[1].name)
+    found = doc.check()  # warnings only: a custom operator, an output type nothing can infer
+    assert [(d.severity, d.node) for d in found] == [("warning", node.name)] * 2
+    assert "custom operator" in found[0].message and "set_tensor_type" in found[1].message
+    out = tmp_path / "plugin.onnx"
+    doc.save(out)
+    saved = onnx.load(out)
+    assert {o.domain: o.version for o in saved.opset_import}["trt.plugins"] == 1
+    assert [n.op_type for n in saved.graph.node if n.domain == "trt.plugins"] == ["ScatterPlugin"]
+    for _ in range(4):
+        doc.undo()
+    assert "trt.plugins" not in doc.opset_imports and node.name not in doc.nodes
+    with pytest.raises(GraphEditError, match="not a valid name"):
+        doc.import_domain("bad domain")
+    doc.import_domain("vendor", 2)
+    with pytest.raises(GraphEditError, match="already imports 'vendor' at version 2"):
+        doc.import_domain("vendor", 3)
+    with pytest.raises(GraphEditError, match="leave num_inputs out"):
+        doc.add_node("Relu", inputs=["y"], num_inputs=1)
+
+
 def test_unknown_operator_and_domain(doc: nj.ModelDocument) -> None:
     with pytest.raises(GraphEditError, match="Conv"):
         doc.add_node("Convv")

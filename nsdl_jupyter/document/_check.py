@@ -10,6 +10,8 @@ from typing import Literal
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter.ops import known_domains
+
 Severity = Literal["error", "warning", "info"]
 
 _NODE_IN_MESSAGE = re.compile(r"node name: ([^)]*)\)|Node \(([^)]*)\)|node \"?([^\" ]+)\"? ")
@@ -74,7 +76,7 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
     reported on that node instead of failing the whole check.
     """
     _sort_topologically(proto.graph)
-    gaps = _gap_diagnostics(proto)
+    gaps = _custom_operators(proto) + _gap_diagnostics(proto) + _untyped_custom_outputs(proto)
     try:
         # Types of new graph outputs are often unknown until inferred; the checker demands them.
         inferred = onnx.shape_inference.infer_shapes(proto)
@@ -89,6 +91,46 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
     return diagnostics + _inference_diagnostics(inferred)
+
+
+def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """Nodes of domains with no schemas here (TensorRT plugins, vendor ops): a warning each."""
+    known = set(known_domains())
+    return [
+        Diagnostic(
+            "warning",
+            node.name,
+            f"{node.domain}::{node.op_type} is a custom operator: its inputs, outputs and "
+            "attributes are not checked here, and the runtime needs its plugin or library",
+        )
+        for node in proto.graph.node
+        if node.domain not in known and node.domain not in _ONNX_DOMAINS
+    ]
+
+
+def _untyped_custom_outputs(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """Graph outputs of custom operators whose type nothing can infer: a warning on the node
+    (the checker's "Unrecognized type value case" names no node); they leave the checked copy."""
+    producers = {name: node for node in proto.graph.node for name in node.output}
+    found, kept = [], []
+    for output in proto.graph.output:
+        node = producers.get(output.name)
+        if output.type.WhichOneof("value") is None and node and node.domain not in _ONNX_DOMAINS:
+            found.append(
+                Diagnostic(
+                    "warning",
+                    node.name,
+                    f"graph output {output.name!r} of {node.domain} operator {node.op_type} has "
+                    f"no type (no schema to infer it): set one with "
+                    f"doc.set_tensor_type({output.name!r}, ...)",
+                )
+            )
+        else:
+            kept.append(output)
+    if found:
+        del proto.graph.output[:]
+        proto.graph.output.extend(kept)
+    return found
 
 
 def _gap_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
@@ -184,7 +226,10 @@ def _node_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
     context.opset_imports = {entry.domain: entry.version for entry in proto.opset_import}
     scope = onnx.checker.C.LexicalScopeContext()
     found = []
+    custom = {d.node for d in _custom_operators(proto)}
     for node in proto.graph.node:
+        if node.name in custom:
+            continue  # reported once, by _custom_operators
         try:
             onnx.checker.check_node(node, context, scope)
         except onnx.checker.ValidationError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import warnings
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
@@ -51,6 +52,7 @@ from nsdl_jupyter.ops import (
     UnknownOperatorError,
     attribute_to_python,
     get_schema,
+    known_domains,
     parse_literal,
     to_attribute,
 )
@@ -296,6 +298,31 @@ class ModelDocument:
         return _convert_attribute(name, value, attr_type)
 
     # ------------------------------------------------------------------- nodes
+    def import_domain(self, domain: str, version: int = 1) -> None:
+        """Import operator domain `domain` at `version` (one undo step), so nodes of custom
+        operators of that domain (TensorRT plugins, vendor ops) can be added."""
+        domain = "" if domain == "ai.onnx" else domain
+        if not _DOMAIN_NAME.fullmatch(domain):
+            raise GraphEditError(
+                f"domain {domain!r} is not a valid name: use letters, digits, '.', '_' and '-'"
+            )
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise GraphEditError(f"opset version must be an integer >= 1, got {version!r}")
+        imported = self.graph.opset_imports.get(domain)
+        if imported == version:
+            return
+        if imported is not None:
+            raise GraphEditError(
+                f"the model already imports {domain!r} at version {imported}: nodes of that "
+                "domain follow it (convert_opset changes the ONNX opset)"
+            )
+        description = f"import domain {domain} v{version}"
+        self.apply_edits(
+            description,
+            [e.SetMapping(self.graph.opset_imports, domain, version)],
+            ChangeEvent(description),
+        )
+
     def add_node(
         self,
         op_type: str,
@@ -304,25 +331,43 @@ class ModelDocument:
         name: str | None = None,
         inputs: Sequence[str | ir.Value | None] = (),
         attributes: Mapping[str, Any] | None = None,
+        num_inputs: int | None = None,
         num_outputs: int | None = None,
         after: ir.Node | str | None = None,
     ) -> ir.Node:
-        """Add a node of a known operator; its outputs get names derived from the node name."""
+        """Add a node; its outputs get names derived from the node name.
+
+        Operators with a schema are checked against it. A custom operator (a domain with no
+        known schemas, imported with `import_domain`) takes `num_inputs` input slots (default:
+        as many as `inputs`), `num_outputs` outputs (default 1) and any attributes, typed from
+        their values.
+        """
         domain = "" if domain == "ai.onnx" else domain
         if domain not in self.graph.opset_imports:
+            hint = (
+                "" if domain in known_domains() else f": call doc.import_domain({domain!r}) first"
+            )
             raise GraphEditError(
-                f"the model does not import domain {domain or 'ai.onnx'!r}: "
+                f"the model does not import domain {domain or 'ai.onnx'!r}{hint}; "
                 f"it imports {dict(self.graph.opset_imports)}"
+            )
+        node_name = check_node_name(name, self.nodes) if name is not None else None
+        if domain not in known_domains():
+            return self._add_custom_node(
+                op_type,
+                domain,
+                node_name=node_name,
+                inputs=inputs,
+                attributes=attributes,
+                num_inputs=num_inputs,
+                num_outputs=num_outputs,
+                after=after,
             )
         try:
             schema = get_schema(op_type, domain, self.graph.opset_imports[domain])
         except UnknownOperatorError as error:
             raise GraphEditError(str(error)) from error
-        node_name = (
-            check_node_name(name, self.nodes)
-            if name is not None
-            else unique_name(op_type, self.nodes)
-        )
+        node_name = node_name or unique_name(op_type, self.nodes)
         if num_outputs is None:
             num_outputs = max(schema.min_output, 1)
         if not schema.min_output <= num_outputs <= schema.max_output:
@@ -331,27 +376,83 @@ class ModelDocument:
             )
         if len(inputs) > schema.max_input:
             raise GraphEditError(f"{op_type} takes at most {schema.max_input} inputs")
-        gaps = [
-            i for i, source in enumerate(inputs) if source is None and not _may_be_empty(schema, i)
-        ]
+        if num_inputs is not None:
+            raise GraphEditError(
+                f"{op_type} has a schema, so its inputs follow it: leave num_inputs out"
+            )
+        gaps = [i for i, src in enumerate(inputs) if src is None and not _may_be_empty(schema, i)]
         if gaps:
             raise GraphEditError(
                 f"{op_type} cannot have input(s) {gaps} empty (only optional inputs may be): "
                 "pass a tensor for each"
             )
-        sources = [None if source is None else self._tensor(source) for source in inputs]
         names = _output_names(schema, node_name, range(num_outputs), self.tensors)
-        outputs = [ir.Value(name=name) for name in names]
-        node = ir.Node(domain, op_type, [], outputs=outputs, name=node_name)
-        edits: list[e.Edit] = [e.InsertNode(self.graph, node, self._insert_point(after))]
-        edits += [e.SetInput(node, i, src) for i, src in enumerate(sources)]
+        edits = self._node_edits(
+            domain, op_type, node_name, inputs=inputs, output_names=names, after=after
+        )
+        node = edits[0].node  # type: ignore[attr-defined]
         for attr_name, value in (attributes or {}).items():
             attr = self._make_attribute_for_schema(schema, node, attr_name, value)
             edits.append(e.SetAttr(node, attr_name, attr))
+        return self._insert(op_type, node, edits)
+
+    def _add_custom_node(
+        self,
+        op_type: str,
+        domain: str,
+        *,
+        node_name: str | None,
+        inputs: Sequence[str | ir.Value | None],
+        attributes: Mapping[str, Any] | None,
+        num_inputs: int | None,
+        num_outputs: int | None,
+        after: ir.Node | str | None,
+    ) -> ir.Node:
+        if not _OP_NAME.fullmatch(op_type):
+            raise GraphEditError(f"operator name {op_type!r} is not an identifier")
+        slots = len(inputs) if num_inputs is None else num_inputs
+        outputs = 1 if num_outputs is None else num_outputs
+        if not 0 <= len(inputs) <= slots or outputs < 1:
+            raise GraphEditError(
+                f"num_inputs={slots} and num_outputs={outputs} do not fit {len(inputs)} inputs "
+                "given: a node needs at least one output and as many slots as inputs"
+            )
+        node_name = node_name or unique_name(op_type, self.nodes)
+        names = [unique_name(f"{node_name}_output_{i}", self.tensors) for i in range(outputs)]
+        padded = [*inputs, *([None] * (slots - len(inputs)))]
+        edits = self._node_edits(
+            domain, op_type, node_name, inputs=padded, output_names=names, after=after
+        )
+        node = edits[0].node  # type: ignore[attr-defined]
+        for attr_name, value in (attributes or {}).items():
+            attr = _convert_attribute(attr_name, value, _guess_attribute_type(value))
+            edits.append(e.SetAttr(node, attr_name, attr))
+        return self._insert(op_type, node, edits)
+
+    def _node_edits(
+        self,
+        domain: str,
+        op_type: str,
+        node_name: str,
+        *,
+        inputs: Sequence[str | ir.Value | None],
+        output_names: Sequence[str],
+        after: ir.Node | str | None,
+    ) -> list[e.Edit]:
+        """Insert a new node (first edit: its InsertNode) and link its inputs."""
+        sources = [None if source is None else self._tensor(source) for source in inputs]
+        outputs = [ir.Value(name=name) for name in output_names]
+        node = ir.Node(domain, op_type, [], outputs=outputs, name=node_name)
+        edits: list[e.Edit] = [e.InsertNode(self.graph, node, self._insert_point(after))]
+        edits += [e.SetInput(node, i, src) for i, src in enumerate(sources)]
+        return edits
+
+    def _insert(self, op_type: str, node: ir.Node, edits: list[e.Edit]) -> ir.Node:
+        description = f"add {op_type} {node.name}"
         self.apply_edits(
-            f"add {op_type} {node_name}",
+            description,
             edits,
-            ChangeEvent(f"add {op_type} {node_name}", added=frozenset({node_name}), edges=True),
+            ChangeEvent(description, added=frozenset({node.name or ""}), edges=True),
         )
         return node
 
@@ -1023,6 +1124,8 @@ def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:
 
 
 _T = TypeVar("_T")
+_DOMAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+_OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _lookup(items: Mapping[str, _T], name: str, kind: str, error: type[DocumentError]) -> _T:
