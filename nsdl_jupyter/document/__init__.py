@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter.document._bodies import BodyDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
 from nsdl_jupyter.document._companion import COMPANION_SUFFIX, CompanionWarning
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
@@ -28,6 +29,7 @@ __all__ = [
     "COMPANION_SUFFIX",
     "AttributeEditError",
     "AttributeListing",
+    "BodyDocument",
     "ChangeEvent",
     "CompanionWarning",
     "Diagnostic",

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import onnx
@@ -57,6 +57,9 @@ from nsdl_jupyter.ops import (
     to_attribute,
 )
 
+if TYPE_CHECKING:
+    from nsdl_jupyter.document._bodies import BodyDocument
+
 
 @dataclass(frozen=True)
 class AttributeListing:
@@ -82,6 +85,7 @@ class ModelDocument:
         self._data_files = DataFileBook()
         self._data_files.record_loaded(model)
         self.companion: dict[str, Any] = read_companion(path) if path else {}
+        self._open_body: BodyDocument | None = None
 
     # ----------------------------------------------------------------- reading
     @property
@@ -193,10 +197,63 @@ class ModelDocument:
     # ----------------------------------------------------------------- history
     def undo(self) -> bool:
         """Undo the last edit; False when there is nothing to undo."""
+        self._check_editable()
         return self._emit(self._history.undo())
 
     def redo(self) -> bool:
+        self._check_editable()
         return self._emit(self._history.redo())
+
+    def _check_editable(self) -> None:
+        """Refuse while a body of this model is open: its edits would be lost or disagree."""
+        body = self._open_body
+        if body is not None:
+            raise DocumentError(
+                f"the body {body.owner.name}.{body.attribute} is open for editing: "
+                "confirm() or discard() it first"
+            )
+
+    # ------------------------------------------------------------------ bodies
+    def open_subgraph(self, node: ir.Node | str, attribute: str) -> BodyDocument:
+        """Open the body in graph attribute `attribute` of `node` (an If branch, a Loop or
+        Scan body) as a `BodyDocument` with the same editing API and its own undo; this
+        document refuses edits until the body is confirmed or discarded."""
+        from nsdl_jupyter.document._bodies import BodyDocument
+
+        self._check_editable()
+        body = BodyDocument(self, self.node(node), attribute)
+        self._open_body = body
+        return body
+
+    def create_subgraph(
+        self, node: ir.Node | str, attribute: str, *, copy_of: str | None = None
+    ) -> None:
+        """Give graph attribute `attribute` of `node` a new body (one undo step): empty, or a
+        copy of the node's body `copy_of`; its name is unique among the model's graphs."""
+        target = self.node(node)
+        schema = self.schema(target)
+        info = schema.attributes.get(attribute) if schema is not None else None
+        if schema is not None and (info is None or info.type != ir.AttributeType.GRAPH):
+            raise AttributeEditError(f"{target.op_type} has no graph attribute {attribute!r}")
+        if copy_of is None:
+            body = ir.Graph([], [], nodes=[])
+        else:
+            source = target.attributes.get(copy_of)
+            if source is None or source.type != ir.AttributeType.GRAPH:
+                raise AttributeEditError(f"{target.name} has no body {copy_of!r} to copy")
+            body = source.as_graph().clone(allow_outer_scope_values=True)
+        taken = {g.name for g in all_graphs(self.graph) if g.name}
+        body.name = unique_name(f"{target.name}_{attribute}", taken)
+        description = f"new body {target.name}.{attribute}"
+        self.apply_edits(
+            description,
+            [e.SetAttr(target, attribute, ir.Attr(attribute, ir.AttributeType.GRAPH, body))],
+            ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
+        )
+
+    def _body_closed(self, body: BodyDocument) -> None:
+        if self._open_body is body:
+            self._open_body = None
 
     @contextmanager
     def batch(self, description: str) -> Iterator[None]:
@@ -218,6 +275,7 @@ class ModelDocument:
         calling (a failing edit reverts those before it and re-raises), and describe what
         changed in `event` so views can update.
         """
+        self._check_editable()
         command = Command(description, edits, event)
         emitted = self._history.push(command)
         self._forget_indexes(event)  # also inside a batch, where no event is emitted yet
@@ -850,6 +908,7 @@ class ModelDocument:
         An existing data file that is not this model's is refused unless `overwrite=True`;
         one that another model in the folder reads is never replaced.
         """
+        self._check_editable()
         target = Path(path) if path is not None else self._path
         if target is None:
             raise ModelSaveError("this model has never been saved: give a path")
@@ -914,8 +973,8 @@ class ModelDocument:
     @contextmanager
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
-        if not _is_topological(self.graph):
-            self.graph.sort()
+        if not all(_is_topological(graph) for graph in all_graphs(self.graph)):
+            self.graph.sort()  # sorts the bodies too
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:
             for node, (generated, original) in self._generated_names.items():
@@ -968,14 +1027,7 @@ def new_model(opset: int = 21, contrib_ops: bool = False, name: str = "main") ->
 def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
     """Give unnamed and duplicate-named nodes unique names; remember (generated, original)."""
     generated: dict[ir.Node, tuple[str, str]] = {}
-    graphs = [model.graph]
-    graphs += [
-        attr_graph
-        for node in ir.traversal.RecursiveGraphIterator(model.graph)
-        for attr in node.attributes.values()
-        for attr_graph in _graphs_of(attr)
-    ]
-    for graph in graphs:
+    for graph in all_graphs(model.graph):
         taken: set[str] = set()
         needs_name = []
         for position, node in enumerate(graph):
@@ -990,6 +1042,16 @@ def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
             node.name = new
             generated[node] = (new, original)
     return generated
+
+
+def all_graphs(graph: ir.Graph) -> list[ir.Graph]:
+    """`graph` and every body inside it, at any depth."""
+    return [graph] + [
+        body
+        for node in ir.traversal.RecursiveGraphIterator(graph)
+        for attr in node.attributes.values()
+        for body in _graphs_of(attr)
+    ]
 
 
 def _graphs_of(attr: ir.Attr) -> list[ir.Graph]:
