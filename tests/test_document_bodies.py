@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 import onnx_ir as ir
 import onnxruntime as ort
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import DocumentError, GraphEditError
+from tests.test_document_undo_property import edits
 
 
 def control_flow_model() -> onnx.ModelProto:
@@ -177,3 +182,162 @@ def test_create_a_body_empty_or_as_a_copy(doc: nj.ModelDocument) -> None:
     assert len(doc.nodes["branch"].attributes["else_branch"].as_graph()) == 0
     with pytest.raises(nj.NsdlError, match="no graph attribute 'alpha'"):
         doc.create_subgraph("branch", "alpha")
+
+
+def function_model() -> onnx.ModelProto:
+    """y = Scaled(x) with a local function `local::Scaled(t) = t * @alpha + t`, whose `alpha`
+    is an attribute parameter read through ref_attr_name, as onnxscript writes functions."""
+    alpha = onnx.AttributeProto(
+        name="value_float", type=onnx.AttributeProto.FLOAT, ref_attr_name="alpha"
+    )
+    constant = helper.make_node("Constant", [], ["a"], name="alpha_const")
+    constant.attribute.append(alpha)
+    function = helper.make_function(
+        "local",
+        "Scaled",
+        ["t"],
+        ["out"],
+        [
+            constant,
+            helper.make_node("Mul", ["t", "a"], ["scaled"], name="scale"),
+            helper.make_node("Add", ["scaled", "t"], ["out"], name="skip"),
+        ],
+        opset_imports=[helper.make_opsetid("", 17)],
+        attributes=["alpha"],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Scaled", ["x"], ["y"], name="block", domain="local", alpha=2.0)],
+        "main",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(
+        graph,
+        functions=[function],
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+    )
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def run_x(path: Path) -> list[np.ndarray]:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": X})
+
+
+def test_edit_a_local_function_confirm_run_and_undo(tmp_path: Path) -> None:
+    source = tmp_path / "functions.onnx"
+    onnx.save(function_model(), source)
+    doc = nj.open_model(source)
+    assert list(doc.functions) == [("local", "Scaled", "")]
+    original = tmp_path / "original.onnx"
+    doc.save(original)
+    np.testing.assert_allclose(run_x(original)[0], X * 2 + X)
+
+    body = doc.open_function("Scaled", "local")
+    assert body.parameters == {"alpha": None}
+    body.set_parameter("alpha", 3.0)  # a default for instances that give none
+    body.rename_node("skip", "residual")
+    body.set_attribute("alpha_const", "value_float", 0.5)  # the constant no longer reads @alpha
+    body.confirm()
+    edited = tmp_path / "edited.onnx"
+    doc.save(edited)
+    np.testing.assert_allclose(run_x(edited)[0], X * 0.5 + X)
+    saved = onnx.load(edited).functions[0]
+    assert [n.name for n in saved.node][-1] == "residual"
+    assert saved.attribute_proto[0].f == 3.0
+
+    doc.undo()
+    again = tmp_path / "again.onnx"
+    doc.save(again)
+    assert again.read_bytes() == original.read_bytes()
+
+
+def test_a_new_function_instantiated_twice_then_deleted(tmp_path: Path) -> None:
+    source = tmp_path / "plain.onnx"
+    onnx.save(control_flow_model(), source)
+    doc = nj.open_model(source)
+    doc.create_function("Twice", "blocks", ["a"], ["b"], attributes={"gain": None})
+    assert doc.opset_imports["blocks"] == 1
+    body = doc.open_function("Twice", "blocks")
+    body.remove_node("b_placeholder")  # and with it the output it made
+    body.add_node("Add", name="sum", inputs=["a", "a"])
+    body.add_graph_output("sum_C")
+    body.confirm()
+    with pytest.raises(nj.NsdlError, match=r"missing \['gain'\]"):
+        doc.add_node("Twice", "blocks", inputs=["y"])
+    first = doc.add_node("Twice", "blocks", inputs=["y"], attributes={"gain": 1.5})
+    second = doc.add_node("Twice", "blocks", inputs=[first.outputs[0]], attributes={"gain": 2})
+    assert first.attributes["gain"].type == ir.AttributeType.FLOAT
+    doc.add_graph_output(second.outputs[0].name)
+    out = tmp_path / "twice.onnx"
+    doc.save(out)
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    y, quadrupled = session.run(None, {"x": X, "cond": np.array(False)})
+    np.testing.assert_allclose(quadrupled, 4 * y)
+
+    doc.delete_function("Twice", "blocks")  # the instances stay, as custom operators
+    assert {d.node for d in doc.check() if "custom operator" in d.message} == {
+        first.name,
+        second.name,
+    }
+    doc.undo()
+    assert ("blocks", "Twice", "") in doc.functions
+    with pytest.raises(GraphEditError, match="no local function blocks::Nope"):
+        doc.open_function("Nope", "blocks")
+
+
+def _bodies_of(doc: nj.ModelDocument) -> list[tuple[str, str]]:
+    return sorted(
+        (name, attr.name)
+        for name, node in doc.nodes.items()
+        for attr in node.attributes.values()
+        if attr.type == ir.AttributeType.GRAPH
+    )
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("open"), st.integers(0, 99)),
+            st.tuples(st.just("confirm"), st.just(0)),
+            st.tuples(st.just("discard"), st.just(0)),
+            st.tuples(st.just("edit"), edits()),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_random_edits_across_bodies_then_undo_all_restore_the_bytes(
+    tmp_path: Path, steps: list[tuple[str, Any]]
+) -> None:
+    doc = nj.open_model(_saved(tmp_path, control_flow_model()))
+    original = ir.to_proto(doc.model).SerializeToString(deterministic=True)
+    stack: list[nj.ModelDocument] = [doc]
+    for action, argument in steps:
+        top = stack[-1]
+        if action == "open" and _bodies_of(top):
+            node, attribute = _bodies_of(top)[argument % len(_bodies_of(top))]
+            stack.append(top.open_subgraph(node, attribute))
+        elif action in {"confirm", "discard"} and len(stack) > 1:
+            getattr(stack.pop(), action)()
+        elif action == "edit":
+            with contextlib.suppress(DocumentError):
+                argument(top)
+    while len(stack) > 1:
+        stack.pop().confirm()
+    while doc.undo():
+        pass
+    assert ir.to_proto(doc.model).SerializeToString(deterministic=True) == original
+
+
+def _saved(folder: Path, model: onnx.ModelProto) -> Path:
+    path = folder / f"model_{len(list(folder.iterdir()))}.onnx"
+    onnx.save(model, path)
+    return path

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsdl_jupyter.document._bodies import BodyDocument
+from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
 from nsdl_jupyter.document._companion import COMPANION_SUFFIX, CompanionWarning
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
@@ -35,6 +35,7 @@ __all__ = [
     "Diagnostic",
     "DocumentError",
     "ExternalLocation",
+    "FunctionDocument",
     "GraphEditError",
     "InitializerError",
     "InvalidNameError",

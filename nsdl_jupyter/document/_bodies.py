@@ -1,10 +1,12 @@
-"""Bodies of If/Loop/Scan nodes open for editing, each as a document of its own.
+"""Bodies open for editing, each as a document of its own: If/Loop/Scan bodies and local
+functions.
 
-`ModelDocument.open_subgraph(node, attribute)` returns a `BodyDocument`: the same editing API
-on a copy of the body, with its own undo. The original body stays attached to the node until
-`confirm()`, which swaps in the edited copy as one undo step of the parent; `discard()` drops
-the copy. While a body is open its parent refuses edits, undo and saves, so the two can never
-disagree. Bodies nest: a Loop inside an If branch opens from the branch's document.
+`ModelDocument.open_subgraph(node, attribute)` returns a `BodyDocument` and
+`ModelDocument.open_function(name, domain)` a `FunctionDocument`: the same editing API on a
+copy of the body, with its own undo. The original stays in the model until `confirm()`,
+which swaps the edited copy in as one undo step of the parent; `discard()` drops the copy.
+While a body is open its parent refuses edits, undo and saves, so the two never disagree.
+Bodies nest: a Loop inside an If branch opens from the branch's document.
 """
 
 from __future__ import annotations
@@ -15,16 +17,64 @@ from typing import TYPE_CHECKING, Any
 import onnx_ir as ir
 
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._document import ModelDocument, all_graphs
+from nsdl_jupyter.document._document import ModelDocument, all_graphs, convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError
 from nsdl_jupyter.document._events import ChangeEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+FunctionKey = tuple[str, str, str]  # (domain, name, overload), as onnx_ir keys model.functions
 
-class BodyDocument(ModelDocument):
-    """A graph attribute's body open for editing; `confirm()` or `discard()` closes it."""
+
+class OpenBody(ModelDocument):
+    """What both kinds of open body share: the parent lock, confirm, discard, no save."""
+
+    def __init__(self, parent: ModelDocument, body: ir.Graph, kind: str, label: str) -> None:
+        super().__init__(ir.Model(body, ir_version=parent.model.ir_version))
+        self.parent = parent
+        self.label = label  # "branch.then_branch", "local::MyBlock"
+        self.title = f"the {kind} {label}"
+        self._closed = False
+
+    def _check_editable(self) -> None:
+        if self._closed:
+            raise DocumentError(
+                f"{self.title} was closed (confirmed or discarded): open it again to edit it"
+            )
+        super()._check_editable()
+
+    def confirm(self) -> None:
+        """Write the edited body back into the parent as one undo step, and close this one."""
+        self._check_editable()
+        self._close()
+        if self.can_undo:  # otherwise nothing was edited: the parent keeps its history
+            description = f"edit {self.label}"
+            self.parent.apply_edits(description, [self._write_back()], self._event(description))
+
+    def discard(self) -> None:
+        """Close the body without changing the parent."""
+        self._check_editable()
+        self._close()
+        for node, index, _value in outer_links(self.graph):
+            node.replace_input_with(index, None)  # the copy no longer counts as a user
+
+    def _close(self) -> None:
+        self._closed = True
+        self.parent._body_closed(self)
+
+    def _write_back(self) -> e.Edit:
+        raise NotImplementedError
+
+    def _event(self, description: str) -> ChangeEvent:
+        return ChangeEvent(description)
+
+    def save(self, *args: Any, **kwargs: Any) -> Path:
+        raise DocumentError("a body is saved with its model: confirm() it, then save the parent")
+
+
+class BodyDocument(OpenBody):
+    """A graph attribute's body (If branch, Loop/Scan body) open for editing."""
 
     def __init__(self, parent: ModelDocument, node: ir.Node, attribute: str) -> None:
         attr = node.attributes.get(attribute)
@@ -34,15 +84,12 @@ class BodyDocument(ModelDocument):
                 f"{node.op_type} {node.name} has no graph attribute {attribute!r}; "
                 f"its bodies are: {', '.join(graphs) or 'none'}"
             )
-        original = attr.as_graph()
-        body = original.clone(allow_outer_scope_values=True)
-        # A body imports no opsets of its own: edits inside follow the model's.
+        body = attr.as_graph().clone(allow_outer_scope_values=True)
+        # A body imports no opsets of its own (GraphProto has none): edits follow the model's.
         body.opset_imports.update(parent.opset_imports)
-        super().__init__(ir.Model(body, ir_version=parent.model.ir_version))
-        self.parent = parent
+        super().__init__(parent, body, "body", f"{node.name}.{attribute}")
         self.owner = node
         self.attribute = attribute
-        self._closed = False
 
     @property
     def outer_tensors(self) -> Mapping[str, ir.Value]:
@@ -57,41 +104,71 @@ class BodyDocument(ModelDocument):
             return self.outer_tensors[ref]
         return super()._tensor(ref)
 
-    def _check_editable(self) -> None:
-        if self._closed:
-            raise DocumentError(
-                f"the body {self.owner.name}.{self.attribute} was closed (confirmed or "
-                "discarded): open it again with open_subgraph"
-            )
-        super()._check_editable()
+    def _write_back(self) -> e.Edit:
+        return SwapBody(self.owner, self.attribute, self.graph)
 
-    def confirm(self) -> None:
-        """Write the edited body back into the parent as one undo step, and close this one."""
-        self._check_editable()
-        self._close()
-        if not self.can_undo:
-            return  # nothing was edited: the parent keeps its body and its history
-        body = self.graph  # keeps the model's opsets: a body's own are never saved (GraphProto)
-        description = f"edit {self.owner.name}.{self.attribute}"
-        self.parent.apply_edits(
-            description,
-            [SwapBody(self.owner, self.attribute, body)],
-            ChangeEvent(description, changed=frozenset({self.owner.name or ""}), edges=True),
+    def _event(self, description: str) -> ChangeEvent:
+        return ChangeEvent(description, changed=frozenset({self.owner.name or ""}), edges=True)
+
+
+class FunctionDocument(OpenBody):
+    """A local function's body and attribute parameters open for editing."""
+
+    def __init__(self, parent: ModelDocument, key: FunctionKey) -> None:
+        function = parent.model.functions[key]
+        body = function.graph.clone()
+        super().__init__(parent, body, "function", f"{key[0]}::{key[1]}")
+        self.key = key
+        self._doc_string = function.doc_string
+        self._parameters: dict[str, ir.Attr] = dict(function.attributes)
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """Attribute parameters: name -> default value (None: no default, each instance sets
+        one)."""
+        return {
+            name: None if attr.type == ir.AttributeType.UNDEFINED else attr.value
+            for name, attr in self._parameters.items()
+        }
+
+    def set_parameter(self, name: str, default: Any = None) -> None:
+        """Add or change attribute parameter `name` (one undo step); `default=None` leaves it
+        without a default, so every instance must give a value."""
+        if not name.isidentifier():
+            raise GraphEditError(f"parameter name {name!r} is not an identifier")
+        self.apply_edits(
+            f"parameter {name}",
+            [e.SetMapping(self._parameters, name, parameter(name, default))],
+            ChangeEvent(f"parameter {name}"),
         )
 
-    def discard(self) -> None:
-        """Close the body without changing the parent."""
-        self._check_editable()
-        self._close()
-        for node, index, _value in outer_links(self.graph):
-            node.replace_input_with(index, None)  # the copy no longer counts as a user
+    def remove_parameter(self, name: str) -> None:
+        if name not in self._parameters:
+            raise GraphEditError(
+                f"{self.title} has no parameter {name!r}: {list(self._parameters)}"
+            )
+        self.apply_edits(
+            f"remove parameter {name}",
+            [e.SetMapping(self._parameters, name, None)],
+            ChangeEvent(f"remove parameter {name}"),
+        )
 
-    def _close(self) -> None:
-        self._closed = True
-        self.parent._body_closed(self)
+    def _write_back(self) -> e.Edit:
+        domain, name, overload = self.key
+        function = ir.Function(
+            domain, name, overload, graph=self.graph, attributes=list(self._parameters.values())
+        )
+        function.doc_string = self._doc_string
+        return e.SetMapping(self.parent.model.functions, self.key, function)
 
-    def save(self, *args: Any, **kwargs: Any) -> Path:
-        raise DocumentError("a body is saved with its model: confirm() it, then save the parent")
+
+def parameter(name: str, default: Any) -> ir.Attr:
+    """A function's attribute parameter: its default, or an UNDEFINED attribute without one."""
+    if default is None:
+        return ir.Attr(name, ir.AttributeType.UNDEFINED, None)
+    if isinstance(default, ir.Attr):
+        return default
+    return convert_attribute(name, default)
 
 
 class SwapBody(e.Edit):

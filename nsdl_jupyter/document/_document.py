@@ -58,7 +58,7 @@ from nsdl_jupyter.ops import (
 )
 
 if TYPE_CHECKING:
-    from nsdl_jupyter.document._bodies import BodyDocument
+    from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument, OpenBody
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class ModelDocument:
         self._data_files = DataFileBook()
         self._data_files.record_loaded(model)
         self.companion: dict[str, Any] = read_companion(path) if path else {}
-        self._open_body: BodyDocument | None = None
+        self._open_body: OpenBody | None = None
 
     # ----------------------------------------------------------------- reading
     @property
@@ -209,8 +209,7 @@ class ModelDocument:
         body = self._open_body
         if body is not None:
             raise DocumentError(
-                f"the body {body.owner.name}.{body.attribute} is open for editing: "
-                "confirm() or discard() it first"
+                f"{body.title} is open for editing: confirm() or discard() it first"
             )
 
     # ------------------------------------------------------------------ bodies
@@ -224,6 +223,91 @@ class ModelDocument:
         body = BodyDocument(self, self.node(node), attribute)
         self._open_body = body
         return body
+
+    # --------------------------------------------------------- local functions
+    @property
+    def functions(self) -> Mapping[tuple[str, str, str], ir.Function]:
+        """Local functions by (domain, name, overload) (read-only; edit with open_function)."""
+        return MappingProxyType(self.model.functions)
+
+    def create_function(
+        self,
+        name: str,
+        domain: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        opset: int | None = None,
+    ) -> None:
+        """Add local function `domain::name` (one undo step; the model then imports `domain`).
+
+        Its body starts valid: each output is an Identity of the first input, to replace in
+        `open_function`. `attributes` maps parameter names to defaults (None: no default,
+        each instance gives a value). `opset` is the ONNX opset of the body (the model's).
+        """
+        from nsdl_jupyter.document._bodies import parameter
+
+        key = (domain, name, "")
+        if not _OP_NAME.fullmatch(name) or not _DOMAIN_NAME.fullmatch(domain):
+            raise GraphEditError(
+                f"function {domain!r}::{name!r}: name and domain must be identifiers "
+                "(the domain may contain '.')"
+            )
+        if key in self.model.functions:
+            raise GraphEditError(f"the model already has a function {domain}::{name}")
+        if not inputs or not outputs:
+            raise GraphEditError("a function needs at least one input and one output")
+        for tensor in [*inputs, *outputs]:
+            check_tensor_name(tensor, {})
+        if len({*inputs, *outputs}) != len(inputs) + len(outputs):
+            raise GraphEditError("function input and output names must all differ")
+        params = [parameter(k, v) for k, v in (attributes or {}).items()]
+        first = ir.Value(name=inputs[0])
+        body_inputs = [first, *(ir.Value(name=n) for n in inputs[1:])]
+        nodes = [ir.Node("", "Identity", [first], name=f"{out}_placeholder") for out in outputs]
+        for node, out in zip(nodes, outputs, strict=True):
+            node.outputs[0].name = out
+        body = ir.Graph(
+            body_inputs,
+            [n.outputs[0] for n in nodes],
+            nodes=nodes,
+            opset_imports={"": opset or self.graph.opset_imports.get("", 1)},
+            name=name,
+        )
+        function = ir.Function(domain, name, "", graph=body, attributes=params)
+        edits: list[e.Edit] = [e.SetMapping(self.model.functions, key, function)]
+        if domain not in self.graph.opset_imports:
+            edits.append(e.SetMapping(self.graph.opset_imports, domain, 1))
+        self.apply_edits(
+            f"new function {domain}::{name}", edits, ChangeEvent(f"new function {name}")
+        )
+
+    def delete_function(self, name: str, domain: str) -> None:
+        """Remove local function `domain::name` (one undo step); its instances stay, as
+        custom operators."""
+        key = self._function_key(name, domain)
+        description = f"delete function {domain}::{name}"
+        self.apply_edits(
+            description, [e.SetMapping(self.model.functions, key, None)], ChangeEvent(description)
+        )
+
+    def open_function(self, name: str, domain: str) -> FunctionDocument:
+        """Open local function `domain::name` as a `FunctionDocument` (body and attribute
+        parameters, own undo); `confirm()` writes it back as one undo step."""
+        from nsdl_jupyter.document._bodies import FunctionDocument
+
+        self._check_editable()
+        body = FunctionDocument(self, self._function_key(name, domain))
+        self._open_body = body
+        return body
+
+    def _function_key(self, name: str, domain: str) -> tuple[str, str, str]:
+        key = (domain, name, "")
+        if key not in self.model.functions:
+            known = [f"{d}::{n}" for d, n, _ in self.model.functions]
+            raise GraphEditError(f"no local function {domain}::{name}; the model has {known}")
+        return key
 
     def create_subgraph(
         self, node: ir.Node | str, attribute: str, *, copy_of: str | None = None
@@ -251,7 +335,7 @@ class ModelDocument:
             ChangeEvent(description, changed=frozenset({target.name or ""}), edges=True),
         )
 
-    def _body_closed(self, body: BodyDocument) -> None:
+    def _body_closed(self, body: OpenBody) -> None:
         if self._open_body is body:
             self._open_body = None
 
@@ -410,6 +494,16 @@ class ModelDocument:
                 f"it imports {dict(self.graph.opset_imports)}"
             )
         node_name = check_node_name(name, self.nodes) if name is not None else None
+        function = self.model.functions.get((domain, op_type, ""))
+        if function is not None:
+            return self._add_function_node(
+                function,
+                node_name=node_name,
+                inputs=inputs,
+                attributes=attributes,
+                num_outputs=num_outputs,
+                after=after,
+            )
         if domain not in known_domains():
             return self._add_custom_node(
                 op_type,
@@ -483,9 +577,55 @@ class ModelDocument:
         )
         node = edits[0].node  # type: ignore[attr-defined]
         for attr_name, value in (attributes or {}).items():
-            attr = _convert_attribute(attr_name, value, _guess_attribute_type(value))
-            edits.append(e.SetAttr(node, attr_name, attr))
+            edits.append(e.SetAttr(node, attr_name, convert_attribute(attr_name, value)))
         return self._insert(op_type, node, edits)
+
+    def _add_function_node(
+        self,
+        function: ir.Function,
+        *,
+        node_name: str | None,
+        inputs: Sequence[str | ir.Value | None],
+        attributes: Mapping[str, Any] | None,
+        num_outputs: int | None,
+        after: ir.Node | str | None,
+    ) -> ir.Node:
+        """An instance of a local function, checked against its signature."""
+        title = f"function {function.domain}::{function.name}"
+        if len(inputs) > len(function.inputs):
+            raise GraphEditError(f"{title} takes at most {len(function.inputs)} inputs")
+        if num_outputs not in {None, len(function.outputs)}:
+            raise GraphEditError(f"{title} has {len(function.outputs)} outputs, not {num_outputs}")
+        given = dict(attributes or {})
+        params = function.attributes
+        unknown = sorted(set(given) - set(params))
+        missing = [
+            n for n, a in params.items() if a.type == ir.AttributeType.UNDEFINED and n not in given
+        ]
+        if unknown or missing:
+            raise AttributeEditError(
+                f"{title}: unknown attribute(s) {unknown}, missing {missing} (no default); "
+                f"its parameters are {list(params)}"
+            )
+        node_name = node_name or unique_name(function.name, self.nodes)
+        names = [
+            unique_name(f"{node_name}_{out.name or i}", self.tensors)
+            for i, out in enumerate(function.outputs)
+        ]
+        edits = self._node_edits(
+            function.domain,
+            function.name,
+            node_name,
+            inputs=inputs,
+            output_names=names,
+            after=after,
+        )
+        node = edits[0].node  # type: ignore[attr-defined]
+        for attr_name, value in given.items():
+            declared = params[attr_name].type
+            attr_type = None if declared == ir.AttributeType.UNDEFINED else declared
+            edits.append(e.SetAttr(node, attr_name, convert_attribute(attr_name, value, attr_type)))
+        return self._insert(function.name, node, edits)
 
     def _node_edits(
         self,
@@ -1170,6 +1310,12 @@ def _guess_attribute_type(value: Any) -> ir.AttributeType:
             return ir.AttributeType.STRINGS
         return ir.AttributeType.TENSOR
     raise DocumentError(f"cannot tell which attribute type {value!r} should have")
+
+
+def convert_attribute(name: str, value: Any, attr_type: ir.AttributeType | None = None) -> ir.Attr:
+    """`value` (Python or literal text) as attribute `name` of `attr_type`, or of the type the
+    value looks like (for operators and function parameters without a declared type)."""
+    return _convert_attribute(name, value, attr_type or _guess_attribute_type(value))
 
 
 def _convert_attribute(name: str, value: Any, attr_type: ir.AttributeType) -> ir.Attr:
