@@ -57,6 +57,7 @@ class Spec:
     output_names: tuple[str, ...]
     dynamic: dict[str, dict[int, str]] | None = None  # input name -> {axis: dim name}
     note: str = ""  # copied into the manifest entries
+    script: bool = False  # TorchScript exporter: torch.jit.script first (keeps if/for as If/Loop)
 
 
 def _image(size: int = 224) -> Callable[[], tuple[torch.Tensor, ...]]:
@@ -109,6 +110,38 @@ def _tiny_vit() -> torch.nn.Module:
 
 
 _TEXT_AXES = {0: "batch", 1: "sequence"}
+class _ControlFlow(torch.nn.Module):
+    """If and Loop as torch users write them: scripted, data-dependent `if` and `for` become
+    ONNX If and Loop (TorchScript exporter); `torch.cond` becomes If (dynamo exporter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.then_proj = torch.nn.Linear(32, 32)
+        self.else_proj = torch.nn.Linear(32, 32)
+        self.step = torch.nn.Linear(32, 32)
+
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():
+            if bool(x.sum() > 0):
+                y = torch.relu(self.then_proj(x))
+            else:
+                y = torch.tanh(self.else_proj(x))
+            for _ in range(int(n)):
+                y = y + torch.sigmoid(self.step(y))
+            return y
+        return self._exported(x, n)
+
+    @torch.jit.unused
+    def _exported(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+        y = torch.cond(
+            x.sum() > 0,
+            lambda t: torch.relu(self.then_proj(t)),
+            lambda t: torch.tanh(self.else_proj(t)),
+            (x,),
+        )
+        return y + torch.sigmoid(self.step(y)) * n
+
+
 MODELS: dict[str, Spec] = {
     "resnet50": Spec(_torchvision("resnet50"), _image(), ("input",), ("output",)),
     "vit_b_16": Spec(_torchvision("vit_b_16"), _image(), ("input",), ("output",)),
@@ -137,6 +170,13 @@ MODELS: dict[str, Spec] = {
     ),
     "vit_tiny_hf": Spec(
         _tiny_vit, _image(64), ("pixel_values",), ("last_hidden_state", "pooler_output")
+    ),
+    "control_flow": Spec(
+        _ControlFlow,
+        lambda: (torch.randn(2, 32), torch.tensor(3)),
+        ("x", "n"),
+        ("y",),
+        script=True,
     ),
 }
 
@@ -172,6 +212,8 @@ def export(spec: Spec, exporter: str, path: Path) -> None:
     if exporter == "torchscript":
         if by_keyword:
             module = _KeywordCall(module, spec.input_names)
+        if spec.script:
+            module = torch.jit.script(module)
         torch.onnx.export(
             module,
             inputs,
