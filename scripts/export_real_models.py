@@ -110,6 +110,8 @@ def _tiny_vit() -> torch.nn.Module:
 
 
 _TEXT_AXES = {0: "batch", 1: "sequence"}
+
+
 class _ControlFlow(torch.nn.Module):
     """If and Loop as torch users write them: scripted, data-dependent `if` and `for` become
     ONNX If and Loop (TorchScript exporter); `torch.cond` becomes If (dynamo exporter)."""

@@ -8,7 +8,7 @@ import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import ModelDocument
-from nsdl_jupyter.editors import PaletteIndex, add_operator
+from nsdl_jupyter.editors import PaletteIndex, add_operator, explain_missing
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
 
 
@@ -77,13 +77,17 @@ def test_widget_quick_add_and_list_add_select_the_new_node() -> None:
     doc.add_node("Relu", inputs=["x"], name="first")
     palette = LayerPalette(doc, selected=["first"])
     assert f"{len(palette.index)} of {len(palette.index)} operators" in palette.count.value
-    assert palette.add_by_text("sigm") == "Sigmoid"
+    assert palette.add_by_text("sigm") == "Sigmoid"  # quick add feeds it from the selection
     assert palette.selected == ["Sigmoid"] and palette.quick_add.value == ""
-    assert len(doc.nodes["Sigmoid"].inputs) == 0
+    assert doc.nodes["Sigmoid"].inputs[0] is doc.nodes["first"].outputs[0]
+    assert palette.quick_message.text == "added Sigmoid after first"
+    palette.selected = ["first"]
+    palette.add("Tanh")  # the list's Add follows the "feed from the selected node" box
+    assert len(doc.nodes["Tanh"].inputs) == 0
     palette.link.value = True
     palette.selected = ["first"]
-    assert palette.add_by_text("Tanh") == "Tanh"
-    assert doc.nodes["Tanh"].inputs[0] is doc.nodes["first"].outputs[0]
+    assert palette.add("Elu") == "Elu"
+    assert doc.nodes["Elu"].inputs[0] is doc.nodes["first"].outputs[0]
     palette.filter_box.value = "leaky"
     assert palette.groups.selected_index == 0 and len(palette.groups.children) == 1
     chooser = palette.groups.children[0]
@@ -91,6 +95,25 @@ def test_widget_quick_add_and_list_add_select_the_new_node() -> None:
     assert palette.current is not None and "LeakyRelu" in palette.details.value
     palette.add_button.click()
     assert palette.selected == ["LeakyRelu"] and "added LeakyRelu" in palette.message.text
-    assert palette.add_by_text("qqqq") is None and "no operator" in palette.message.text
+    assert palette.add_by_text("qqqq") is None and "no operator" in palette.quick_message.text
     assert doc.undo_description == "add LeakyRelu LeakyRelu"
     assert isinstance(doc.nodes["LeakyRelu"], ir.Node)
+
+
+def test_quick_add_says_at_once_why_an_operator_is_missing() -> None:
+    """Gelu on an opset-17 model: the opset that has it, not a look-alike nor silence."""
+    doc: ModelDocument = nj.new_model(opset=17, contrib_ops=True)  # FastGelu, BiasGelu match "gelu"
+    doc.add_graph_input("x", "float", [1, 4])
+    palette = LayerPalette(doc)
+    before = len(doc.nodes)
+    assert palette.add_by_text("Gelu") is None and len(doc.nodes) == before
+    assert palette.quick_message.text == (
+        "Gelu needs opset 20 of ai.onnx; this model imports opset 17: convert it first "
+        "(nj.convert_opset(model, output, 20))"
+    )
+    plain: ModelDocument = nj.new_model(opset=17)
+    explained = explain_missing("SkipLayerNormalization", plain.opset_imports)
+    assert explained is not None and "domain com.microsoft" in explained
+    assert "import_domain('com.microsoft'" in explained
+    assert explain_missing("NoSuchOp", plain.opset_imports) is None
+    assert LayerPalette(plain).add_by_text("NoSuchOp") is None

@@ -35,7 +35,12 @@ from nsdl_jupyter.editors._layers import (
     apply_filter,
     layer_rows,
 )
-from nsdl_jupyter.editors._palette import PaletteEntry, PaletteIndex, add_operator
+from nsdl_jupyter.editors._palette import (
+    PaletteEntry,
+    PaletteIndex,
+    add_operator,
+    explain_missing,
+)
 from nsdl_jupyter.editors._parameters import (
     AttributeRow,
     ModelInfo,
@@ -99,6 +104,7 @@ __all__ = [
     "diagnostic_label",
     "disconnect_input",
     "dtypes_present",
+    "explain_missing",
     "filter_rows",
     "follow_event",
     "get_setting",

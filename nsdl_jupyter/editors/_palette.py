@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nsdl_jupyter.document import DocumentError, ModelDocument
-from nsdl_jupyter.ops import OpSchemaInfo, UnknownOperatorError, get_schema, list_operators
+from nsdl_jupyter.ops import (
+    OpSchemaInfo,
+    UnknownOperatorError,
+    get_schema,
+    known_domains,
+    latest_opset,
+    list_operators,
+)
 
 GroupBy = Literal["category", "domain", "name"]
 GROUPINGS: tuple[GroupBy, ...] = ("category", "domain", "name")
@@ -105,6 +112,40 @@ class PaletteIndex:
             scored.append((rank, entry.domain != "", len(name), name, entry))
         scored.sort(key=lambda item: item[:4])
         return [item[4] for item in scored[:limit]]
+
+
+def explain_missing(text: str, opset_imports: Mapping[str, int]) -> str | None:
+    """Why `text`, the exact name of an operator, is not in these opsets, and what to do
+    (None when no known opset or domain has an operator of that name)."""
+    needle = text.strip().lower()
+    imported = {("" if d == "ai.onnx" else d): v for d, v in opset_imports.items()}
+    for domain in known_domains():
+        newest = latest_opset(domain)
+        for schema in list_operators({domain: newest}):
+            if needle not in {schema.name.lower(), _entry(schema).key.lower()}:
+                continue
+            label = domain or "ai.onnx"
+            if domain not in imported:
+                return (
+                    f"{schema.name} belongs to domain {label}, which this model does not "
+                    f"import: import it first (doc.import_domain({label!r}, {newest}))"
+                )
+            first = next(
+                v for v in range(imported[domain] + 1, newest + 1) if _has(schema, domain, v)
+            )
+            return (
+                f"{schema.name} needs opset {first} of {label}; this model imports opset "
+                f"{imported[domain]}: convert it first (nj.convert_opset(model, output, {first}))"
+            )
+    return None
+
+
+def _has(schema: OpSchemaInfo, domain: str, version: int) -> bool:
+    try:
+        get_schema(schema.name, domain, version)
+    except UnknownOperatorError:
+        return False
+    return True
 
 
 def _word_start(op_type: str, needle: str) -> bool:

@@ -161,6 +161,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self.grid_toggle,
                 self.export_button,
                 quick,
+                self.palette.quick_message,
                 self.dirty_label,
             ],
             layout=widgets.Layout(flex_flow="row wrap", align_items="center"),

@@ -12,7 +12,7 @@ import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
-from nsdl_jupyter.editors import PaletteEntry, PaletteIndex, add_operator
+from nsdl_jupyter.editors import PaletteEntry, PaletteIndex, add_operator, explain_missing
 from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
 
 _GROUPINGS = (("category", "category"), ("domain", "domain"), ("name", "name"))
@@ -60,6 +60,9 @@ class LayerPalette(ToolWindow):
             warnings.simplefilter("ignore", DeprecationWarning)
             self.quick_add.on_submit(lambda box: self.add_by_text(box.value))
         self.message = MessageLine("nsdl-palette-message")
+        # beside the quick-add box (the Designer shows both in its toolbar): a refusal is
+        # seen where the user typed, not at the bottom of the Palette tab
+        self.quick_message = MessageLine("nsdl-quick-message")
         self.filter_box.observe(lambda _c: self._render_groups(), names="value")
         self.group_by.observe(lambda _c: self._render_groups(), names="value")
         self.add_button.on_click(lambda _b: self.add_current())
@@ -67,6 +70,7 @@ class LayerPalette(ToolWindow):
         self.children = [
             style_widget(),
             self.quick_add,
+            self.quick_message,
             widgets.HBox([self.filter_box]),
             self.group_by,
             self.count,
@@ -149,28 +153,41 @@ class LayerPalette(ToolWindow):
             return None  # Enter on an empty box
         entry = self.index.get(text.strip())
         if entry is None:
-            found = self.index.search(text)
+            # an exact name from a newer opset or another domain: say so, never add a look-alike
+            reason = explain_missing(text, self.doc.opset_imports)
+            found = [] if reason else self.index.search(text)
             if not found:
-                self.message.show(f"no operator matches {text.strip()!r}")
+                self.quick_message.show(reason or f"no operator matches {text.strip()!r}")
                 return None
             entry = found[0]
-        name = self.add(entry.key)
+        name = self.add(entry.key, link=True, message=self.quick_message)
         if name is not None:
             self.quick_add.value = ""
         return name
 
-    def add(self, key: str) -> str | None:
-        """Add operator `key` as a new node and select it; returns its name (None on error)."""
+    def add(
+        self, key: str, *, link: bool | None = None, message: MessageLine | None = None
+    ) -> str | None:
+        """Add operator `key` as a new node and select it; returns its name (None on error).
+
+        `link` (default: the "feed from the selected node" box) feeds it from the selected
+        node; quick add always does, so a new node arrives connected.
+        """
+        message = message or self.message
         entry = self.index.get(key)
         if entry is None:
-            self.message.show(f"no operator {key!r} in this model's opsets")
+            message.show(
+                explain_missing(key, self.doc.opset_imports)
+                or f"no operator {key!r} in this model's opsets"
+            )
             return None
-        link_from = [n for n in self.selected if n in self.doc.nodes][:1] if self.link.value else []
+        linked = self.link.value if link is None else link
+        link_from = [n for n in self.selected if n in self.doc.nodes][:1] if linked else []
         name, problem = add_operator(self.doc, entry, link_from=link_from)
         if problem or name is None:
-            self.message.show(problem)
+            message.show(problem)
             return None
         self.added.append(name)
-        self.message.show(f"added {name}", "ok")
+        message.show(f"added {name}" + (f" after {link_from[0]}" if link_from else ""), "ok")
         self.selected = [name]
         return name
