@@ -61,13 +61,15 @@ def bars(fig: object) -> list[object]:
 def test_timeline_draws_kernels_per_layer_and_stream_with_metrics_below(
     vit: ProfileReport,
 ) -> None:
-    fig = vit.timeline()
+    fig = vit.timeline(rows="layer")
     kernels = vit.kernel_timeline
     drawn = bars(fig)
     # every kernel twice: in its stream's lane and in its layer's row
     assert sum(len(t.y) for t in drawn) == 2 * len(kernels) == 550
     order = list(fig.layout.yaxis.categoryarray)[::-1]
     assert order[0] == "stream 63"
+    grouped = list(vit.timeline().layout.yaxis.categoryarray)[::-1]  # the default: top 30
+    assert grouped[0] == "stream 63" and grouped[-1].startswith("other (") and len(grouped) == 32
     assert order[1:] == list(pd.unique(kernels["layer"]))  # layers by first kernel
     conv = next(t for t in drawn if t.name == "Conv")
     rows = [i for i, y in enumerate(conv.y) if y == "/conv_proj/Conv"]

@@ -25,7 +25,7 @@ def gpu() -> ProfileReport:
 
 
 def test_timeline_has_a_bar_per_layer_coloured_by_op_type(gpu: ProfileReport) -> None:
-    fig = gpu.timeline()
+    fig = gpu.timeline(rows="layer")
     bars = sum(len(trace.y) for trace in fig.data)
     assert bars == len(gpu.timeline_events) == 122
     assert {trace.name for trace in fig.data} == set(gpu.layers["op_type"])
@@ -39,6 +39,25 @@ def test_timeline_has_a_bar_per_layer_coloured_by_op_type(gpu: ProfileReport) ->
     # rows top to bottom in execution order
     order = list(fig.layout.yaxis.categoryarray)[::-1]
     assert order[0] == "/conv1/Conv"
+
+
+def test_timeline_of_a_big_model_keeps_the_slowest_layers_and_fits_a_screen(
+    gpu: ProfileReport,
+) -> None:
+    fig = gpu.timeline()  # 122 layers: the 30 slowest get a row, the rest share one
+    order = list(fig.layout.yaxis.categoryarray)[::-1]
+    assert len(order) == 31 and order[-1] == "other (92 layers)"
+    slowest = gpu.timeline_events.groupby("name")["duration_ms"].sum().nlargest(30)
+    assert set(order[:-1]) == set(slowest.index)
+    assert sum(len(trace.y) for trace in fig.data) == 122  # every bar is still drawn
+    assert fig.layout.height <= 760 and fig.layout.xaxis.side == "top"
+    assert len(list(gpu.timeline(top_n=5).layout.yaxis.categoryarray)) == 6
+
+
+def test_latency_marks_do_not_overlap(gpu: ProfileReport) -> None:
+    marks = [a for a in views.latency_figure(gpu).layout.annotations if " ms" in (a.text or "")]
+    places = {(a.x, a.xanchor, a.yshift) for a in marks}
+    assert len(marks) == 3 and len({(xanchor, shift) for _, xanchor, shift in places}) == 3
 
 
 def test_timeline_of_a_big_model_uses_op_type_lanes(gpu: ProfileReport) -> None:

@@ -20,8 +20,11 @@ from nsdl_jupyter.views._plotly import colour_map, go
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
 
-# Beyond this many layers one row per layer is unreadable: rows become op types.
-MAX_LAYER_ROWS = 400
+# Beyond this many layers one row per layer makes a figure taller than a screen: by default
+# the TOP_LAYERS slowest keep a row each and the rest share one "other" row.
+MAX_LAYER_ROWS = 40
+TOP_LAYERS = 30
+_MAX_TIMELINE_PX = 760
 # NVML panels under the timeline: title, columns drawn in it.
 METRIC_PANELS = (
     ("clock (MHz)", ("sm_clock_mhz", "mem_clock_mhz")),
@@ -105,6 +108,7 @@ def timeline_figure(
     times: str | None = None,
     hide_non_compute: bool = False,
     metrics: bool = True,
+    top_n: int = TOP_LAYERS,
 ) -> Any:
     """A plotly Figure of the report's representative inference.
 
@@ -112,20 +116,25 @@ def timeline_figure(
     when the report has GPU kernel times) or 'host' (one bar per layer over its host window);
     `color_by`: 'op_type' (default) or 'precision' (default for TensorRT reports) or any
     column of the bars ('stream', 'kernel' for GPU bars); `rows`: 'layer' (one row per
-    layer, the default up to 400 layers) or 'op_type' (one lane per op type, for big
-    models); `highlight`: a layer name drawn outlined; `hide_non_compute`: leave out copies,
-    layout reorders and shape-only ops; `metrics`: NVML panels below when the report has them.
+    layer, the default up to 40 layers), 'top' (the 30 slowest layers, `top_n` to change,
+    one row each and one "other" row for the rest: the default for bigger models) or
+    'op_type' (one lane per op type); `highlight`: a layer name drawn outlined;
+    `hide_non_compute`: leave out copies, layout reorders and shape-only ops; `metrics`:
+    NVML panels below when the report has them. The time axis is on top, so it stays in
+    view above a tall figure.
     """
     graph_objects = go()
     kernels = time_column(report, times) == "gpu_ms" and not report.kernel_timeline.empty
     report = shown(report, hide_non_compute)
     events = report.timeline_events
     names = report.kernel_timeline["layer"] if kernels else events["name"]
-    rows = rows or ("layer" if names.nunique() <= MAX_LAYER_ROWS else "op_type")
-    if rows not in ("layer", "op_type"):
-        raise ValueError(f"rows={rows!r}: use 'layer' or 'op_type'")
-    row_key = "name" if rows == "layer" else "op_type"
+    rows = rows or ("layer" if names.nunique() <= MAX_LAYER_ROWS else "top")
+    if rows not in ("layer", "top", "op_type"):
+        raise ValueError(f"rows={rows!r}: use 'layer', 'top' or 'op_type'")
+    row_key = "op_type" if rows == "op_type" else "name"
     bars = _kernel_bars(report, row_key) if kernels else _host_bars(events, row_key)
+    if rows == "top":
+        bars = _top_rows(bars, top_n)
     color_by = color_by or _default_colour(bars)
     if color_by not in bars or color_by == "row":
         raise ValueError(f"color_by={color_by!r}: use one of {list(bars.columns[:-1])}")
@@ -133,7 +142,7 @@ def timeline_figure(
     colours = colour_map(categories, color_by)
     # Rows top to bottom: stream lanes, then layers in order of first start.
     order = list(pd.unique(bars.sort_values("start_ms", kind="stable")["row"]))
-    order.sort(key=lambda r: 0 if kernels and str(r).startswith("stream ") else 1)
+    order.sort(key=lambda r: _row_rank(str(r), kernels))
     panels = _metric_panels(report) if metrics else []
     fig = _figure(graph_objects, panels, len(order))
     for category in categories:
@@ -171,6 +180,7 @@ def timeline_figure(
         title_text="GPU time since the inference's first kernel (ms)"
         if kernels
         else "time since the start of the run (ms)",
+        side="top",
         row=1 if panels else None,
         col=1 if panels else None,
     )
@@ -183,8 +193,28 @@ def timeline_figure(
     return fig
 
 
+def _row_rank(row: str, kernels: bool) -> int:
+    """Stream lanes on top, the shared "other" row at the bottom, layers between."""
+    if kernels and row.startswith("stream "):
+        return 0
+    return 2 if row.startswith("other (") else 1
+
+
 def _layer_height(rows: int) -> int:
-    return int(min(max(rows * 14 + 140, 320), 1400))
+    return int(min(max(rows * 16 + 140, 320), _MAX_TIMELINE_PX))
+
+
+def _top_rows(bars: pd.DataFrame, top_n: int) -> pd.DataFrame:
+    """The `top_n` layers with the most time keep their row; the others share one row."""
+    lanes = bars["row"].astype(str).str.startswith("stream ") & (bars["row"] != bars["name"])
+    layers = bars[~lanes]
+    totals = layers.groupby("name", sort=False)["duration_ms"].sum()
+    kept = set(totals.nlargest(top_n).index)
+    rest = totals.index.difference(list(kept))
+    if len(rest) == 0:
+        return bars
+    other = f"other ({len(rest)} layers)"
+    return bars.assign(row=bars["row"].where(lanes | bars["name"].isin(kept), other))
 
 
 def _metric_panels(report: ProfileReport) -> list[tuple[str, list[str]]]:
