@@ -20,6 +20,7 @@ from typing import Any
 import nbformat
 import numpy as np
 import onnx
+import onnx_ir as ir
 import pytest
 from nbclient import NotebookClient
 
@@ -27,6 +28,8 @@ import nsdl_jupyter as nj
 from nsdl_jupyter._static_export import refresh_static_picture, replace_widget_outputs
 from nsdl_jupyter._static_export._widget_html import WIDGET_STATE, WIDGET_VIEW, saved_states
 from nsdl_jupyter.examples import small_transformer
+from nsdl_jupyter.graph import GraphScene
+from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.nbconvert import NotebookExportError, export_notebook_html
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,10 +111,13 @@ def test_graph_view_bundle_carries_an_svg_picture_of_the_view(doc: Any) -> None:
     picture = data["text/html"]
     assert "<script" not in picture  # nothing selected: not even the scroll-into-view script
     names = set(re.findall(r'<g data-name="([^"]+)"', picture))
-    # a small model: everything drawn, named (constants are hidden, as in the canvas)
-    shown = {n for n, node in doc.nodes.items() if node.op_type != "Constant"}
+    # a small model: everything drawn, named (constants, weight aliases and shape arithmetic
+    # are hidden, as in the canvas)
+    helpers = {it.name for it in view._scene.table.items if it.flags & CONSTANT}
+    assert {n for n, node in doc.nodes.items() if node.op_type in ("Constant", "Shape")} <= helpers
+    shown = set(doc.nodes) - helpers
     assert shown | {v.name for v in doc.graph.inputs} <= names
-    assert not names & {n for n, node in doc.nodes.items() if node.op_type == "Constant"}
+    assert not names & helpers
     assert picture.count("<svg") == 1 and 'class="nsdl-selected"' not in picture
     # the picture travels in the widget state, so a saved notebook carries it
     in_state = view.get_state()["_static_html"]
@@ -322,7 +328,9 @@ def test_jupyter_nbconvert_execute_with_the_preprocessor(tmp_path: Path) -> None
     # the last state: all groups expanded, the renamed Softmax selected, no overlay left
     model = small_transformer(layers=4)
     softmax = next(n.name for n in model.graph.node if n.op_type == "Softmax")
-    expected = {n.name for n in model.graph.node if n.op_type != "Constant"} - {softmax}
+    table = GraphScene(nj.ModelDocument(ir.from_proto(model)).graph).table
+    helpers = {it.name for it in table.items if it.flags & CONSTANT}  # hidden, as in the canvas
+    expected = {n.name for n in model.graph.node} - helpers - {softmax}
     drawn = set(re.findall(r'<g data-name="([^"]+)"', page))
     assert expected | {"attention_probs"} <= drawn and softmax not in drawn
     assert "selected: attention_probs" in page and "nsdl-static-legend" not in page

@@ -99,7 +99,7 @@ def scope_of(node: ir.Node) -> tuple[str, ...]:
     props = node.metadata_props
     scopes = _torch_name_scopes(props.get("pkg.torch.onnx.name_scopes", ""))
     if scopes:
-        return scopes
+        return _module_path(scopes, props.get("pkg.torch.onnx.class_hierarchy", ""))
     namespace = props.get("namespace", "")
     if namespace and len(namespace) <= MAX_SCOPE_TEXT:
         parts = tuple(
@@ -112,6 +112,20 @@ def scope_of(node: ir.Node) -> tuple[str, ...]:
         # a name is the node's identity, never dropped: deeper levels are only not drawn
         return tuple(p for p in name.split("/", MAX_SCOPE_DEPTH + 1)[:-1] if p)[:MAX_SCOPE_DEPTH]
     return ()
+
+
+# Scope names the dynamo exporter invents (no module of the user's model): dropped.
+_EXPORTER_ARTEFACTS = ("_empty_nn_module_stack_from_metadata_hook",)
+
+
+def _module_path(scopes: tuple[str, ...], class_hierarchy: str) -> tuple[str, ...]:
+    """The modules of a dynamo scope: its last entry names the aten op itself when the class
+    hierarchy ends in an op (``aten.add.Tensor``), not a module; exporter artefacts go."""
+    if class_hierarchy.endswith(("'aten.", "']")) and len(class_hierarchy) <= MAX_SCOPE_TEXT:
+        last = class_hierarchy.rstrip("]'\" ").rsplit("'", 1)[-1]
+        if last.startswith(("aten.", "prims.", "<built-in", "_operator.")):
+            scopes = scopes[:-1]
+    return tuple(s for s in scopes if s not in _EXPORTER_ARTEFACTS)
 
 
 def _torch_name_scopes(text: str) -> tuple[str, ...]:
@@ -142,6 +156,16 @@ def _torch_name_scopes(text: str) -> tuple[str, ...]:
         parts.append(part)
         previous = entry
     return tuple(parts) if len(parts) <= MAX_SCOPE_DEPTH else ()
+
+
+def _common_prefix(scopes: list[tuple[str, ...]]) -> tuple[str, ...]:
+    first = scopes[0]
+    length = len(first)
+    for scope in scopes[1:]:
+        length = min(length, len(scope))
+        while first[:length] != scope[:length]:
+            length -= 1
+    return first[:length]
 
 
 def short_name(name: str) -> str:
@@ -210,7 +234,52 @@ class TableBuilder:
             self._add_input_edges(node)
         for value in self.graph.outputs:
             self._add_output(value)
+        self._adopt_helpers()
         return table
+
+    def _is_helper(self, node: ir.Node) -> bool:
+        """Constants, weight aliases (Identity of an initializer) and shape-only arithmetic:
+        what the Constants toggle hides. A node is one when it reads nothing but
+        initializers, other helpers and tensor shapes (Shape, Size)."""
+        if node.domain not in ("", "ai.onnx"):
+            return False
+        if node.op_type in ("Constant", "Shape", "Size"):
+            return True
+        if not node.inputs or _has_subgraph(node):
+            return False
+        table = self.table
+        for value in node.inputs:
+            if value is None or value.is_initializer() or value.const_value is not None:
+                continue
+            producer = value.producer()
+            item = table.by_key.get(producer.name or "") if producer is not None else None
+            if item is None or not table.items[item].flags & CONSTANT:
+                return False
+        return True
+
+    def _adopt_helpers(self) -> None:
+        """Give stray nodes the scope they belong to, so each level shows modules rather than
+        hundreds of constants: a helper moves into the innermost scope holding all its
+        consumers when that is deeper than its own (torch writes weight aliases unscoped and
+        constants one level up); a top-level node whose producers and consumers all sit in one
+        module moves into it (the dynamo exporter leaves some Splits at the top)."""
+        items = self.table.items
+        consumers: dict[int, list[int]] = {}
+        producers: dict[int, list[int]] = {}
+        for edge in self.table.edges:
+            consumers.setdefault(edge.src, []).append(edge.dst)
+            producers.setdefault(edge.dst, []).append(edge.src)
+        for index in range(len(items) - 1, -1, -1):  # consumers first: chains move together
+            item = items[index]
+            if index not in consumers or not item.is_node:
+                continue
+            helper = bool(item.flags & CONSTANT)
+            if not helper and item.scope:
+                continue
+            around = consumers[index] + ([] if helper else producers.get(index, []))
+            scope = _common_prefix([items[i].scope for i in around])
+            if len(scope) > len(item.scope) and scope[: len(item.scope)] == item.scope:
+                item.scope = scope
 
     def _add_item(
         self,
@@ -230,7 +299,7 @@ class TableBuilder:
 
     def add_node_item(self, node: ir.Node) -> int:
         flags = 0
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+        if self._is_helper(node):
             flags |= CONSTANT
         if _has_subgraph(node):
             flags |= HAS_SUBGRAPH

@@ -7,9 +7,10 @@ topological because ONNX graphs list nodes topologically.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
-from nsdl_jupyter.graph._extract import GraphTable, short_name
+from nsdl_jupyter.graph._extract import CONSTANT, GraphTable, short_name
 
 # no level of the drawing shows more boxes than this side by side
 MAX_CHILDREN = 48
@@ -90,51 +91,110 @@ def build_hierarchy(table: GraphTable, max_children: int = MAX_CHILDREN) -> Hier
         groups[parent].children.append(i)
         item_group[i] = parent
     hierarchy = Hierarchy(groups, item_group)
-    _inline_trivial(hierarchy)
+    _inline_trivial(hierarchy, table)
+    _inline_a_whole_model_module(hierarchy, table)
+    _order_by_first_compute(hierarchy, table)
     _split_oversized(hierarchy, table, max_children)
     _count_sizes(hierarchy)
     return _compact(hierarchy)
 
 
-def _inline_trivial(h: Hierarchy) -> None:
-    """A scope holding a single box is noise: put that box in the parent instead. A scope
-    holding one scope only is merged with it ("model/encoder")."""
+def _inline_trivial(h: Hierarchy, table: GraphTable) -> None:
+    """A scope holding a single box is noise: put that box in the parent instead (with the
+    constants and weight aliases that feed it). A scope holding one scope only is merged with
+    it ("model/encoder")."""
     for g in range(len(h.groups) - 1, 0, -1):
         group = h.groups[g]
-        if len(group.children) != 1:
+        shown = [
+            c for c in group.children if is_group_ref(c) or not table.items[c].flags & CONSTANT
+        ]
+        if len(shown) != 1 or (is_group_ref(shown[0]) and len(group.children) != 1):
             continue
-        (child,) = group.children
+        (child,) = shown
         parent = h.groups[group.parent]
         position = parent.children.index(~g)
         if is_group_ref(child):
             inner = h.groups[~child]
             inner.label = f"{group.label}/{inner.label}"
             inner.parent = group.parent
-        else:
-            h.item_group[child] = group.parent
-        parent.children[position] = child
+        for ref in group.children:
+            if not is_group_ref(ref):
+                h.item_group[ref] = group.parent
+        parent.children[position : position + 1] = group.children
         group.children = []
         group.parent = -2  # dead, dropped by _compact
 
 
+def _inline_a_whole_model_module(h: Hierarchy, table: GraphTable) -> None:
+    """One module around everything (a wrapper such as HF's `model`) is the model itself: its
+    children go to the top level, so the first view shows embeddings, encoder, pooler."""
+    root = h.groups[0]
+    groups = [ref for ref in root.children if is_group_ref(ref)]
+    if len(groups) != 1 or h.groups[~groups[0]].synthetic:
+        return
+    if any(not is_group_ref(r) and table.items[r].is_node for r in root.children):
+        return  # nodes beside it (a stem, a head): it is one module among others
+    (ref,) = groups
+    wrapper = h.groups[~ref]
+    position = root.children.index(ref)
+    for child in wrapper.children:
+        if is_group_ref(child):
+            h.groups[~child].parent = 0
+        else:
+            h.item_group[child] = 0
+    root.children[position : position + 1] = wrapper.children
+    wrapper.children = []
+    wrapper.parent = -2
+
+
+def _order_by_first_compute(h: Hierarchy, table: GraphTable) -> None:
+    """Children in the order of their first node that computes (not of a constant or weight
+    alias, which exporters write first): conv1 … layer1 … layer4 → fc."""
+    rank: dict[int, int] = {}
+
+    def first(ref: int) -> int:
+        if not is_group_ref(ref):
+            return ref if not table.items[ref].flags & CONSTANT else len(table.items) + ref
+        if ref not in rank:
+            children = h.groups[~ref].children
+            rank[ref] = min((first(c) for c in children), default=2 * len(table.items))
+        return rank[ref]
+
+    for group in h.groups:
+        if group.parent != -2 and len(group.children) > 1:
+            group.children.sort(key=first)
+
+
 def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None:
+    """Levels with more than `max_children` boxes shown (constants and weight aliases, hidden by
+    default, do not count) are cut into ranges of siblings."""
     pending = [g for g, group in enumerate(h.groups) if group.parent != -2]
     while pending:
         g = pending.pop()
         group = h.groups[g]
-        if len(group.children) <= max_children:
-            continue
         children = group.children
-        n_chunks = -(-len(children) // max_children)
-        chunk = -(-len(children) // n_chunks)
+        shown = [is_group_ref(c) or not table.items[c].flags & CONSTANT for c in children]
+        if sum(shown) <= max_children:
+            continue
+        n_chunks = -(-sum(shown) // max_children)
+        chunk = -(-sum(shown) // n_chunks)
+        cuts = [0]
+        count = 0
+        for position, counted in enumerate(shown):
+            if counted:
+                if count and count % chunk == 0:
+                    cuts.append(position)
+                count += 1
+        cuts.append(len(children))
         new_children: list[int] = []
-        for k in range(0, len(children), chunk):
-            part = children[k : k + chunk]
+        for k, (start, end) in enumerate(itertools.pairwise(cuts)):
+            part = children[start:end]
             r = len(h.groups)
-            label = f"{_ref_label(h, table, part[0])} … {_ref_label(h, table, part[-1])}"
+            named = [ref for ref, counted in zip(part, shown[start:end], strict=True) if counted]
+            label = f"{_ref_label(h, table, named[0])} … {_ref_label(h, table, named[-1])}"
             h.groups.append(
                 Group(
-                    key=f"{group.key}#{k // chunk}",
+                    key=f"{group.key}#{k}",
                     label=label,
                     parent=g,
                     children=part,
