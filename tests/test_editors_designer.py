@@ -80,30 +80,34 @@ def test_save_without_a_path_explains(tmp_path: Path) -> None:
 def test_keyboard_and_double_click_messages(model_file: Path) -> None:
     doc = nj.open_model(model_file)
     designer = Designer(doc)
-    send = designer.shortcuts._on_custom_msg
+
+    def send(name: str, **payload: object) -> None:  # as the browser's DesignerKeys sends it
+        event = {"kind": "nsdl.event", "name": name, "payload": payload}
+        designer.shortcuts._channel.receive(None, event, [])
+
     doc.set_attribute("/conv1/Conv", "strides", [1, 1])
-    send(None, {"type": "key", "action": "undo"}, [])
+    send("key", action="undo")
     assert doc.nodes["/conv1/Conv"].attributes["strides"].value == (2, 2)
-    send(None, {"type": "key", "action": "redo"}, [])
+    send("key", action="redo")
     assert doc.nodes["/conv1/Conv"].attributes["strides"].value == (1, 1)
-    send(None, {"type": "key", "action": "save"}, [])
+    send("key", action="save")
     assert not doc.dirty and "saved" in designer.status.text
     # a double-click names its row: the list's own sync may arrive later
-    send(None, {"type": "activate", "target": "explorer", "index": 2, "label": ""}, [])
+    send("activate", target="explorer", index=2, label="")
     assert designer.graph.selected == [designer.explorer.entries[2].node]
     designer.explorer.list.value = 1
-    send(None, {"type": "activate", "target": "explorer", "index": -1, "label": ""}, [])
+    send("activate", target="explorer", index=-1, label="")
     assert designer.graph.selected == [designer.explorer.entries[1].node]
-    send(None, {"type": "activate", "target": "palette", "index": 0, "label": "Tanh"}, [])
+    send("activate", target="palette", index=0, label="Tanh")
     assert designer.graph.selected == ["Tanh"] and "Tanh" in doc.nodes
     doc.add_node("Cast", inputs=["input"], name="bad_cast")
     designer.type_check.check_now()
     problem = [d.node for d in designer.type_check.diagnostics].index("bad_cast")
-    send(None, {"type": "activate", "target": "type_check", "index": problem, "label": ""}, [])
+    send("activate", target="type_check", index=problem, label="")
     assert designer.graph.selected == ["bad_cast"]
-    send(None, {"type": "quick_add", "text": "sigm"}, [])
+    send("quick_add", text="sigm")
     assert designer.graph.selected == ["Sigmoid"]
-    send(None, {"type": "unknown"}, [])  # ignored
+    send("unknown")  # ignored
     designer.close()
 
 

@@ -30,6 +30,11 @@ class Sent:
         view.send = lambda content, buffers=None: self.messages.append(content)  # type: ignore[method-assign]
 
 
+def request(request_id: str, name: str, **payload: Any) -> dict[str, Any]:
+    """A request as a browser view sends it (js/src/protocol.ts)."""
+    return {"kind": "nsdl.request", "id": request_id, "name": name, "payload": payload}
+
+
 def test_unknown_options_and_sources_raise_with_the_valid_ones(doc: Any) -> None:
     with pytest.raises(TypeError, match="valid ones are: height"):
         GraphView(doc, heigth=3)
@@ -45,16 +50,23 @@ def test_topology_is_sent_once_and_expand_request_is_answered_with_a_layout(doc:
     closed = [k for k, open_ in view.groups.items() if not open_]
     assert closed, "an 800-node model opens collapsed"
     group = view._scene.hierarchy.by_key()[closed[0]]
-    view._on_custom_msg(view, {"type": "expand", "id": 7, "groups": [group]}, [])
-    assert sent.messages[-1] == {"type": "answer", "id": 7, "ok": True}
+    view._channel.receive(view, request("v:7", "expand", groups=[group]), [])
     new_meta, new_columns = decode_columns(view._layout)
+    answer = {
+        "kind": "nsdl.answer",
+        "id": "v:7",
+        "ok": True,
+        "value": {"layout_seq": new_meta["seq"]},
+    }
+    assert sent.messages[-1] == answer
     assert new_meta["seq"] > meta["seq"]
     assert len(new_columns["ref"]) > len(columns["ref"])
     assert view.groups[closed[0]] is True
     assert view._topology is topology  # never resent for an expansion
     assert doc.companion["collapsed"] == view._scene.collapsed_keys
-    view._on_custom_msg(view, {"type": "bogus", "id": 8}, [])
-    assert sent.messages[-1]["ok"] is False and "unknown request" in sent.messages[-1]["error"]
+    view._channel.receive(view, request("v:8", "bogus"), [])
+    assert sent.messages[-1]["ok"] is False
+    assert sent.messages[-1]["error"]["code"] == "unknown_request"
 
 
 def test_python_selection_reveals_hidden_nodes_and_rejects_unknown_names(doc: Any) -> None:
@@ -122,13 +134,11 @@ def test_export_svg_is_written_at_once_and_png_waits_for_the_browser(
     )
     png = view.export_image(tmp_path / "g.png", background=None)
     assert not png.done()
-    request = sent.messages[-1]
-    assert (
-        request["type"] == "export" and request["format"] == "png" and request["background"] is None
-    )
-    view._on_custom_msg(
-        view, {"type": "export_result", "id": request["id"], "ok": True}, [b"\x89PNG-bytes"]
-    )
+    asked = sent.messages[-1]
+    assert asked["name"] == "export" and asked["payload"]["format"] == "png"
+    assert asked["payload"]["background"] is None
+    answer = {"kind": "nsdl.answer", "id": asked["id"], "ok": True, "value": {"mime": "image/png"}}
+    view._channel.receive(view, answer, [b"\x89PNG-bytes"])
     assert (
         png.result() == tmp_path / "g.png" and (tmp_path / "g.png").read_bytes() == b"\x89PNG-bytes"
     )

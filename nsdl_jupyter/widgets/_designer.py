@@ -33,6 +33,7 @@ from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
+from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
@@ -75,7 +76,10 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.exports: list[concurrent.futures.Future[Path]] = []
         self._build_toolbar()
         self.root_class = f"nsdl-designer-{next(_serial)}"
-        self.shortcuts = DesignerKeys(self.root_class, self._on_browser_event)
+        self.shortcuts = DesignerKeys(
+            self.root_class,
+            {"key": self._on_key, "quick_add": self._on_quick_add, "activate": self._on_activate},
+        )
         self.shortcuts.layout.display = "none"
         left = widgets.Tab(
             children=[self.palette, self.explorer],
@@ -240,32 +244,29 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         else:
             self.status.show(f"image written to {future.result()}", "ok")
 
-    def _on_browser_event(self, content: dict[str, Any]) -> None:
-        if content.get("type") == "key":
-            action = content.get("action")
-            if action == "undo":
-                self.undo()
-            elif action == "redo":
-                self.redo()
-            elif action == "save":
-                self.save()
-        elif content.get("type") == "quick_add":
-            self.palette.add_by_text(str(content.get("text") or ""))
-        elif content.get("type") == "activate":
-            # the double-clicked option comes with the message (see js/src/designer_keys)
-            target = content.get("target")
-            index = content.get("index")
-            position = index if isinstance(index, int) and index >= 0 else None
-            if target == "explorer":
-                self.explorer.activate(position)
-            elif target == "type_check":
-                self.type_check.go_to(position)
-            elif target == "palette":
-                label = str(content.get("label") or "").strip()
-                if label:
-                    self.palette.add(label)
-                else:
-                    self.palette.add_current()
+    def _on_key(self, payload: Key) -> None:
+        if payload["action"] == "undo":
+            self.undo()
+        elif payload["action"] == "redo":
+            self.redo()
+        else:
+            self.save()
+
+    def _on_quick_add(self, payload: QuickAdd) -> None:
+        self.palette.add_by_text(payload["text"])
+
+    def _on_activate(self, payload: Activate) -> None:
+        # the double-clicked option comes with the message (see js/src/designer_keys)
+        index = payload["index"]
+        position = index if index >= 0 else None
+        if payload["target"] == "explorer":
+            self.explorer.activate(position)
+        elif payload["target"] == "type_check":
+            self.type_check.go_to(position)
+        elif payload["label"].strip():
+            self.palette.add(payload["label"].strip())
+        else:
+            self.palette.add_current()
 
     def close(self) -> None:
         unsubscribe = getattr(self, "_unsubscribe", None)

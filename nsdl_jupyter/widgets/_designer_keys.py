@@ -5,12 +5,14 @@ to the kernel."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import anywidget
 import traitlets
+
+from nsdl_jupyter.widgets._messages import DESIGNER_KEYS
+from nsdl_jupyter.widgets._protocol import Endpoint, Handler
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -19,11 +21,7 @@ class DesignerKeys(anywidget.AnyWidget):  # type: ignore[misc]
     _esm = _STATIC / "designer_keys.js"
     root_class = traitlets.Unicode("nsdl-designer").tag(sync=True)
 
-    def __init__(self, root_class: str, handler: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, root_class: str, handlers: Mapping[str, Handler]) -> None:
+        """`handlers`: one per event of `_messages.DESIGNER_KEYS`, given its payload."""
         super().__init__(root_class=root_class)
-        self._handler = handler
-        self.on_msg(self._on_custom_msg)
-
-    def _on_custom_msg(self, _widget: Any, content: dict[str, Any], _buffers: list[bytes]) -> None:
-        if isinstance(content, dict) and content.get("type") in ("key", "activate", "quick_add"):
-            self._handler(content)
+        self._channel = Endpoint(self, DESIGNER_KEYS, handlers)

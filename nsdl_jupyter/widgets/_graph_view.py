@@ -8,7 +8,6 @@ boxes; a document edit becomes a small patch. The browser side is js/src/graph_v
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -25,6 +24,15 @@ from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
 from nsdl_jupyter._static_export._graph_picture import graph_view_html
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
 from nsdl_jupyter.graph._svg import scene_svg
+from nsdl_jupyter.widgets._messages import (
+    GRAPH_VIEW,
+    Empty,
+    ExportImage,
+    Groups,
+    Items,
+    LayoutAnswer,
+)
+from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
@@ -86,8 +94,6 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "LR")
         self._scene.show_constants = bool(options.pop("show_constants", False))
-        self._requests = itertools.count(1)
-        self._exports: dict[int, tuple[concurrent.futures.Future[Path], Path]] = {}
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
         super().__init__(
@@ -98,7 +104,18 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             **options,
         )
         self._save_companion()
-        self.on_msg(self._on_custom_msg)
+        self._channel = Endpoint(
+            self,
+            GRAPH_VIEW,
+            {
+                "expand": self._on_expand,
+                "collapse": self._on_collapse,
+                "expand_all": self._on_expand_all,
+                "collapse_all": self._on_collapse_all,
+                "reveal": self._on_reveal,
+                "arrange": self._on_arrange,
+            },
+        )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
         track_static_picture(self, lambda: graph_view_html(self))
         if self._doc is not None:
@@ -192,7 +209,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     def fit(self) -> None:
         """Fit the drawing to the view in every open view of this widget."""
-        self.send({"type": "fit"})
+        self._channel.notify("fit", {})
 
     # ------------------------------------------------------------------ selection
     @traitlets.validate("selected")
@@ -317,72 +334,70 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             )
             future.set_result(target)
             return future
-        request = next(self._requests)
-        self._exports[request] = (future, target)
-        self.send(
-            {
-                "type": "export",
-                "id": request,
-                "format": fmt,
-                "background": background,
-                "grid": grid,
-                "scale": scale,
-                "max_size": max_size,
-            }
-        )
+        payload: ExportImage = {
+            "format": "jpeg" if fmt == "jpeg" else "png",
+            "background": background,
+            "grid": grid,
+            "scale": float(scale),
+            "max_size": int(max_size),
+        }
+        reply = self._channel.request("export", payload)
+        reply.add_done_callback(lambda done: self._write_export(target, done, future))
         return future
 
     # ------------------------------------------------------------------ messages
-    def _on_custom_msg(self, _widget: Any, content: dict[str, Any], buffers: list[bytes]) -> None:
-        kind = content.get("type")
-        if kind == "export_result":
-            self._finish_export(content, buffers)
-            return
-        request = content.get("id")
+    @staticmethod
+    def _write_export(
+        target: Path,
+        reply: concurrent.futures.Future[Reply],
+        future: concurrent.futures.Future[Path],
+    ) -> None:
         try:
-            self._handle_request(content)
-        except Exception as error:  # answered to the browser, which shows it
-            self.send({"type": "answer", "id": request, "ok": False, "error": str(error)})
-            return
-        self.send({"type": "answer", "id": request, "ok": True})
-
-    def _handle_request(self, content: Mapping[str, Any]) -> None:
-        kind = content.get("type")
-        scene = self._scene
-        n_groups = len(scene.hierarchy.groups)
-        if kind == "expand":
-            scene.expand(g for g in content.get("groups", []) if 0 <= g < n_groups)
-        elif kind == "collapse":
-            scene.collapse(g for g in content.get("groups", []) if 0 <= g < n_groups)
-        elif kind == "expand_all":
-            scene.expand_all()
-        elif kind == "collapse_all":
-            scene.collapse_all()
-        elif kind == "reveal":
-            scene.reveal(int(i) for i in content.get("items", []))
-            self._syncing = True
-            try:
-                self.show_constants = scene.show_constants
-            finally:
-                self._syncing = False
-        elif kind == "arrange":
-            scene.arrange()
+            _value, buffers = reply.result()
+            if not buffers:
+                raise WidgetRequestError("the browser could not export: its answer held no image")
+            atomic_write_bytes(target, buffers[0])
+        except Exception as error:  # the caller reads it from the Future
+            future.set_exception(error)
         else:
-            raise ValueError(f"unknown request {kind!r}")
-        self._relayout()
+            future.set_result(target)
 
-    def _finish_export(self, content: Mapping[str, Any], buffers: list[bytes]) -> None:
-        entry = self._exports.pop(int(content.get("id", -1)), None)
-        if entry is None or entry[0].done():
-            return
-        future, target = entry
-        if not content.get("ok") or not buffers:
-            future.set_exception(
-                RuntimeError(f"browser could not render the image: {content.get('error')}")
-            )
-            return
-        atomic_write_bytes(target, bytes(buffers[0]))
-        future.set_result(target)
+    def _layout_answer(self) -> LayoutAnswer:
+        self._relayout()
+        return {"layout_seq": self._scene.layout_seq}
+
+    def _known_groups(self, payload: Groups) -> Iterator[int]:
+        n_groups = len(self._scene.hierarchy.groups)
+        return (g for g in payload["groups"] if 0 <= g < n_groups)
+
+    def _on_expand(self, payload: Groups) -> LayoutAnswer:
+        self._scene.expand(self._known_groups(payload))
+        return self._layout_answer()
+
+    def _on_collapse(self, payload: Groups) -> LayoutAnswer:
+        self._scene.collapse(self._known_groups(payload))
+        return self._layout_answer()
+
+    def _on_expand_all(self, _payload: Empty) -> LayoutAnswer:
+        self._scene.expand_all()
+        return self._layout_answer()
+
+    def _on_collapse_all(self, _payload: Empty) -> LayoutAnswer:
+        self._scene.collapse_all()
+        return self._layout_answer()
+
+    def _on_reveal(self, payload: Items) -> LayoutAnswer:
+        self._scene.reveal(payload["items"])
+        self._syncing = True
+        try:
+            self.show_constants = self._scene.show_constants
+        finally:
+            self._syncing = False
+        return self._layout_answer()
+
+    def _on_arrange(self, _payload: Empty) -> LayoutAnswer:
+        self._scene.arrange()
+        return self._layout_answer()
 
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:

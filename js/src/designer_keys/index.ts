@@ -2,15 +2,18 @@
 // nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
 // focus is inside the Designer) and double-clicks on its lists into messages to the kernel.
 import type { RenderProps } from "@anywidget/types";
+import type { DesignerKeysToKernel } from "../messages";
+import { Channel } from "../protocol";
 import { actionFor, isTextField, wantsQuickAdd } from "./keys";
-import { ACTIVATE, type DesignerKeysModel, type DesignerMessage } from "./model";
+import { ACTIVATE, type DesignerKeysModel } from "./model";
 
 function render({ model, el }: RenderProps<DesignerKeysModel>) {
   el.classList.add("nsdl-designer-keys");
   const cleanups: Array<() => void> = [];
   let root: HTMLElement | null = null;
   let frame = 0;
-  const send = (msg: DesignerMessage) => model.send(msg);
+  const channel = new Channel<DesignerKeysToKernel, Record<string, never>>(model, {});
+  cleanups.push(() => channel.close());
 
   const inside = (target: EventTarget | null) =>
     root !== null && target instanceof Node && root.contains(target);
@@ -27,7 +30,7 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
       if (ev.target.closest(".nsdl-quick-add")) {
         ev.preventDefault(); // no keypress, so no second (value-less) submit
         ev.stopPropagation();
-        send({ type: "quick_add", text: ev.target.value });
+        channel.notify("quick_add", { text: ev.target.value });
         return;
       }
     }
@@ -35,7 +38,7 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
     if (action) {
       ev.preventDefault();
       ev.stopPropagation();
-      send({ type: "key", action });
+      channel.notify("key", { action });
       return;
     }
     if (wantsQuickAdd(ev, editing) && root) {
@@ -61,7 +64,7 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
       const select = target.closest("select") ?? list.querySelector("select");
       const option = target.closest("option") ?? select?.selectedOptions[0] ?? null;
       const index = option && select ? Array.from(select.options).indexOf(option) : -1;
-      send({ type: "activate", target: what, index, label: option?.textContent ?? "" });
+      channel.notify("activate", { target: what, index, label: option?.textContent ?? "" });
       return;
     }
   };

@@ -25,33 +25,5 @@ export interface GraphViewModel {
   height: number; // CSS pixels
 }
 
-// custom messages, browser -> kernel (answered with {type: "answer", id, ok, error?})
-export type Request =
-  | { type: "expand"; groups: number[] }
-  | { type: "collapse"; groups: number[] }
-  | { type: "expand_all" }
-  | { type: "collapse_all" }
-  | { type: "reveal"; items: number[] }
-  | { type: "arrange" };
-
-// kernel -> browser
-export interface Answer {
-  type: "answer";
-  id: number;
-  ok: boolean;
-  error?: string;
-}
-
-export interface ExportRequest {
-  type: "export";
-  id: number;
-  format: "png" | "jpeg";
-  background: string | null;
-  grid: boolean;
-  scale: number;
-  max_size: number;
-}
-
-export interface FitRequest {
-  type: "fit";
-}
+// custom messages: ../messages.ts (GraphViewToKernel, GraphViewToBrowser), generated from
+// nsdl_jupyter/widgets/_messages.py

@@ -1,0 +1,170 @@
+// The model's data as this view holds it: topology, patches, layout, and the per-slot
+// selection, marks and overlay derived from them. Decodes traits; draws nothing.
+import type { AnyModel } from "@anywidget/types";
+import {
+  applyPatch,
+  decodeGraph,
+  decodeLayout,
+  type Graph,
+  type Layout,
+  PSEUDO,
+  representatives,
+  visibleEdges,
+} from "./graph";
+import type { GraphViewModel, MarkLevel, OverlayMeta } from "./model";
+import type { Overlay, Scene } from "./render";
+
+type Model = AnyModel<GraphViewModel>;
+
+export interface SceneEvents {
+  /** The scene was rebuilt (new topology, patch or layout). */
+  scene(scene: Scene): void;
+  /** A new layout arrived (after `scene`). */
+  layout(): void;
+  /** Selection, marks or overlay changed: repaint. */
+  paint(): void;
+  /** Patches were applied (the next paint shows them). */
+  patched(): void;
+  /** The overlay changed: update its legend (null: none). */
+  legend(meta: OverlayMeta | null): void;
+}
+
+export class SceneStore {
+  graph: Graph | null = null;
+  layout: Layout | null = null;
+  scene: Scene | null = null;
+  readonly selectedSlots = new Set<number>();
+  readonly marks = new Map<number, MarkLevel>();
+  overlay: Overlay | null = null;
+  readonly stats = {
+    topologyDecodes: 0,
+    layoutDecodes: 0,
+    patches: 0,
+    patchMs: [] as number[], // applying patches + rebuilding the visible edges
+  };
+
+  constructor(
+    private readonly model: Model,
+    private readonly root: HTMLElement,
+    private readonly events: SceneEvents,
+  ) {}
+
+  loadTopology(): void {
+    const buffer = this.model.get("_topology");
+    if (!buffer || buffer.byteLength === 0) return;
+    this.graph = decodeGraph(buffer);
+    this.stats.topologyDecodes++;
+    this.root.dataset.topologyVersion = String(this.graph.version);
+    this.applyEdits();
+    this.loadLayout();
+  }
+
+  applyEdits(): void {
+    const graph = this.graph;
+    if (!graph) return;
+    const t0 = performance.now();
+    for (const patch of this.model.get("_edits") ?? []) {
+      if (patch.topology !== graph.version || patch.seq <= graph.patchSeq) continue;
+      applyPatch(graph, patch);
+      this.stats.patches++;
+    }
+    this.root.dataset.patchSeq = String(graph.patchSeq);
+    this.rebuild();
+    this.stats.patchMs.push(performance.now() - t0);
+    this.events.patched();
+  }
+
+  loadLayout(): void {
+    const buffer = this.model.get("_layout");
+    if (!buffer || buffer.byteLength === 0 || !this.graph) return;
+    const layout = decodeLayout(buffer);
+    if (layout.meta.topology !== this.graph.version) return; // the matching topology is on its way
+    this.layout = layout;
+    this.stats.layoutDecodes++;
+    this.root.dataset.layoutSeq = String(layout.meta.seq);
+    this.rebuild();
+    this.events.layout();
+  }
+
+  private rebuild(): void {
+    const { graph, layout } = this;
+    if (!graph || !layout) return;
+    const n = layout.ref.length;
+    for (let s = 0; s < n; s++) if (layout.ref[s] >= graph.names.length) return; // patch pending
+    const rep = representatives(graph, layout);
+    const initCount = new Map<number, number>();
+    for (const item of graph.initItem) {
+      const s = layout.itemSlot.get(item);
+      if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
+    }
+    this.scene = { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
+    this.selectionToSlots();
+    this.loadMarks();
+    this.loadOverlay();
+    this.root.dataset.visibleBoxes = String(n);
+    this.root.dataset.visibleNodes = String(layout.itemSlot.size);
+    this.events.scene(this.scene);
+  }
+
+  selectionToSlots(): void {
+    this.selectedSlots.clear();
+    const { graph, scene } = this;
+    if (!graph || !scene) return;
+    for (const name of this.model.get("selected") ?? []) {
+      const i = graph.nameIndex.get(name);
+      if (i !== undefined && scene.rep[i] >= 0) this.selectedSlots.add(scene.rep[i]);
+    }
+    this.root.dataset.selected = (this.model.get("selected") ?? []).join("\n");
+  }
+
+  loadMarks(): void {
+    this.marks.clear();
+    const { graph, scene } = this;
+    if (!graph || !scene) return;
+    for (const [name, level] of Object.entries(this.model.get("_marks") ?? {})) {
+      const i = graph.nameIndex.get(name);
+      if (i === undefined || scene.rep[i] < 0) continue;
+      const s = scene.rep[i];
+      if (this.marks.get(s) !== "error") this.marks.set(s, level);
+    }
+    this.events.paint();
+  }
+
+  loadOverlay(): void {
+    const meta = this.model.get("_overlay") ?? {};
+    const raw = this.model.get("_overlay_values");
+    if (!raw || raw.byteLength === 0 || meta.min === undefined) {
+      this.overlay = null;
+      this.events.legend(null);
+    } else {
+      const values = new Float32Array(raw.byteLength / 4);
+      new Uint8Array(values.buffer).set(new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength));
+      const colormap = meta.colormap ?? "viridis";
+      this.overlay = { values, colormap, min: meta.min ?? 0, max: meta.max ?? 1 };
+      this.events.legend(meta);
+    }
+    this.events.paint();
+  }
+
+  /** Names of the nodes drawn by `slots` (groups, frames and graph I/O have none). */
+  itemsOfSlots(slots: Iterable<number>): string[] {
+    const { graph, layout } = this;
+    if (!graph || !layout) return [];
+    const names: string[] = [];
+    for (const s of slots) {
+      const ref = layout.ref[s];
+      if (ref >= 0 && !(graph.flags[ref] & PSEUDO)) names.push(graph.names[ref]);
+    }
+    return names;
+  }
+
+  /** Layout slot drawing a node (by name) or a group (by key); undefined when not drawn. */
+  slotOf(name: string): number | undefined {
+    const { graph, layout, scene } = this;
+    if (!graph || !layout || !scene) return undefined;
+    const i = graph.nameIndex.get(name);
+    if (i !== undefined) return scene.rep[i] >= 0 ? scene.rep[i] : undefined;
+    const g = graph.groupKey.indexOf(name);
+    return g >= 0 ? layout.groupSlot.get(g) : undefined;
+  }
+}
