@@ -1,0 +1,119 @@
+"""The widget protocol with two views of one GraphView open in a real JupyterLab: requests
+sent from both views at once each get their own answer, a kernel error comes back typed,
+a busy kernel makes a request time out with the reason in the view, and closing one view
+leaves the other working."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+
+VIEWS = ".jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view"
+READY = '.nsdl-graph-view[data-ready="1"]'
+
+CELLS = [
+    """
+import tempfile, onnx
+import ipywidgets as widgets
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import synthetic_dag
+folder = tempfile.mkdtemp()
+onnx.save(synthetic_dag(1500, seed=1), folder + "/model.onnx")
+view = nj.GraphView(nj.open_model(folder + "/model.onnx"), height=360)
+view
+""",
+    # the second view of the same model, in an Output so that the test can close it
+    "second = widgets.Output()\nwith second:\n    display(view)\nsecond",
+    "closed = [k for k, v in view.groups.items() if not v]\nprint('CLOSED', *closed[:2])",
+    "print('OPEN', *[k for k, v in view.groups.items() if v])",
+    "import time\ntime.sleep(4)",
+    "second.clear_output()",
+]
+
+
+def in_views(nb: Any, expression: str, arg: Any = None) -> Any:
+    """Evaluate `expression`, a JS function of (apis, arg) where apis are the test hooks of
+    every GraphView view on the page, in document order."""
+    return nb.page.evaluate(
+        f"""async ([arg]) => {{
+            const apis = [...document.querySelectorAll('{VIEWS}')].map((r) => r.__nsdl);
+            return await ({expression})(apis, arg); }}""",
+        [arg],
+    )
+
+
+def test_two_views_of_one_graph_each_get_their_own_answers(notebook: Any) -> None:
+    nb = notebook(CELLS)
+    nb.run_cell(0)
+    nb.run_cell(1)
+    nb.page.wait_for_function(
+        f"() => document.querySelectorAll('{VIEWS}[data-ready=\"1\"]').length === 2",
+        timeout=120_000,
+    )
+    assert nb.error_outputs() == []
+    ids = in_views(nb, "(apis) => apis.map((a) => a.viewId())")
+    assert len(set(ids)) == 2, ids
+    first, second = nb.run_cell(2).split("CLOSED", 1)[1].split()
+    groups = in_views(nb, "(apis, keys) => keys.map((k) => apis[0].groupIndex(k))", [first, second])
+    assert min(groups) > 0
+
+    # both views at once, in this order: A expand, B expand, A collapse, B an unknown request;
+    # each view's first request has the same counter, only the view id tells them apart
+    answers = in_views(
+        nb,
+        """(apis, g) => Promise.all([
+            apis[0].request('expand', {groups: [g[0]]}),
+            apis[1].request('expand', {groups: [g[1]]}),
+            apis[0].request('collapse', {groups: [g[0]]}),
+            apis[1].request('bogus', {}),
+        ])""",
+        groups,
+    )
+    a_expand, b_expand, a_collapse, b_bogus = answers
+    assert a_expand["ok"] and b_expand["ok"] and a_collapse["ok"], answers
+    seqs = [a_expand["value"]["layout_seq"], b_expand["value"]["layout_seq"]]
+    seqs.append(a_collapse["value"]["layout_seq"])
+    assert seqs == sorted(set(seqs)), f"answers mixed up between the views: {answers}"
+    assert b_bogus == {
+        "ok": False, "code": "unknown_request", "type": "LookupError",
+        "message": "unknown request 'bogus'",
+    }  # fmt: skip
+    # a payload the kernel refuses comes back typed
+    bad = in_views(nb, "(apis) => apis[1].request('expand', {groups: 'all'})")
+    assert bad["ok"] is False and bad["code"] == "invalid_payload"
+    assert "groups should be a list" in bad["message"]
+    both = in_views(nb, "(apis) => apis.map((a) => a.stats().layoutDecodes)")
+    assert both[0] == both[1], "both views show the same layouts"
+    out = nb.run_cell(3)
+    assert second in out.split() and first not in out.split()
+    nb.screenshot("two_views")
+
+    # a busy kernel: the request times out and the view says why instead of hanging
+    nb._queue_cell(4)
+    failed = in_views(nb, "(apis, g) => apis[0].send('expand', [g], 1000)", groups[0])
+    assert failed is None
+    error = nb.page.locator(VIEWS).first.get_attribute("data-error") or ""
+    assert 'did not answer "expand" within 1 s' in error
+    status = nb.page.locator(VIEWS).first.locator(".nsdl-gv-status").inner_text()
+    assert "expand failed" in status and "busy" in status
+    nb.screenshot("timeout")
+    nb.wait_idle()
+    # the late answer is ignored; the expansion itself still happened, and the next answer
+    # clears the message
+    assert first in nb.run_cell(3).split()
+    ok = in_views(nb, "(apis, g) => apis[0].send('collapse', [g])", groups[0])
+    assert ok is not None and ok["value"]["layout_seq"] > seqs[-1]
+    assert nb.page.locator(VIEWS).first.get_attribute("data-error") is None
+
+    # closing one view leaves the other one answering
+    nb.run_cell(5)
+    nb.page.wait_for_function(f"() => document.querySelectorAll('{VIEWS}').length === 1")
+    last = in_views(nb, "(apis, g) => apis[0].request('expand', {groups: [g]})", groups[1])
+    assert last["ok"] is True
+    assert nb.page.locator(READY).count() == 1
+    assert nb.error_outputs() == []
+    uncaught = [e for e in nb.console_errors if "Uncaught" in e or "RequestError" in e]
+    assert uncaught == [], uncaught
