@@ -27,6 +27,8 @@ ANSWER = "nsdl.answer"
 EVENT = "nsdl.event"
 
 ErrorCode = Literal["unknown_request", "invalid_payload", "handler_error"]
+Direction = Literal["kernel", "browser"]
+_DIRECTIONS: tuple[Direction, ...] = ("kernel", "browser")
 
 
 class WidgetRequestError(NsdlError, RuntimeError):
@@ -44,7 +46,7 @@ class Kind:
 
     payload: type
     answer: type | None
-    to: Literal["kernel", "browser"]
+    to: Direction
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Catalog:
     name: str
     kinds: Mapping[str, Kind]
 
-    def sent_to(self, to: Literal["kernel", "browser"]) -> dict[str, Kind]:
+    def sent_to(self, to: Direction) -> dict[str, Kind]:
         return {name: kind for name, kind in self.kinds.items() if kind.to == to}
 
 
@@ -112,7 +114,7 @@ class Endpoint:
         check(payload, kind.payload, name)
         self._widget.send({"kind": EVENT, "name": name, "payload": payload})
 
-    def _kind(self, name: str, to: Literal["kernel", "browser"]) -> Kind:
+    def _kind(self, name: str, to: Direction) -> Kind:
         kind = self._catalog.sent_to(to).get(name)
         if kind is None:
             raise ValueError(f"{self._catalog.name} declares no message {name!r} to the {to}")
@@ -256,8 +258,8 @@ def typescript(catalogs: tuple[Catalog, ...], source: str, command: str) -> str:
         "",
     ]
     for catalog in catalogs:
-        for to in ("kernel", "browser"):
-            kinds = catalog.sent_to(to)  # type: ignore[arg-type]
+        for to in _DIRECTIONS:
+            kinds = catalog.sent_to(to)
             if not kinds:
                 continue
             lines.append(f"export interface {catalog.name}To{to.capitalize()} {{")

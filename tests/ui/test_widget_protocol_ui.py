@@ -22,7 +22,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter.examples import synthetic_dag
 folder = tempfile.mkdtemp()
 onnx.save(synthetic_dag(1500, seed=1), folder + "/model.onnx")
-view = nj.GraphView(nj.open_model(folder + "/model.onnx"), height=360)
+view = nj.GraphView(nj.open_model(folder + "/model.onnx"), height=260)
 view
 """,
     # the second view of the same model, in an Output so that the test can close it
@@ -89,6 +89,7 @@ def test_two_views_of_one_graph_each_get_their_own_answers(notebook: Any) -> Non
     assert both[0] == both[1], "both views show the same layouts"
     out = nb.run_cell(3)
     assert second in out.split() and first not in out.split()
+    nb.page.locator(VIEWS).first.scroll_into_view_if_needed()
     nb.screenshot("two_views")
 
     # a busy kernel: the request times out and the view says why instead of hanging
@@ -99,7 +100,7 @@ def test_two_views_of_one_graph_each_get_their_own_answers(notebook: Any) -> Non
     assert 'did not answer "expand" within 1 s' in error
     status = nb.page.locator(VIEWS).first.locator(".nsdl-gv-status").inner_text()
     assert "expand failed" in status and "busy" in status
-    nb.screenshot("timeout")
+    nb.screenshot("timeout", ".nsdl-graph-view")
     nb.wait_idle()
     # the late answer is ignored; the expansion itself still happened, and the next answer
     # clears the message
