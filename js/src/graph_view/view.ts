@@ -39,33 +39,32 @@ export class GraphViewElement {
     const band = div(stage, "nsdl-gv-band");
 
     const grid = () => !!model.get("show_grid");
-    let renderer: Renderer | null = null; // the store's first events come before it exists
-    let selection: Selection | null = null;
+    // the store's events run only from `store.loadTopology()` on, when every part exists
     const store: SceneStore = new SceneStore(model, root, {
       scene: (scene) => {
         status.textContent = `${scene.graph.nameIndex.size.toLocaleString()} nodes · ${scene.layout.ref.length.toLocaleString()} boxes shown`;
-        renderer?.sceneChanged();
+        renderer.sceneChanged();
       },
       layout: () => {
-        renderer?.layoutChanged();
-        selection?.layoutChanged();
+        renderer.layoutChanged();
+        selection.layoutChanged();
       },
-      paint: () => renderer?.invalidate(),
-      patched: () => renderer?.patched(),
+      paint: () => renderer.invalidate(),
+      patched: () => renderer.patched(),
       legend: (meta) => showLegend(legend, meta),
     });
-    renderer = new Renderer(canvas, root, store, grid);
+    const renderer = new Renderer(canvas, root, store, grid);
     const requests = new Requests(model, renderer, (message) => {
       if (message === null) delete root.dataset.error;
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
-    selection = new Selection(model, store, renderer, requests);
+    const selection = new Selection(model, store, renderer, requests);
     const toolbar = new Toolbar(bar, model, {
       renderer,
       graph: () => store.graph,
       request: (name) => void requests.send(name, {}),
       download: () => void downloadPng(renderer, grid()),
-      jumpTo: (item) => (selection as Selection).jumpTo(item),
+      jumpTo: (item) => selection.jumpTo(item),
     });
     const pointer = new Pointer(canvas, {
       store,
@@ -73,8 +72,8 @@ export class GraphViewElement {
       tooltip,
       band,
       boxZoom: () => toolbar.boxZoom,
-      selected: () => (selection as Selection).current(),
-      select: (names) => selection?.select(names),
+      selected: () => selection.current(),
+      select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
     });
 
@@ -84,7 +83,7 @@ export class GraphViewElement {
     on("_topology", () => store.loadTopology());
     on("_layout", () => store.loadLayout());
     on("_edits", () => store.applyEdits());
-    on("selected", () => selection?.changed());
+    on("selected", () => selection.changed());
     on("show_grid", () => renderer.invalidate());
     on("_marks", () => store.loadMarks());
     on("_overlay", () => store.loadOverlay());
