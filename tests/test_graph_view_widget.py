@@ -14,6 +14,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter.examples import synthetic_dag
 from nsdl_jupyter.graph import decode_columns
 from nsdl_jupyter.widgets import GraphView
+from nsdl_jupyter.widgets._protocol import WidgetRequestError
 
 
 @pytest.fixture
@@ -144,6 +145,12 @@ def test_export_svg_is_written_at_once_and_png_waits_for_the_browser(
     )
     with pytest.raises(ValueError, match="unknown image format"):
         view.export_image(tmp_path / "g.gif")
+    empty = view.export_image(tmp_path / "empty.jpg")
+    answer = {**answer, "id": sent.messages[-1]["id"]}
+    view._channel.receive(view, answer, [])
+    with pytest.raises(WidgetRequestError, match="held no image"):
+        empty.result(timeout=0)
+    assert not (tmp_path / "empty.jpg").exists()
 
 
 def test_direction_and_constants_relayout(doc: Any) -> None:
