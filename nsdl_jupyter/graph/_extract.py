@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import onnx
 import onnx_ir as ir
@@ -162,7 +162,7 @@ def _optional_slots(op_type: str, domain: str, opset: int) -> frozenset[int]:
     return frozenset(i for i, p in enumerate(schema.inputs) if p.option == optional)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _dtype_name(dtype: ir.DataType | None) -> str:
     return dtype.name.lower() if dtype is not None else ""
 
