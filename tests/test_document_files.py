@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import mmap
 import os
 import random
@@ -126,6 +127,69 @@ def test_save_without_edits_keeps_names_and_bytes(tmp_path: Path) -> None:
     assert saved.graph == onnx.load(str(path)).graph
     doc.save(tmp_path / "named.onnx", keep_generated_names=True)
     assert onnx.load(str(tmp_path / "named.onnx")).graph.node[1].name == "Relu_1"
+
+
+def _branch(name: str, node_names: list[str], source: str) -> onnx.GraphProto:
+    """A subgraph of Identity nodes named `node_names` ("" = unnamed) reading `source`."""
+    nodes, last = [], source
+    for k, node_name in enumerate(node_names):
+        out = f"{name}_{k}"
+        nodes.append(onnx.helper.make_node("Identity", [last], [out], name=node_name))
+        last = out
+    value = onnx.helper.make_tensor_value_info(last, onnx.TensorProto.FLOAT, [1])
+    return onnx.helper.make_graph(nodes, name, [], [value])
+
+
+def test_open_names_nodes_of_nested_subgraphs_and_leaves_gc_on(tmp_path: Path) -> None:
+    """Unnamed and duplicate nodes two subgraph levels down get generated names (the open
+    walks every graph), a save gives the original names back, and the collector, paused
+    while the model is built, is on again afterwards, also after a failed open."""
+    inner = onnx.helper.make_node(
+        "If",
+        ["cond"],
+        ["inner_out"],
+        name="inner_if",
+        then_branch=_branch("deep_then", ["", "dup", "dup"], "x"),
+        else_branch=_branch("deep_else", ["", ""], "x"),
+    )
+    then_graph = onnx.helper.make_graph(
+        [inner],
+        "then",
+        [],
+        [onnx.helper.make_tensor_value_info("inner_out", onnx.TensorProto.FLOAT, [1])],
+    )
+    outer = onnx.helper.make_node(
+        "If",
+        ["cond"],
+        ["y"],
+        name="outer_if",
+        then_branch=then_graph,
+        else_branch=_branch("shallow_else", ["kept"], "x"),
+    )
+    graph = onnx.helper.make_graph(
+        [outer],
+        "nested",
+        [
+            onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1]),
+            onnx.helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []),
+        ],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])],
+    )
+    path = tmp_path / "nested.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+    doc = nj.open_model(path)
+    assert gc.isenabled()
+    names = {g.name: [n.name for n in g] for g in doc.model.graphs()}
+    assert names["deep_then"] == ["Identity_0", "dup", "Identity_2"]
+    assert names["deep_else"] == ["Identity_0", "Identity_1"]
+    assert names["shallow_else"] == ["kept"]
+    doc.save(tmp_path / "same.onnx")
+    saved = onnx.load(str(tmp_path / "same.onnx"))
+    assert saved.graph == onnx.load(str(path)).graph
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ModelLoadError):
+        nj.open_model(path)
+    assert gc.isenabled()
 
 
 def test_companion_file_round_trip(tmp_path: Path) -> None:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import onnx_ir as ir
 
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._document import ModelDocument, all_graphs, convert_attribute
+from nsdl_jupyter.document._document import ModelDocument, convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError
 from nsdl_jupyter.document._events import ChangeEvent
+from nsdl_jupyter.document._loading import all_graphs
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.document._loading import all_tensors
+from nsdl_jupyter.document._loading import all_tensors, model_graphs
 
 # Hidden names a save uses beside the model; a killed save may leave them behind.
 STAGING_MARK = ".saving-"
@@ -74,10 +74,11 @@ class DataFileBook:
         # the data files the model on disk (as opened or last saved) reads
         self.model_files: set[Path] = set()
 
-    def record_loaded(self, model: ir.Model) -> None:
-        """At open: the identity of every data file and each external tensor's position,
-        with the bytes mapped now so a later replacement of the file cannot change them."""
-        for tensor in external_tensors(model):
+    def record_loaded(self, graphs: Iterable[ir.Graph]) -> None:
+        """At open (`graphs`: all of the model's): the identity of every data file and each
+        external tensor's position, with the bytes mapped now so a later replacement of the
+        file cannot change them."""
+        for tensor in _external_initializers(graphs):
             path = Path(tensor.path).resolve()
             identity = self._identities.get(path) or FileIdentity.of(path)
             if identity is None:
@@ -140,7 +141,11 @@ class DataFileBook:
 
 def external_tensors(model: ir.Model) -> Iterator[ir.ExternalTensor]:
     """Every external tensor of the model: initializers of every graph, subgraphs included."""
-    for graph in model.graphs():
+    yield from _external_initializers(model_graphs(model))
+
+
+def _external_initializers(graphs: Iterable[ir.Graph]) -> Iterator[ir.ExternalTensor]:
+    for graph in graphs:
         for value in graph.initializers.values():
             if isinstance(value.const_value, ir.ExternalTensor):
                 yield value.const_value

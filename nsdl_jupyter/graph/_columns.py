@@ -38,9 +38,10 @@ def encode_columns(meta: Mapping[str, Any], columns: Mapping[str, tuple[str, Col
     for name, (dtype, values) in columns.items():
         if dtype == "strs":
             strings = list(values)
-            if any("\0" in s for s in strings):
+            joined = "\0".join(strings)
+            if joined.count("\0") != max(len(strings) - 1, 0):  # one scan, not one per string
                 raise ValueError(f"column {name!r}: strings may not contain NUL characters")
-            raw = "\0".join(strings).encode()
+            raw = joined.encode()
             length = len(strings)
         elif dtype in _NUMERIC:
             array = np.ascontiguousarray(np.asarray(values, dtype=_NUMERIC[dtype]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import onnx
 import onnx_ir as ir
@@ -85,7 +85,8 @@ class GraphTable:
 
 
 def op_label(node: ir.Node) -> str:
-    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+    domain = node.domain
+    return node.op_type if domain in ("", "ai.onnx") else f"{domain}::{node.op_type}"
 
 
 def scope_of(node: ir.Node) -> tuple[str, ...]:
@@ -97,16 +98,17 @@ def scope_of(node: ir.Node) -> tuple[str, ...]:
     A metadata value that is malformed or over the limits falls back to the next source.
     """
     props = node.metadata_props
-    scopes = _torch_name_scopes(props.get("pkg.torch.onnx.name_scopes", ""))
-    if scopes:
-        return _module_path(scopes, props.get("pkg.torch.onnx.class_hierarchy", ""))
-    namespace = props.get("namespace", "")
-    if namespace and len(namespace) <= MAX_SCOPE_TEXT:
-        parts = tuple(
-            p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip()
-        )
-        if len(parts) <= MAX_SCOPE_DEPTH:
-            return parts
+    if props:
+        scopes = _torch_name_scopes(props.get("pkg.torch.onnx.name_scopes", ""))
+        if scopes:
+            return _module_path(scopes, props.get("pkg.torch.onnx.class_hierarchy", ""))
+        namespace = props.get("namespace", "")
+        if namespace and len(namespace) <= MAX_SCOPE_TEXT:
+            parts = tuple(
+                p.split(":")[0].strip() for p in namespace.split("/") if p.split(":")[0].strip()
+            )
+            if len(parts) <= MAX_SCOPE_DEPTH:
+                return parts
     name = node.name or ""
     if "/" in name:
         # a name is the node's identity, never dropped: deeper levels are only not drawn
@@ -184,10 +186,14 @@ def _optional_slots(op_type: str, domain: str, opset: int) -> frozenset[int]:
     return frozenset(i for i, p in enumerate(schema.inputs) if p.option == optional)
 
 
+@cache
+def _dtype_name(dtype: ir.DataType | None) -> str:
+    return dtype.name.lower() if dtype is not None else ""
+
+
 def _tensor_info(value: ir.Value) -> tuple[str, str]:
-    dtype = value.dtype.name.lower() if value.dtype is not None else ""
-    shape = str(value.shape) if value.shape is not None else ""
-    return dtype, shape
+    shape = value.shape
+    return _dtype_name(value.dtype), str(shape) if shape is not None else ""
 
 
 def _has_subgraph(node: ir.Node) -> bool:
@@ -298,22 +304,21 @@ class TableBuilder:
         return index
 
     def add_node_item(self, node: ir.Node) -> int:
-        flags = 0
-        if self._is_helper(node):
-            flags |= CONSTANT
+        op_type, domain = node.op_type, node.domain
+        flags = CONSTANT if self._is_helper(node) else 0
         if _has_subgraph(node):
             flags |= HAS_SUBGRAPH
-        if (node.domain, node.op_type, node.overload) in self.functions:
+        if self.functions and (domain, op_type, node.overload) in self.functions:
             flags |= FUNCTION_CALL
         name = node.name or ""
         return self._add_item(name, op_label(node), flags, name, scope=scope_of(node), node=node)
 
     def tensor(self, value: ir.Value) -> int:
-        table = self.table
         if self._building:  # one value, one tensor row: skip the comparison below
             known = self._value_tensor.get(id(value))
             if known is not None:
                 return known
+        table = self.table
         name = value.name or ""
         index = table.tensor_index.get(name)
         dtype, shape = _tensor_info(value)
@@ -340,8 +345,10 @@ class TableBuilder:
 
     def _add_input_edges(self, node: ir.Node) -> None:
         table = self.table
+        items, edges = table.items, table.edges
         dst = table.by_key[node.name or ""]
-        optional = _optional_slots(node.op_type, node.domain, self.opsets.get(node.domain, 21))
+        domain = node.domain
+        optional = _optional_slots(node.op_type, domain, self.opsets.get(domain, 21))
         for slot, value in enumerate(node.inputs):
             if value is None:
                 continue
@@ -351,9 +358,9 @@ class TableBuilder:
                 table.initializer_inputs.append((dst, tensor, slot))
                 continue
             flags = OPTIONAL_INPUT if slot in optional else 0
-            if table.items[src].flags & CONSTANT:
+            if items[src].flags & CONSTANT:
                 flags |= FROM_CONSTANT
-            table.edges.append(Edge(src, dst, tensor, flags))
+            edges.append(Edge(src, dst, tensor, flags))
 
     def _add_output(self, value: ir.Value) -> None:
         dst = self._add_item(value.name or "", "Output", GRAPH_OUTPUT, f"output:{value.name}")

@@ -74,13 +74,22 @@ class LayoutEngine:
         """For each group, the edges between its children induced by the items' edges."""
         if self._lifted is None:
             lifted: dict[int, Counter[tuple[int, int]]] = {}
-            chains = [
-                self.hierarchy.chain(i) if it.alive else [] for i, it in enumerate(self.table.items)
-            ]
+            items, item_group = self.table.items, self.hierarchy.item_group
+            chains: dict[int, list[int]] = {}  # per group: few, where items are many
             for edge in self.table.edges:
                 if edge.flags & FROM_CONSTANT:
                     continue
-                self._lift(lifted, chains, edge.src, edge.dst, 1)
+                src, dst = edge.src, edge.dst
+                ga, gb = item_group[src], item_group[dst]
+                if ga < 0 or gb < 0 or not (items[src].alive and items[dst].alive):
+                    continue
+                if ga == gb:  # most edges: two children of one group, nothing to lift
+                    if src != dst:
+                        lifted.setdefault(ga, Counter())[(src, dst)] += 1
+                    continue
+                a = chains.get(ga) or chains.setdefault(ga, self.hierarchy.group_chain(ga))
+                b = chains.get(gb) or chains.setdefault(gb, self.hierarchy.group_chain(gb))
+                self._lift_between(lifted, a, b, src, dst, 1)
             self._lifted = lifted
         return self._lifted
 
@@ -92,7 +101,19 @@ class LayoutEngine:
         dst: int,
         count: int,
     ) -> None:
-        a, b = chains[src], chains[dst]
+        LayoutEngine._lift_between(lifted, chains[src], chains[dst], src, dst, count)
+
+    @staticmethod
+    def _lift_between(  # noqa: PLR0917 (the inner loop of lifted(), called per edge)
+        lifted: dict[int, Counter[tuple[int, int]]],
+        a: list[int],
+        b: list[int],
+        src: int,
+        dst: int,
+        count: int,
+    ) -> None:
+        """Count edge src -> dst (group chains `a`, `b`) between the children of their
+        deepest common group that hold them."""
         k = 0
         while k < len(a) and k < len(b) and a[k] == b[k]:
             k += 1

@@ -14,6 +14,7 @@ from typing import Any
 
 import onnx_ir as ir
 
+from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.graph._columns import encode_columns
 from nsdl_jupyter.graph._extract import (
     CONSTANT,
@@ -77,9 +78,10 @@ class GraphScene:
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
-        self.builder: TableBuilder = build_table(self.graph, self._functions)
-        self.table = self.builder.table
-        self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
+        with gc_paused():  # a row object per node, edge and tensor: all long-lived
+            self.builder: TableBuilder = build_table(self.graph, self._functions)
+            self.table = self.builder.table
+            self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
         self.engine = LayoutEngine(self.table, self.hierarchy, self.positions)
         self.topology_version += 1
 

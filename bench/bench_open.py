@@ -1,0 +1,139 @@
+"""How long `nj.open_model` takes against `onnx_ir.load` and `onnx.load`, and where it goes.
+
+Each figure is the best of --repeat runs, each in a fresh process (imports and a 1-node
+model opened first, untimed). Goal: open_model <= 1.1x onnx_ir.load on a 20,000-node
+synthetic model. The breakdown times each step of open_model in one more fresh process,
+the steps run as open_model runs them (cyclic GC paused): parse (onnx.load), checks (header,
+external data references), onnx_ir build (serde.deserialize_model), base dir (only with
+external data), names (generated-name recording), data files (identities of external
+data files), companion (`<model>.nsdl.json`).
+
+    python bench/bench_open.py [--nodes 20000 50000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import emit_json, fmt_seconds, measure_in_child, print_table
+
+from nsdl_jupyter.examples import save_example
+
+GOAL = 1.1
+
+_SETUP = """
+import gc, json, time, onnx, onnx_ir as ir, nsdl_jupyter as nj
+onnx.load(tiny); ir.load(tiny); nj.open_model(tiny)
+"""
+
+# open_model's steps one by one, in its order; prints {step: seconds} as JSON
+_STEPS = """
+from pathlib import Path
+from nsdl_jupyter._gc import gc_paused
+from nsdl_jupyter.document._companion import read_companion
+from nsdl_jupyter.document._data_files import DataFileBook
+from nsdl_jupyter.document._document import _name_unnamed_nodes
+from nsdl_jupyter.document._loading import (
+    check_external_data, check_model_header, model_graphs
+)
+source = Path(path).absolute()
+steps = {}
+def step(name, fn):
+    start = time.perf_counter()
+    out = fn()
+    steps[name] = time.perf_counter() - start
+    return out
+with gc_paused():
+    proto = step("parse", lambda: onnx.load(str(source), load_external_data=False))
+    external = step("checks", lambda: (
+        check_model_header(proto, source), check_external_data(proto, source.parent, source)
+    )[1])
+    model = step("onnx_ir build", lambda: ir.serde.deserialize_model(proto))
+    if external:
+        step("base dir", lambda: ir.external_data.set_base_dir(model.graph, source.parent))
+    graphs = step("subgraph walk", lambda: model_graphs(model))
+    step("names", lambda: _name_unnamed_nodes(graphs))
+    step("data files", lambda: DataFileBook().record_loaded(graphs))
+    step("companion", lambda: read_companion(source))
+print("STEPS" + json.dumps(steps))
+"""
+
+
+def best_in_child(code: str, env: dict[str, str], repeat: int) -> float:
+    return min(measure_in_child(code, setup=_SETUP, env=env).seconds for _ in range(repeat))
+
+
+def steps_in_child(env: dict[str, str]) -> dict[str, float]:
+    import subprocess
+    import sys
+
+    script = _SETUP + _STEPS
+    done = subprocess.run(
+        [sys.executable, "-c", f"path={env['path']!r}\ntiny={env['tiny']!r}\n{script}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("STEPS"))
+    steps: dict[str, float] = json.loads(line[len("STEPS") :])
+    return steps
+
+
+def bench_model(path: Path, tiny: Path, repeat: int) -> dict[str, Any]:
+    env = {"path": str(path), "tiny": str(tiny)}
+    result: dict[str, Any] = {
+        "file_bytes": path.stat().st_size,
+        "onnx_load_s": best_in_child("onnx.load(path)", env, repeat),
+        "onnx_ir_load_s": best_in_child("ir.load(path)", env, repeat),
+        "open_model_s": best_in_child("nj.open_model(path)", env, repeat),
+        "steps_s": steps_in_child(env),
+    }
+    result["ratio_to_onnx_ir"] = result["open_model_s"] / result["onnx_ir_load_s"]
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="*", default=[20_000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best is kept)")
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="nsdl-bench-open-") as folder:
+        work = Path(folder)
+        tiny = save_example("synthetic_dag", work / "tiny.onnx", num_nodes=1)
+        for nodes in args.nodes:
+            path = save_example("synthetic_dag", work / f"s{nodes}.onnx", num_nodes=nodes)
+            results[f"synthetic_{nodes}"] = bench_model(path, tiny, args.repeat)
+    print_table(
+        f"open (fresh process each, best of {args.repeat})",
+        [
+            {
+                "model": name,
+                "onnx.load": fmt_seconds(r["onnx_load_s"]),
+                "onnx_ir.load": fmt_seconds(r["onnx_ir_load_s"]),
+                "open_model": fmt_seconds(r["open_model_s"]),
+                "x onnx_ir": f"{r['ratio_to_onnx_ir']:.2f}",
+                f"goal <= {GOAL}x": "met" if r["ratio_to_onnx_ir"] <= GOAL else "MISSED",
+            }
+            for name, r in results.items()
+        ],
+    )
+    for name, r in results.items():
+        total = sum(r["steps_s"].values())
+        print_table(
+            f"where open_model's time goes: {name} (one run, {fmt_seconds(total)} in all)",
+            [
+                {"step": step, "time": fmt_seconds(s), "share": f"{100 * s / total:.0f}%"}
+                for step, s in r["steps_s"].items()
+            ],
+        )
+    print()
+    emit_json("open", {"repeat": args.repeat, "goal_ratio": GOAL, "models": results})
+
+
+if __name__ == "__main__":
+    main()
