@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._companion import (
@@ -824,14 +825,7 @@ def new_model(opset: int = 21, contrib_ops: bool = False, name: str = "main") ->
 def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
     """Give unnamed and duplicate-named nodes unique names; remember (generated, original)."""
     generated: dict[ir.Node, tuple[str, str]] = {}
-    graphs = [model.graph]
-    graphs += [
-        attr_graph
-        for node in ir.traversal.RecursiveGraphIterator(model.graph)
-        for attr in node.attributes.values()
-        for attr_graph in _graphs_of(attr)
-    ]
-    for graph in graphs:
+    for graph in graphs_in(model.graph):
         taken: set[str] = set()
         needs_name = []
         for position, node in enumerate(graph):
@@ -846,14 +840,6 @@ def _name_unnamed_nodes(model: ir.Model) -> dict[ir.Node, tuple[str, str]]:
             node.name = new
             generated[node] = (new, original)
     return generated
-
-
-def _graphs_of(attr: ir.Attr) -> list[ir.Graph]:
-    if attr.type == ir.AttributeType.GRAPH:
-        return [attr.as_graph()]
-    if attr.type == ir.AttributeType.GRAPHS:
-        return list(attr.as_graphs())
-    return []
 
 
 def _graph_of(node: ir.Node) -> ir.Graph:

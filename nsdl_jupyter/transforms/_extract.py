@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -50,14 +51,6 @@ def _values_by_name(graph: ir.Graph) -> dict[str, ir.Value]:
     return values
 
 
-def _graphs_in(node: ir.Node) -> Iterator[ir.Graph]:
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            yield attr.as_graph()
-        elif attr.type == ir.AttributeType.GRAPHS:
-            yield from attr.as_graphs()
-
-
 def _outer_references(graph: ir.Graph) -> list[ir.Value]:
     """Values used inside `graph` (at any depth) that are defined outside it."""
     defined: set[ir.Value] = set()
@@ -70,7 +63,7 @@ def _outer_references(graph: ir.Graph) -> list[ir.Value]:
             for value in node.inputs:
                 if value is not None and value not in defined:
                     found[value] = None
-            for subgraph in _graphs_in(node):
+            for subgraph in subgraphs(node):
                 visit(subgraph)
             defined.update(node.outputs)
 
@@ -84,13 +77,13 @@ def _outer_references(graph: ir.Graph) -> list[ir.Value]:
 def _used_functions(model: ir.Model, graph: ir.Graph) -> dict[ir.OperatorIdentifier, ir.Function]:
     """Local functions called from `graph`, transitively."""
     used: dict[ir.OperatorIdentifier, ir.Function] = {}
-    stack: list[Iterable[ir.Node]] = [ir.traversal.RecursiveGraphIterator(graph)]
+    stack: list[Iterable[ir.Node]] = [nodes_in(graph)]
     while stack:
         for node in stack.pop():
             function = model.functions.get(node.op_identifier())
             if function is not None and node.op_identifier() not in used:
                 used[node.op_identifier()] = function
-                stack.append(ir.traversal.RecursiveGraphIterator(function))
+                stack.append(nodes_in(function))
     return used
 
 
@@ -119,7 +112,7 @@ def _finish(model: ir.Model, status: TransformStatus, target: Path) -> Transform
             f"cannot tell the types of {untyped}: run shape inference on the source model or "
             "give the types (input_types=...)"
         )
-    status.count("nodes", sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph)))
+    status.count("nodes", sum(1 for _ in nodes_in(model.graph)))
     status.count("inputs", len(model.graph.inputs))
     status.count("outputs", len(model.graph.outputs))
     status.count("initializers", len(model.graph.initializers))
@@ -203,7 +196,7 @@ def _check_bounded(graph: ir.Graph, cut: set[ir.Value], outputs: list[ir.Value])
                 f"inputs: add it to inputs (or cut after it)"
             )
         stack.extend(v for v in producer.inputs if v is not None)
-        for subgraph in _graphs_in(producer):
+        for subgraph in subgraphs(producer):
             stack.extend(_outer_references(subgraph))
 
 
@@ -234,7 +227,7 @@ def extract_body(
     body = owner.attributes[attribute].as_graph()
     _type_formal_inputs(owner, body)
     status = TransformStatus("extract_body")
-    inner_nodes = set(ir.traversal.RecursiveGraphIterator(body))
+    inner_nodes = set(nodes_in(body))
     for value in _outer_references(body):
         replacement = _detached_copy(value)
         users = [(user, index) for user, index in value.uses() if user in inner_nodes]
@@ -256,9 +249,9 @@ def extract_body(
 
 
 def _find_node(model: ir.Model, name: str) -> ir.Node:
-    found = [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if n.name == name]
+    found = [n for n in nodes_in(model.graph) if n.name == name]
     if not found:
-        names = [n.name or "" for n in ir.traversal.RecursiveGraphIterator(model.graph)]
+        names = [n.name or "" for n in nodes_in(model.graph)]
         raise TransformError(f"no node named {name!r} in the model{_close(name, names)}")
     if len(found) > 1:
         raise TransformError(
@@ -330,11 +323,7 @@ def extract_function(
     infer_shapes(copy.model)
     _fill_types(copy.model)
     call = next(
-        (
-            n
-            for n in ir.traversal.RecursiveGraphIterator(copy.model.graph)
-            if n.op_identifier() == function.identifier()
-        ),
+        (n for n in nodes_in(copy.model.graph) if n.op_identifier() == function.identifier()),
         None,
     )
     given = dict(input_types or {})
@@ -392,7 +381,7 @@ def _resolve_attribute_parameters(function: ir.Function, call: ir.Node | None) -
     """Replace `ref_attr_name` references in the body with concrete values."""
     defaults = dict(function.attributes)
     given = dict(call.attributes) if call is not None else {}
-    for node in ir.traversal.RecursiveGraphIterator(function):
+    for node in nodes_in(function):
         for attr_name, attr in list(node.attributes.items()):
             if not attr.is_ref() or attr.ref_attr_name is None:
                 continue

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import every_node, nodes_in, subgraphs
 from nsdl_jupyter.transforms._bisect import BisectionResult, bisect_nodes, node_role
 from nsdl_jupyter.transforms._dtypes import (
     DtypeInference,
@@ -159,7 +160,7 @@ def convert_to_fp16(
                 f"keep_io_types names {unknown} are not graph inputs or outputs; "
                 f"they are: {sorted(io_names)}"
             )
-    all_nodes = {node.name for node in _every_node(copy.model)}
+    all_nodes = {node.name for node in every_node(copy.model)}
     missing = sorted(blocked_nodes - all_nodes)
     if missing:
         raise TransformError(f"node_block_list names unknown nodes {missing}")
@@ -298,12 +299,6 @@ def _io_names(model: ir.Model) -> set[str]:
     return {v.name or "" for v in [*model.graph.inputs, *model.graph.outputs]}
 
 
-def _every_node(model: ir.Model) -> Iterator[ir.Node]:
-    yield from ir.traversal.RecursiveGraphIterator(model.graph)
-    for function in model.functions.values():
-        yield from ir.traversal.RecursiveGraphIterator(function)
-
-
 class _Fp16Converter:
     def __init__(
         self,
@@ -366,11 +361,11 @@ class _Fp16Converter:
         return candidates
 
     def _call_sites(self, fid: FunctionId) -> Iterator[tuple[FunctionId | None, ir.Node]]:
-        for node in ir.traversal.RecursiveGraphIterator(self.model.graph):
+        for node in nodes_in(self.model.graph):
             if node.op_identifier() == fid:
                 yield None, node
         for caller, function in self.model.functions.items():
-            for node in ir.traversal.RecursiveGraphIterator(function):
+            for node in nodes_in(function):
                 if node.op_identifier() == fid:
                     yield caller, node
 
@@ -490,7 +485,7 @@ class _Fp16Converter:
         """Named nodes that run float16 after `run`, in graph order (function bodies last)."""
         return [
             node
-            for node in _every_node(self.model)
+            for node in every_node(self.model)
             if node.name and node in self.plans and self.plans[node].converted
         ]
 
@@ -581,7 +576,7 @@ class _Fp16Converter:
         self._fix_outputs(graph, main=main, io_converted=io_converted)
 
     def _walk_subgraphs(self, node: ir.Node, imports: Mapping[str, int], converted: bool) -> None:
-        for subgraph in _subgraphs(node):
+        for subgraph in subgraphs(node):
             for value in subgraph.inputs:
                 self._set_source(value, FLOAT16 if converted else None)
             self._convert_initializers(subgraph, imports)
@@ -645,7 +640,7 @@ class _Fp16Converter:
         (signature,) = self.types.call_signatures[fid]
         self.types.function_body(function, signature)
         self.original.update(self.types.dtypes)
-        for node in ir.traversal.RecursiveGraphIterator(function):
+        for node in nodes_in(function):
             self.plans.pop(node, None)
         for value in function.inputs:
             self._set_source(value, FLOAT16)
@@ -804,16 +799,6 @@ def _inferred_outputs(
     return found
 
 
-def _subgraphs(node: ir.Node) -> list[ir.Graph]:
-    graphs: list[ir.Graph] = []
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            graphs.append(attr.as_graph())
-        elif attr.type == ir.AttributeType.GRAPHS:
-            graphs.extend(attr.as_graphs())
-    return graphs
-
-
 def _is_container(value: ir.Value | None) -> bool:
     """Sequences, optionals and maps: their element type is not ours to change."""
     return (
@@ -827,7 +812,7 @@ def _retype(value: ir.Value, dtype: ir.DataType) -> None:
 
 def _taken_names(model: ir.Model) -> set[str]:
     names: set[str] = set()
-    for node in _every_node(model):
+    for node in every_node(model):
         names.add(node.name or "")
         names.update(v.name or "" for v in node.outputs)
         names.update(v.name or "" for v in node.inputs if v is not None)

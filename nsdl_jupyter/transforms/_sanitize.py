@@ -23,6 +23,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter._walk import has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import Evaluator
 from nsdl_jupyter.transforms._shapes import infer_shapes
@@ -141,14 +142,14 @@ def _untyped_values(model: ir.Model) -> list[ir.Value]:
     """Intermediate tensors without a declared type (kept so when shapes are not wanted)."""
     return [
         value
-        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+        for node in nodes_in(model.graph)
         for value in node.outputs
         if value.type is None and not value.is_graph_output()
     ]
 
 
 def _node_count(model: ir.Model) -> int:
-    return sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
+    return sum(1 for _ in nodes_in(model.graph))
 
 
 def _infer(model: ir.Model) -> None:
@@ -251,12 +252,8 @@ class _Sanitizer:
         scope = outer.child(graph)  # again: folding registered new initializers
         scope.extra.clear()
         for node in list(graph):
-            for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.GRAPH:
-                    folded += self._fold_tree(attr.as_graph(), scope)
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    for subgraph in attr.as_graphs():
-                        folded += self._fold_tree(subgraph, scope)
+            for subgraph in subgraphs(node):
+                folded += self._fold_tree(subgraph, scope)
         return folded
 
     def _lift_constants(self, graph: ir.Graph) -> int:
@@ -351,10 +348,7 @@ class _Sanitizer:
     def _foldable(self, node: ir.Node) -> bool:
         if node in self.skipped or node.op_type in NONDETERMINISTIC:
             return False
-        if any(
-            attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
-            for attr in (node.attributes.values())
-        ):
+        if has_subgraphs(node):
             return False
         return all(output.name for output in node.outputs)
 
@@ -629,12 +623,8 @@ def _inputs_from_outside(nodes: Sequence[ir.Node]) -> list[ir.Value]:
 
 def _remove_dead_nodes(graph: ir.Graph) -> Iterator[str]:
     for node in reversed(list(graph)):
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from _remove_dead_nodes(attr.as_graph())
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for subgraph in attr.as_graphs():
-                    yield from _remove_dead_nodes(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _remove_dead_nodes(subgraph)
         if all(not value.uses() and not value.is_graph_output() for value in node.outputs):
             graph.remove(node, safe=True)
             yield node.name or node.op_type
