@@ -13,7 +13,25 @@ import sys
 import threading
 from types import FrameType
 
-from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.cli import UsageError
+from nsdl_jupyter.document import open_model
+from nsdl_jupyter.transforms import (
+    DEFAULT_OP_BLOCK_LIST,
+    ToolRun,
+    ToolStore,
+    TransformStatus,
+    UserTool,
+    convert_opset,
+    convert_tensors,
+    convert_to_fp16,
+    extract_body,
+    extract_function,
+    extract_subgraph,
+    list_tensors,
+    preview_tensor_conversion,
+    run_tool,
+    sanitize,
+)
 
 
 def _report(status: TransformStatus) -> int:
@@ -77,7 +95,6 @@ class _Fp16:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
 
         blocked = list(args.block_op or [])
         if not args.no_default_block_list:
@@ -109,7 +126,6 @@ class _Opset:
         _validation_arguments(parser, default_tolerance=1e-4)
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._opset import convert_opset
 
         status = convert_opset(
             args.model,
@@ -147,7 +163,6 @@ class _Sanitize:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._sanitize import sanitize
 
         status = sanitize(
             args.model,
@@ -181,11 +196,6 @@ class _Extract:
         parser.add_argument("--domain", default=None, help="--function: its domain")
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._extract import (
-            extract_body,
-            extract_function,
-            extract_subgraph,
-        )
 
         if args.outputs:
             status = extract_subgraph(
@@ -214,13 +224,6 @@ class _Tensors:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.cli import UsageError
-        from nsdl_jupyter.document import open_model
-        from nsdl_jupyter.transforms._tensor_dtype import (
-            convert_tensors,
-            list_tensors,
-            preview_tensor_conversion,
-        )
 
         doc = open_model(args.model)
         selection = list(args.convert or [])
@@ -269,7 +272,6 @@ class _Tools:
         run.add_argument("-o", "--output", help="the $Output path")
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolStore, UserTool
 
         store = ToolStore()
         if args.action == "list":
@@ -295,10 +297,7 @@ class _Tools:
             return 0
         return self._run(store, args)
 
-    def _run(self, store: object, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolRun, ToolStore, run_tool
-
-        assert isinstance(store, ToolStore)
+    def _run(self, store: ToolStore, args: argparse.Namespace) -> int:
 
         def echo(stream: str, line: str) -> None:
             print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
