@@ -51,6 +51,10 @@ COMMANDS: dict[str, Entry] = {
         "nsdl_jupyter.cli._transforms:TENSORS",
     ),
     "tools": Entry("list, add, remove and run user tools", "nsdl_jupyter.cli._transforms:TOOLS"),
+    "transform": Entry(
+        "run any registered transform pass (--list names them)",
+        "nsdl_jupyter.cli._transforms:TRANSFORM",
+    ),
     "html": Entry("notebook as HTML showing its widgets offline", "nsdl_jupyter.nbconvert:HTML"),
 }
 

@@ -8,6 +8,7 @@ runs with the parsed namespace, printing the status log and returning an exit co
 from __future__ import annotations
 
 import argparse
+import ast
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ from nsdl_jupyter.cli import UsageError
 from nsdl_jupyter.document import open_model
 from nsdl_jupyter.transforms import (
     DEFAULT_OP_BLOCK_LIST,
+    TRANSFORMS,
     ToolRun,
     ToolStore,
     TransformStatus,
@@ -31,6 +33,8 @@ from nsdl_jupyter.transforms import (
     preview_tensor_conversion,
     run_tool,
     sanitize,
+    transform_file,
+    transform_named,
 )
 
 
@@ -338,3 +342,49 @@ SANITIZE = _Sanitize()
 EXTRACT = _Extract()
 TENSORS = _Tensors()
 TOOLS = _Tools()
+
+
+class _Transform:
+    """Any registered transform pass, options given as `--set name=value` (Python literals)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--list", action="store_true", help="list the registered transforms")
+        parser.add_argument("name", nargs="?", help="the transform (see --list)")
+        parser.add_argument("model", nargs="?", help="the ONNX model to read")
+        parser.add_argument("-o", "--output", help="where to write the result")
+        parser.add_argument(
+            "--set",
+            dest="options",
+            action="append",
+            default=[],
+            metavar="OPTION=VALUE",
+            help="a keyword argument of the pass (repeatable), e.g. --set target=17 or "
+            "--set \"outputs=['y']\"",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.list:
+            for entry in TRANSFORMS.values():
+                print(f"{entry.name}\t{entry.help}")
+            return 0
+        if not (args.name and args.model and args.output):
+            raise UsageError("give NAME MODEL -o OUTPUT (nsdl transform --list names them)")
+        factory = transform_named(args.name).factory
+        try:
+            pass_ = factory(**dict(_option(text) for text in args.options))
+        except TypeError as error:
+            raise UsageError(f"{args.name}: {error}") from None
+        return _report(transform_file(pass_, args.model, args.output))
+
+
+def _option(text: str) -> tuple[str, object]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.isidentifier():
+        raise UsageError(f"options are NAME=VALUE, not {text!r}")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value  # a bare word is a string: provider=CPUExecutionProvider
+
+
+TRANSFORM = _Transform()

@@ -100,7 +100,7 @@ class RegisteredTransform:
 
     name: str
     help: str
-    factory: type[TransformPass]
+    factory: Callable[..., TransformPass]  # the pass class: options as keyword arguments
 
 
 TRANSFORMS: dict[str, RegisteredTransform] = {}
@@ -253,4 +253,3 @@ def _exchange_dicts(a: dict[_K, _V], b: dict[_K, _V]) -> None:
     a.update(second)
     b.clear()
     b.update(first)
-
