@@ -12,7 +12,7 @@ How to add a transform: write one module in `nsdl_jupyter/transforms/` with a
 `TransformPass` subclass decorated with `@register("name", "one-line help")`, whose
 `__init__` takes its options as keyword arguments and whose `apply(model)` changes the
 model; import it in `transforms/__init__.py`. `nsdl transform name MODEL -o OUT
-option=value` and `transform_file`/`transform_document` then run it; add a thin public
+--set option=value` and `transform_file`/`transform_document` then run it; add a thin public
 function (`nj.name(model, output, ...)`) when users should call it by name, and a test
 module `tests/test_transforms_<name>.py`.
 """
