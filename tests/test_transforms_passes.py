@@ -21,6 +21,7 @@ from nsdl_jupyter.transforms import (
     Fp16Pass,
     OpsetPass,
     SanitizePass,
+    TensorDtypePass,
     TransformError,
     TransformPass,
     TransformStatus,
@@ -72,6 +73,15 @@ def test_a_pass_runs_on_a_file_and_leaves_the_source(source: Path, tmp_path: Pat
     assert result.graph.initializer[0].data_type == onnx.TensorProto.FLOAT16
     np.testing.assert_allclose(_run(out)[0], _run(source)[0], atol=1e-2)
     assert source.read_bytes() == before
+
+
+def test_an_edit_pass_runs_on_a_file_too(source: Path, tmp_path: Path) -> None:
+    """The document edits of TensorDtypePass apply to the runner's private copy as well."""
+    out = tmp_path / "w16.onnx"
+    status = transform_file(TensorDtypePass(["w"], "float16"), source, out)
+    assert status.ok and status.counts["tensors_converted"] == 1
+    types = {t.name: t.data_type for t in onnx.load(str(out)).graph.initializer}
+    assert types == {"w": onnx.TensorProto.FLOAT16, "b": onnx.TensorProto.FLOAT}
 
 
 def test_a_pass_on_a_document_is_one_undo_step(source: Path, tmp_path: Path) -> None:
