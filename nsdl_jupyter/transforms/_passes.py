@@ -164,7 +164,7 @@ def transform_document(
         return status.finish(None)
     result = pass_(doc.model.clone())
     if result.modified:
-        text = description or f"{pass_.operation}"
+        text = description or pass_.operation
         event = _whole_model(doc, result.model, text)
         doc.apply_edits(text, [ExchangeModel(doc.model, result.model)], event)
         status.info(text)
