@@ -15,7 +15,7 @@ precision or range reduction is simulated for them.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -151,16 +151,16 @@ def _select(graph: ir.Graph, selection: Selection) -> list[TensorRef]:
 
 
 # ------------------------------------------------------------------ arrays
-def _node(graph: ir.Graph, name: str) -> ir.Node:
-    return next(node for node in graph if node.name == name)
+def _nodes_by_name(graph: ir.Graph) -> dict[str, ir.Node]:
+    return {node.name or "": node for node in graph}
 
 
-def _current_array(graph: ir.Graph, ref: TensorRef) -> np.ndarray:
+def _current_array(graph: ir.Graph, nodes: Mapping[str, ir.Node], ref: TensorRef) -> np.ndarray:
     if ref.kind == "initializer":
         tensor = graph.initializers[ref.name].const_value
         assert tensor is not None
         return tensor.numpy()
-    attr = _node(graph, ref.node or "").attributes[ref.attribute or ""]
+    attr = nodes[ref.node or ""].attributes[ref.attribute or ""]
     if attr.type == ir.AttributeType.TENSOR:
         return attr.as_tensor().numpy()
     return np.array(attr.value, dtype=ref.dtype.numpy())
@@ -305,13 +305,14 @@ def preview_tensor_conversion(
 def _preview(model: ir.Model, names_or_filter: Selection, to: ir.DataType) -> ConversionPreview:
     items = []
     types = DtypeInference(model).run()
+    nodes = _nodes_by_name(model.graph)
     for ref in _select(model.graph, names_or_filter):
         item = ConversionItem(ref, to)
         if ref.dtype == to:
             item.warnings.append(f"already {to.name.lower()}: nothing to convert")
             items.append(item)
             continue
-        array = _current_array(model.graph, ref)
+        array = _current_array(model.graph, nodes, ref)
         converted, item.warnings = convert_array(array, to)
         if array.dtype.kind in "fiub" and converted.size:
             before = array.astype(np.float64)
@@ -358,6 +359,7 @@ class TensorDtypePass(EditPass):
 
     def plan(self, model: ir.Model) -> tuple[str, list[e.Edit], ChangeEvent]:
         to, status, graph = self.to, self.status, model.graph
+        nodes = _nodes_by_name(graph)
         preview = _preview(model, self.selection, to)
         edits: list[e.Edit] = []
         changed_nodes: set[str] = set()
@@ -368,14 +370,14 @@ class TensorDtypePass(EditPass):
                 status.warn(f"{ref.name}: {warning}")
             if ref.dtype == to:
                 continue
-            converted, _ = convert_array(_current_array(graph, ref), to)
+            converted, _ = convert_array(_current_array(graph, nodes, ref), to)
             if ref.kind == "initializer":
                 edits.extend(_initializer_edits(graph, ref.name, converted, to))
                 touched_initializers = True
                 users = graph.initializers[ref.name].uses()
                 changed_nodes.update(user.name or "" for user, _ in users)
             else:
-                edits.extend(_attribute_edits(graph, ref, converted, to))
+                edits.extend(_attribute_edits(nodes, ref, converted, to))
                 changed_nodes.add(ref.node or "")
             status.count("tensors_converted")
         description = f"convert {status.counts['tensors_converted']} tensor(s) to {to.name}"
@@ -417,9 +419,9 @@ def _initializer_edits(
 
 
 def _attribute_edits(
-    graph: ir.Graph, ref: TensorRef, converted: np.ndarray, to: ir.DataType
+    nodes: Mapping[str, ir.Node], ref: TensorRef, converted: np.ndarray, to: ir.DataType
 ) -> list[e.Edit]:
-    node = _node(graph, ref.node or "")
+    node = nodes[ref.node or ""]
     name = ref.attribute or ""
     attr = node.attributes[name]
     if attr.type == ir.AttributeType.TENSOR:
