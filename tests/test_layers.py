@@ -34,7 +34,6 @@ RANKS = {
 # Known crossings, each to be removed (issue "One house"); a new one fails this test, and a
 # removed one must leave this list.
 KNOWN = {
-    ("transforms", "cli"),  # the CLI's argparse code still lives in transforms/_commands.py
     ("profiling", "views"),  # ProfileReport.timeline() and friends draw through views
 }
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._document import ModelDocument, convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError
 from nsdl_jupyter.document._events import ChangeEvent
-from nsdl_jupyter.document._loading import all_graphs
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -207,7 +207,7 @@ def outer_links(graph: ir.Graph) -> list[tuple[ir.Node, int, ir.Value]]:
     """(node, input index, value) for every input of a node of `graph` (at any depth) that
     reads a value defined outside it."""
     inside: set[ir.Value] = set()
-    for owner in all_graphs(graph):
+    for owner in graphs_in(graph):
         inside.update(owner.inputs)
         inside.update(owner.initializers.values())
     nodes = list(ir.traversal.RecursiveGraphIterator(graph))

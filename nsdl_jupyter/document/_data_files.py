@@ -24,7 +24,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.document._loading import all_tensors, model_graphs
+from nsdl_jupyter._walk import graphs_in
+from nsdl_jupyter.document._loading import all_tensors
 
 # Hidden names a save uses beside the model; a killed save may leave them behind.
 STAGING_MARK = ".saving-"
@@ -141,7 +142,7 @@ class DataFileBook:
 
 def external_tensors(model: ir.Model) -> Iterator[ir.ExternalTensor]:
     """Every external tensor of the model: initializers of every graph, subgraphs included."""
-    yield from _external_initializers(model_graphs(model))
+    yield from _external_initializers(graphs_in(model.graph))
 
 
 def _external_initializers(graphs: Iterable[ir.Graph]) -> Iterator[ir.ExternalTensor]:

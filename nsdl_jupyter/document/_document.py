@@ -24,6 +24,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
+from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._companion import (
@@ -44,7 +45,7 @@ from nsdl_jupyter.document._errors import (
 )
 from nsdl_jupyter.document._events import ChangeEvent, EventBus
 from nsdl_jupyter.document._history import Command, History
-from nsdl_jupyter.document._loading import all_graphs, load_model, model_graphs, resolve_inside
+from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._names import check_node_name, check_tensor_name, unique_name
 from nsdl_jupyter.document._saving import ExternalLocation, SaveRequest, save_model
 from nsdl_jupyter.document._tensor_values import array_from_source, generate_array, to_tensor
@@ -81,7 +82,7 @@ class ModelDocument:
         self._bus = EventBus()
         self._node_index: dict[str, ir.Node] | None = None
         self._value_index: dict[str, ir.Value] | None = None
-        graphs = model_graphs(model)
+        graphs = graphs_in(model.graph)
         self._generated_names = _name_unnamed_nodes(graphs)
         self._external_plan: dict[str, ExternalLocation] = {}
         self._data_files = DataFileBook()
@@ -328,7 +329,7 @@ class ModelDocument:
             if source is None or source.type != ir.AttributeType.GRAPH:
                 raise AttributeEditError(f"{target.name} has no body {copy_of!r} to copy")
             body = source.as_graph().clone(allow_outer_scope_values=True)
-        taken = {g.name for g in all_graphs(self.graph) if g.name}
+        taken = {g.name for g in graphs_in(self.graph) if g.name}
         body.name = unique_name(f"{target.name}_{attribute}", taken)
         description = f"new body {target.name}.{attribute}"
         self.apply_edits(
@@ -1115,7 +1116,7 @@ class ModelDocument:
     @contextmanager
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
-        if not all(_is_topological(graph) for graph in all_graphs(self.graph)):
+        if not all(_is_topological(graph) for graph in graphs_in(self.graph)):
             self.graph.sort()  # sorts the bodies too
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:

@@ -1,18 +1,43 @@
-"""Global model modifications: FP16, opset conversion, sanitize, batch tensor dtype
-conversion, extraction;
-and user tools (external programs run on the current model)."""
+"""Global model modifications as onnx_ir passes (FP16, opset conversion, sanitize, batch
+tensor dtype conversion, extraction) with one runner for files and documents; and user
+tools (external programs run on the current model). How to add a transform: see
+`nsdl_jupyter.transforms._passes`."""
 
 from __future__ import annotations
 
 from nsdl_jupyter._paths import config_dir
-from nsdl_jupyter.transforms._extract import extract_body, extract_function, extract_subgraph
-from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, FP16_TOLERANCE, convert_to_fp16
-from nsdl_jupyter.transforms._opset import OPSET_TOLERANCE, convert_opset
-from nsdl_jupyter.transforms._sanitize import sanitize
+from nsdl_jupyter.transforms._extract import (
+    ExtractBodyPass,
+    ExtractFunctionPass,
+    ExtractSubgraphPass,
+    extract_body,
+    extract_function,
+    extract_subgraph,
+)
+from nsdl_jupyter.transforms._fp16 import (
+    DEFAULT_OP_BLOCK_LIST,
+    FP16_TOLERANCE,
+    Fp16Pass,
+    convert_to_fp16,
+)
+from nsdl_jupyter.transforms._opset import OPSET_TOLERANCE, OpsetPass, convert_opset
+from nsdl_jupyter.transforms._passes import (
+    TRANSFORMS,
+    EditPass,
+    ExchangeModel,
+    RegisteredTransform,
+    TransformPass,
+    register,
+    transform_document,
+    transform_file,
+    transform_named,
+)
+from nsdl_jupyter.transforms._sanitize import SanitizePass, sanitize
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._tensor_dtype import (
     ConversionItem,
     ConversionPreview,
+    TensorDtypePass,
     TensorRef,
     convert_tensors,
     list_tensors,
@@ -33,13 +58,25 @@ __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
     "FP16_TOLERANCE",
     "OPSET_TOLERANCE",
+    "TRANSFORMS",
     "ConversionItem",
     "ConversionPreview",
+    "EditPass",
+    "ExchangeModel",
+    "ExtractBodyPass",
+    "ExtractFunctionPass",
+    "ExtractSubgraphPass",
+    "Fp16Pass",
+    "OpsetPass",
+    "RegisteredTransform",
+    "SanitizePass",
+    "TensorDtypePass",
     "TensorRef",
     "ToolError",
     "ToolRun",
     "ToolStore",
     "TransformError",
+    "TransformPass",
     "TransformStatus",
     "UserTool",
     "config_dir",
@@ -51,8 +88,12 @@ __all__ = [
     "extract_subgraph",
     "list_tensors",
     "preview_tensor_conversion",
+    "register",
     "replace_initializer_value",
     "run_tool",
     "run_tool_in_notebook",
     "sanitize",
+    "transform_document",
+    "transform_file",
+    "transform_named",
 ]

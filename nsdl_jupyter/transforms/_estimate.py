@@ -18,6 +18,12 @@ from typing import Protocol
 import numpy as np
 import onnx_ir as ir
 
+from nsdl_jupyter.transforms._working_copy import TransformError
+
+
+class UnsizedError(TransformError):
+    """A node's output size cannot be told from its constant inputs (caught by output_bytes)."""
+
 
 class ConstantReader(Protocol):
     """Shapes and itemsizes of constant tensors without reading them; values on demand."""
@@ -67,6 +73,7 @@ def output_bytes(node: ir.Node, constants: ConstantReader) -> int | None:
     if sizer is not None:
         try:
             return sizer(node, constants)
+        # UnsizedError is a ValueError; numpy raises the others on malformed inputs
         except (ValueError, IndexError, TypeError, OverflowError, KeyError, ZeroDivisionError):
             return None  # malformed inputs: the evaluation will say what is wrong
     return _declared(node.outputs)
@@ -93,10 +100,10 @@ def bytes_per_element(dtype: ir.DataType) -> int:
 
 def _ints(constants: ConstantReader, value: ir.Value | None) -> list[int]:
     if value is None:
-        raise ValueError("missing input")
+        raise UnsizedError("missing input")
     array = constants[value]
     if array.size > 64:  # a shape or a count list, never a big tensor
-        raise ValueError("too many values for a shape")
+        raise UnsizedError("too many values for a shape")
     return [int(v) for v in np.asarray(array).reshape(-1)]
 
 
@@ -107,20 +114,20 @@ def _input(node: ir.Node, index: int) -> ir.Value | None:
 def _shape(constants: ConstantReader, node: ir.Node, index: int = 0) -> tuple[int, ...]:
     value = _input(node, index)
     if value is None:
-        raise ValueError("missing input")
+        raise UnsizedError("missing input")
     return constants.shape(value)
 
 
 def _itemsize(constants: ConstantReader, node: ir.Node, index: int = 0) -> int:
     value = _input(node, index)
     if value is None:
-        raise ValueError("missing input")
+        raise UnsizedError("missing input")
     return constants.itemsize(value)
 
 
 def _elements(dims: Sequence[int]) -> int:
     if any(dim < 0 for dim in dims):
-        raise ValueError("negative dimension")
+        raise UnsizedError("negative dimension")
     return math.prod(dims)
 
 
@@ -161,7 +168,7 @@ def _pad(node: ir.Node, constants: ConstantReader) -> int:
     else:
         pads = _ints(constants, _input(node, 1))
     if _input(node, 3) is not None or len(pads) != 2 * len(dims):
-        raise ValueError("axes given")  # opset 18 axes: sized from the declared shape
+        raise UnsizedError("axes given")  # opset 18 axes: sized from the declared shape
     padded = [d + pads[i] + pads[i + len(dims)] for i, d in enumerate(dims)]
     return _elements(padded) * _itemsize(constants, node)
 
@@ -169,14 +176,14 @@ def _pad(node: ir.Node, constants: ConstantReader) -> int:
 def _resize(node: ir.Node, constants: ConstantReader) -> int:
     dims = _shape(constants, node)
     if "axes" in node.attributes:
-        raise ValueError("axes given")  # opset 18: sized from the declared shape
+        raise UnsizedError("axes given")  # opset 18: sized from the declared shape
     # Upsample and Resize-10 take (X, scales); Resize-11+ (X, roi, scales, sizes).
     scales_value = _input(node, 1 if len(node.inputs) == 2 else 2)
     sizes_value = _input(node, 3)
     if sizes_value is not None and sizes_value.name:
         return _elements(_ints(constants, sizes_value)) * _itemsize(constants, node)
     if scales_value is None:
-        raise ValueError("no scales")
+        raise UnsizedError("no scales")
     scales = [float(s) for s in np.asarray(constants[scales_value]).reshape(-1)]
     out = [math.floor(d * s) for d, s in zip(dims, scales, strict=True)]
     return _elements(out) * _itemsize(constants, node)

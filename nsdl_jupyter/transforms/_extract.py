@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
+from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
-    WorkingCopy,
     check_output_path,
     data_type,
-    validate_saved,
-    working_copy,
 )
 
 TypeSpec = tuple["ir.DataType | str | int", Sequence["int | str | None"] | None]
@@ -50,14 +48,6 @@ def _values_by_name(graph: ir.Graph) -> dict[str, ir.Value]:
     return values
 
 
-def _graphs_in(node: ir.Node) -> Iterator[ir.Graph]:
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            yield attr.as_graph()
-        elif attr.type == ir.AttributeType.GRAPHS:
-            yield from attr.as_graphs()
-
-
 def _outer_references(graph: ir.Graph) -> list[ir.Value]:
     """Values used inside `graph` (at any depth) that are defined outside it."""
     defined: set[ir.Value] = set()
@@ -70,7 +60,7 @@ def _outer_references(graph: ir.Graph) -> list[ir.Value]:
             for value in node.inputs:
                 if value is not None and value not in defined:
                     found[value] = None
-            for subgraph in _graphs_in(node):
+            for subgraph in subgraphs(node):
                 visit(subgraph)
             defined.update(node.outputs)
 
@@ -84,13 +74,13 @@ def _outer_references(graph: ir.Graph) -> list[ir.Value]:
 def _used_functions(model: ir.Model, graph: ir.Graph) -> dict[ir.OperatorIdentifier, ir.Function]:
     """Local functions called from `graph`, transitively."""
     used: dict[ir.OperatorIdentifier, ir.Function] = {}
-    stack: list[Iterable[ir.Node]] = [ir.traversal.RecursiveGraphIterator(graph)]
+    stack: list[Iterable[ir.Node]] = [nodes_in(graph)]
     while stack:
         for node in stack.pop():
             function = model.functions.get(node.op_identifier())
             if function is not None and node.op_identifier() not in used:
                 used[node.op_identifier()] = function
-                stack.append(ir.traversal.RecursiveGraphIterator(function))
+                stack.append(nodes_in(function))
     return used
 
 
@@ -108,9 +98,8 @@ def _standalone(source: ir.Model, graph: ir.Graph, imports: Mapping[str, int]) -
     )
 
 
-def _finish(model: ir.Model, status: TransformStatus, target: Path) -> TransformStatus:
-    from nsdl_jupyter.document import ModelDocument
-
+def _finish(model: ir.Model, status: TransformStatus) -> ir.Model:
+    """The extracted model typed, shape-inferred and described in `status`."""
     _fill_types(model)
     infer_shapes(model)
     untyped = [v.name for v in [*model.graph.inputs, *model.graph.outputs] if v.type is None]
@@ -119,7 +108,7 @@ def _finish(model: ir.Model, status: TransformStatus, target: Path) -> Transform
             f"cannot tell the types of {untyped}: run shape inference on the source model or "
             "give the types (input_types=...)"
         )
-    status.count("nodes", sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph)))
+    status.count("nodes", sum(1 for _ in nodes_in(model.graph)))
     status.count("inputs", len(model.graph.inputs))
     status.count("outputs", len(model.graph.outputs))
     status.count("initializers", len(model.graph.initializers))
@@ -129,9 +118,14 @@ def _finish(model: ir.Model, status: TransformStatus, target: Path) -> Transform
         else "inputs: none"
     )
     status.info("outputs: " + ", ".join(v.name or "" for v in model.graph.outputs))
-    saved = WorkingCopy(ModelDocument(model), None).save(target)
-    validate_saved(saved, status)
-    return status.finish(saved)
+    return model
+
+
+class _ExtractPass(TransformPass):
+    """An extraction: a new model made of part of the source (checked on its own)."""
+
+    replaces_model = True
+    compare_with_source = False
 
 
 def _fill_types(model: ir.Model) -> None:
@@ -160,8 +154,37 @@ def extract_subgraph(
     if not outputs:
         raise TransformError("give at least one output tensor name (outputs=[...])")
     target = check_output_path(output)
-    copy = working_copy(model)
-    graph = copy.model.graph
+    return transform_file(ExtractSubgraphPass(inputs, outputs), model, target)
+
+
+@register("extract_subgraph", "the nodes between named tensors of the main graph, as a model")
+class ExtractSubgraphPass(_ExtractPass):
+    """The part of the main graph that computes `outputs` from `inputs`."""
+
+    operation = "extract_subgraph"
+
+    def __init__(
+        self,
+        inputs: Sequence[str] = (),
+        outputs: Sequence[str] = (),
+        *,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        if isinstance(inputs, str) or isinstance(outputs, str):
+            raise TransformError("inputs and outputs take lists of tensor names, not a str")
+        if not outputs:
+            raise TransformError("give at least one output tensor name (outputs=[...])")
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+    def apply(self, model: ir.Model) -> ir.Model:
+        return _extract_subgraph(model, self.inputs, self.outputs, self.status)
+
+
+def _extract_subgraph(
+    source: ir.Model, inputs: list[str], outputs: list[str], status: TransformStatus
+) -> ir.Model:
+    graph = source.graph
     by_name = _values_by_name(graph)
     for name in [*inputs, *outputs]:
         if name not in by_name:
@@ -170,8 +193,8 @@ def extract_subgraph(
             )
     cut = {by_name[name] for name in inputs}
     _check_bounded(graph, cut, [by_name[name] for name in outputs])
-    infer_shapes(copy.model)
-    _fill_types(copy.model)
+    infer_shapes(source)
+    _fill_types(source)
     for name in inputs:
         if by_name[name].type is None:
             raise TransformError(
@@ -181,8 +204,7 @@ def extract_subgraph(
     extracted = ir.convenience.extract(graph, list(inputs), list(outputs))
     assert isinstance(extracted, ir.Graph)
     extracted.name = f"{graph.name or 'graph'}_extract"
-    status = TransformStatus("extract_subgraph")
-    return _finish(_standalone(copy.model, extracted, graph.opset_imports), status, target)
+    return _finish(_standalone(source, extracted, graph.opset_imports), status)
 
 
 def _check_bounded(graph: ir.Graph, cut: set[ir.Value], outputs: list[ir.Value]) -> None:
@@ -203,7 +225,7 @@ def _check_bounded(graph: ir.Graph, cut: set[ir.Value], outputs: list[ir.Value])
                 f"inputs: add it to inputs (or cut after it)"
             )
         stack.extend(v for v in producer.inputs if v is not None)
-        for subgraph in _graphs_in(producer):
+        for subgraph in subgraphs(producer):
             stack.extend(_outer_references(subgraph))
 
 
@@ -219,8 +241,29 @@ def extract_body(
     if not node:
         raise TransformError("give the name of the If/Loop/Scan node (node='...')")
     target = check_output_path(output)
-    copy = working_copy(model)
-    owner = _find_node(copy.model, node)
+    return transform_file(ExtractBodyPass(node, attribute), model, target)
+
+
+@register("extract_body", "the body of an If/Loop/Scan node, as a model")
+class ExtractBodyPass(_ExtractPass):
+    """The graph attribute `attribute` of the node named `node` (in any graph)."""
+
+    operation = "extract_body"
+
+    def __init__(
+        self, node: str = "", attribute: str = "body", *, status: TransformStatus | None = None
+    ) -> None:
+        super().__init__(status=status)
+        if not node:
+            raise TransformError("give the name of the If/Loop/Scan node (node='...')")
+        self.node, self.attribute = node, attribute
+
+    def apply(self, model: ir.Model) -> ir.Model:
+        return _extract_body(model, self.node, self.attribute, self.status)
+
+
+def _extract_body(source: ir.Model, node: str, attribute: str, status: TransformStatus) -> ir.Model:
+    owner = _find_node(source, node)
     graph_attrs = [
         name for name, attr in owner.attributes.items() if attr.type == ir.AttributeType.GRAPH
     ]
@@ -229,12 +272,11 @@ def extract_body(
             f"node {node!r} ({owner.op_type}) has no graph attribute {attribute!r}; "
             f"its graph attributes are: {graph_attrs or 'none'}"
         )
-    infer_shapes(copy.model)
-    _fill_types(copy.model)
+    infer_shapes(source)
+    _fill_types(source)
     body = owner.attributes[attribute].as_graph()
     _type_formal_inputs(owner, body)
-    status = TransformStatus("extract_body")
-    inner_nodes = set(ir.traversal.RecursiveGraphIterator(body))
+    inner_nodes = set(nodes_in(body))
     for value in _outer_references(body):
         replacement = _detached_copy(value)
         users = [(user, index) for user, index in value.uses() if user in inner_nodes]
@@ -252,13 +294,13 @@ def extract_body(
     # detach the body from its node: the attribute now holds an empty graph
     owner.attributes[attribute] = ir.AttrGraph(attribute, ir.Graph([], [], nodes=[]))
     body.name = body.name or f"{node}_{attribute}"
-    return _finish(_standalone(copy.model, body, copy.model.graph.opset_imports), status, target)
+    return _finish(_standalone(source, body, source.graph.opset_imports), status)
 
 
 def _find_node(model: ir.Model, name: str) -> ir.Node:
-    found = [n for n in ir.traversal.RecursiveGraphIterator(model.graph) if n.name == name]
+    found = [n for n in nodes_in(model.graph) if n.name == name]
     if not found:
-        names = [n.name or "" for n in ir.traversal.RecursiveGraphIterator(model.graph)]
+        names = [n.name or "" for n in nodes_in(model.graph)]
         raise TransformError(f"no node named {name!r} in the model{_close(name, names)}")
     if len(found) > 1:
         raise TransformError(
@@ -325,26 +367,50 @@ def extract_function(
     if not name:
         raise TransformError("give the function's name (name='...')")
     target = check_output_path(output)
-    copy = working_copy(model)
-    function = _find_function(copy.model, name, domain, overload)
-    infer_shapes(copy.model)
-    _fill_types(copy.model)
+    extract = ExtractFunctionPass(name, domain=domain, overload=overload, input_types=input_types)
+    return transform_file(extract, model, target)
+
+
+@register("extract_function", "a model-local function, as a model")
+class ExtractFunctionPass(_ExtractPass):
+    """The model-local function `domain::name`, typed from a call site or `input_types`."""
+
+    operation = "extract_function"
+
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        domain: str | None = None,
+        overload: str = "",
+        input_types: Mapping[str, TypeSpec] | None = None,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        if not name:
+            raise TransformError("give the function's name (name='...')")
+        self.name, self.domain, self.overload = name, domain, overload
+        self.input_types = dict(input_types or {})
+
+    def apply(self, model: ir.Model) -> ir.Model:
+        return _extract_function(model, self)
+
+
+def _extract_function(source: ir.Model, spec: ExtractFunctionPass) -> ir.Model:
+    name, given, status = spec.name, spec.input_types, spec.status
+    function = _find_function(source, name, spec.domain, spec.overload)
+    infer_shapes(source)
+    _fill_types(source)
     call = next(
-        (
-            n
-            for n in ir.traversal.RecursiveGraphIterator(copy.model.graph)
-            if n.op_identifier() == function.identifier()
-        ),
+        (n for n in nodes_in(source.graph) if n.op_identifier() == function.identifier()),
         None,
     )
-    given = dict(input_types or {})
     formal_names = [v.name or "" for v in function.inputs]
     unknown = sorted(set(given) - set(formal_names))
     if unknown:
         raise TransformError(
             f"input_types names {unknown} are not inputs of {name}: its inputs are {formal_names}"
         )
-    status = TransformStatus("extract_function")
     for index, formal in enumerate(function.inputs):
         if formal.name in given:
             dtype, shape = given[formal.name or ""]
@@ -364,9 +430,9 @@ def extract_function(
         status.info(f"types and attributes taken from call site {call.name}")
     _resolve_attribute_parameters(function, call)
     graph = function.graph
-    del copy.model.functions[function.identifier()]
+    del source.functions[function.identifier()]
     graph.name = function.name
-    return _finish(_standalone(copy.model, graph, function.opset_imports), status, target)
+    return _finish(_standalone(source, graph, function.opset_imports), status)
 
 
 def _find_function(model: ir.Model, name: str, domain: str | None, overload: str) -> ir.Function:
@@ -392,7 +458,7 @@ def _resolve_attribute_parameters(function: ir.Function, call: ir.Node | None) -
     """Replace `ref_attr_name` references in the body with concrete values."""
     defaults = dict(function.attributes)
     given = dict(call.attributes) if call is not None else {}
-    for node in ir.traversal.RecursiveGraphIterator(function):
+    for node in nodes_in(function):
         for attr_name, attr in list(node.attributes.items()):
             if not attr.is_ref() or attr.ref_attr_name is None:
                 continue

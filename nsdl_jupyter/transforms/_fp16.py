@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import every_node, nodes_in, subgraphs
 from nsdl_jupyter.transforms._bisect import BisectionResult, bisect_nodes, node_role
 from nsdl_jupyter.transforms._dtypes import (
     DtypeInference,
@@ -41,6 +42,7 @@ from nsdl_jupyter.transforms._dtypes import (
     node_schema,
     tensor_dtype,
 )
+from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._tensor_dtype import saturate_to_float
 from nsdl_jupyter.transforms._validate import (
@@ -140,48 +142,83 @@ def convert_to_fp16(
     validation rounds). Returns a TransformStatus: counts, per-output errors, nodes kept.
     """
     target = check_output_path(output)
-    if validate:
-        check_validation_arguments(tolerance, provider)
-        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-            raise TransformError(f"max_rounds must be an int >= 1, not {max_rounds!r}")
-    blocked_ops = frozenset(DEFAULT_OP_BLOCK_LIST if op_block_list is None else op_block_list)
-    if isinstance(op_block_list, str) or isinstance(node_block_list, str):
-        raise TransformError("op_block_list and node_block_list take lists of names, not a str")
-    blocked_nodes = frozenset(node_block_list or ())
-    copy = working_copy(model)
-    io_names = _io_names(copy.model)
-    if not isinstance(keep_io_types, bool):
+    fp16 = Fp16Pass(
+        keep_io_types,
+        op_block_list,
+        node_block_list,
+        validate=validate,
+        tolerance=tolerance,
+        provider=provider,
+        max_rounds=max_rounds,
+    )
+    return transform_file(fp16, model, target)
+
+
+@register("fp16", "convert weights and compute to float16")
+class Fp16Pass(TransformPass):
+    """Float32 weights and compute to float16 (see `convert_to_fp16` for the options); on a
+    file, the result is validated and nodes that fail are kept float32."""
+
+    operation = "convert_to_fp16"
+
+    def __init__(
+        self,
+        keep_io_types: bool | Collection[str] = False,
+        op_block_list: Iterable[str] | None = None,
+        node_block_list: Iterable[str] | None = None,
+        *,
+        validate: bool = True,
+        tolerance: float = FP16_TOLERANCE,
+        provider: str = DEFAULT_PROVIDER,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        if validate:
+            check_validation_arguments(tolerance, provider)
+            if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+                raise TransformError(f"max_rounds must be an int >= 1, not {max_rounds!r}")
+        if isinstance(op_block_list, str) or isinstance(node_block_list, str):
+            raise TransformError("op_block_list and node_block_list take lists of names, not a str")
         if isinstance(keep_io_types, str):
             raise TransformError("keep_io_types takes True/False or a list of names, not a str")
-        unknown = sorted(set(keep_io_types) - io_names)
-        if unknown:
-            raise TransformError(
-                f"keep_io_types names {unknown} are not graph inputs or outputs; "
-                f"they are: {sorted(io_names)}"
-            )
-    all_nodes = {node.name for node in _every_node(copy.model)}
-    missing = sorted(blocked_nodes - all_nodes)
-    if missing:
-        raise TransformError(f"node_block_list names unknown nodes {missing}")
+        blocked_ops = frozenset(DEFAULT_OP_BLOCK_LIST if op_block_list is None else op_block_list)
+        self.settings = _Settings(keep_io_types, blocked_ops, frozenset(node_block_list or ()))
+        self.validation = (tolerance, provider, max_rounds) if validate else None
+        self.converter: _Fp16Converter | None = None
 
-    settings = _Settings(keep_io_types, blocked_ops, blocked_nodes)
-    status = TransformStatus("convert_to_fp16")
-    converter = settings.convert(copy.model, status)
-    saved = copy.save(target)
-    validate_saved(saved, status, model)
-    if validate:
-        with Validator(model, tolerance=tolerance, provider=provider) as validator:
-            saved = _validate_and_fix(
-                model,
+    def apply(self, model: ir.Model) -> bool:
+        keep_io_types = self.settings.keep_io_types
+        io_names = _io_names(model)
+        if not isinstance(keep_io_types, bool):
+            unknown = sorted(set(keep_io_types) - io_names)
+            if unknown:
+                raise TransformError(
+                    f"keep_io_types names {unknown} are not graph inputs or outputs; "
+                    f"they are: {sorted(io_names)}"
+                )
+        all_nodes = {node.name for node in every_node(model)}
+        missing = sorted(self.settings.blocked_nodes - all_nodes)
+        if missing:
+            raise TransformError(f"node_block_list names unknown nodes {missing}")
+        self.converter = self.settings.convert(model, self.status)
+        return True
+
+    def validate(self, source: ModelSource, target: Path, saved: Path) -> Path:
+        if self.validation is None or self.converter is None:
+            return saved
+        tolerance, provider, max_rounds = self.validation
+        with Validator(source, tolerance=tolerance, provider=provider) as validator:
+            return _validate_and_fix(
+                source,
                 target,
                 saved,
-                converter=converter,
-                settings=settings,
+                converter=self.converter,
+                settings=self.settings,
                 validator=validator,
-                status=status,
+                status=self.status,
                 max_rounds=max_rounds,
             )
-    return status.finish(saved)
 
 
 @dataclass(frozen=True)
@@ -298,12 +335,6 @@ def _io_names(model: ir.Model) -> set[str]:
     return {v.name or "" for v in [*model.graph.inputs, *model.graph.outputs]}
 
 
-def _every_node(model: ir.Model) -> Iterator[ir.Node]:
-    yield from ir.traversal.RecursiveGraphIterator(model.graph)
-    for function in model.functions.values():
-        yield from ir.traversal.RecursiveGraphIterator(function)
-
-
 class _Fp16Converter:
     def __init__(
         self,
@@ -366,11 +397,11 @@ class _Fp16Converter:
         return candidates
 
     def _call_sites(self, fid: FunctionId) -> Iterator[tuple[FunctionId | None, ir.Node]]:
-        for node in ir.traversal.RecursiveGraphIterator(self.model.graph):
+        for node in nodes_in(self.model.graph):
             if node.op_identifier() == fid:
                 yield None, node
         for caller, function in self.model.functions.items():
-            for node in ir.traversal.RecursiveGraphIterator(function):
+            for node in nodes_in(function):
                 if node.op_identifier() == fid:
                     yield caller, node
 
@@ -490,7 +521,7 @@ class _Fp16Converter:
         """Named nodes that run float16 after `run`, in graph order (function bodies last)."""
         return [
             node
-            for node in _every_node(self.model)
+            for node in every_node(self.model)
             if node.name and node in self.plans and self.plans[node].converted
         ]
 
@@ -581,7 +612,7 @@ class _Fp16Converter:
         self._fix_outputs(graph, main=main, io_converted=io_converted)
 
     def _walk_subgraphs(self, node: ir.Node, imports: Mapping[str, int], converted: bool) -> None:
-        for subgraph in _subgraphs(node):
+        for subgraph in subgraphs(node):
             for value in subgraph.inputs:
                 self._set_source(value, FLOAT16 if converted else None)
             self._convert_initializers(subgraph, imports)
@@ -645,7 +676,7 @@ class _Fp16Converter:
         (signature,) = self.types.call_signatures[fid]
         self.types.function_body(function, signature)
         self.original.update(self.types.dtypes)
-        for node in ir.traversal.RecursiveGraphIterator(function):
+        for node in nodes_in(function):
             self.plans.pop(node, None)
         for value in function.inputs:
             self._set_source(value, FLOAT16)
@@ -804,16 +835,6 @@ def _inferred_outputs(
     return found
 
 
-def _subgraphs(node: ir.Node) -> list[ir.Graph]:
-    graphs: list[ir.Graph] = []
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            graphs.append(attr.as_graph())
-        elif attr.type == ir.AttributeType.GRAPHS:
-            graphs.extend(attr.as_graphs())
-    return graphs
-
-
 def _is_container(value: ir.Value | None) -> bool:
     """Sequences, optionals and maps: their element type is not ours to change."""
     return (
@@ -827,7 +848,7 @@ def _retype(value: ir.Value, dtype: ir.DataType) -> None:
 
 def _taken_names(model: ir.Model) -> set[str]:
     names: set[str] = set()
-    for node in _every_node(model):
+    for node in every_node(model):
         names.add(node.name or "")
         names.update(v.name or "" for v in node.outputs)
         names.update(v.name or "" for v in node.inputs if v is not None)

@@ -13,27 +13,21 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import onnx
 import onnx.inliner
 import onnx.version_converter
 import onnx_ir as ir
 
-from nsdl_jupyter.document import ModelDocument
+from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._validate import (
     DEFAULT_PROVIDER,
     Validator,
     check_validation_arguments,
 )
-from nsdl_jupyter.transforms._working_copy import (
-    ModelSource,
-    TransformError,
-    WorkingCopy,
-    check_output_path,
-    validate_saved,
-    working_copy,
-)
+from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
 
 # Max abs error per output <= OPSET_TOLERANCE * max(1, max |source output|): an adapter
 # changes the graph, not the arithmetic, so only kernel rounding differences remain.
@@ -60,47 +54,82 @@ def convert_opset(
     `tolerance` * max(1, max |source output|), else the status fails.
     """
     destination = check_output_path(output)
-    latest = onnx.defs.onnx_opset_version()
-    if isinstance(target, bool) or not isinstance(target, int) or not 1 <= target <= latest:
-        raise TransformError(
-            f"target opset must be an int from 1 to {latest} (the opsets onnx "
-            f"{onnx.__version__} knows), not {target!r}"
-        )
-    if validate:
-        check_validation_arguments(tolerance, provider)
-    copy = working_copy(model)
-    current = _default_opset(copy.model)
-    status = TransformStatus("convert_opset")
-    proto = ir.serde.serialize_model(copy.model)
-    if proto.functions:
-        if not inline_functions:
-            names = sorted(f"{f.domain}::{f.name}" for f in proto.functions)
+    opset = OpsetPass(
+        target,
+        inline_functions=inline_functions,
+        validate=validate,
+        tolerance=tolerance,
+        provider=provider,
+    )
+    return transform_file(opset, model, destination)
+
+
+@register("opset", "convert to another ONNX opset (onnx's version converter), validated")
+class OpsetPass(TransformPass):
+    """The model converted to ONNX opset `target` by onnx's version converter; on a file, the
+    result is run beside the source with onnxruntime (see `convert_opset`)."""
+
+    operation = "convert_opset"
+    replaces_model = True
+
+    def __init__(
+        self,
+        target: int,
+        *,
+        inline_functions: bool = False,
+        validate: bool = True,
+        tolerance: float = OPSET_TOLERANCE,
+        provider: str = DEFAULT_PROVIDER,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        latest = onnx.defs.onnx_opset_version()
+        if isinstance(target, bool) or not isinstance(target, int) or not 1 <= target <= latest:
             raise TransformError(
-                f"onnx's version converter cannot convert model-local functions ({names}): "
-                "pass inline_functions=True (--inline-functions) to inline them first"
+                f"target opset must be an int from 1 to {latest} (the opsets onnx "
+                f"{onnx.__version__} knows), not {target!r}"
             )
-        count = len(proto.functions)
-        proto = onnx.inliner.inline_local_functions(proto)
-        status.info(f"inlined {count} local function(s) first")
-    if current == target:
-        status.info(f"the model is already at opset {target}: written unchanged")
-        converted = proto
-    else:
-        converted = _convert(proto, current, target)
-        status.info(f"converted from opset {current} to {target}")
-        _raise_ir_version(converted, status)
-    result = WorkingCopy(ModelDocument(ir.serde.deserialize_model(converted)), None)
-    saved = result.save(destination)
-    validate_saved(saved, status, model)
-    status.counts["opset_from"] = current
-    status.counts["opset_to"] = target
-    if validate:
-        with Validator(model, tolerance=tolerance, provider=provider) as validator:
+        if validate:
+            check_validation_arguments(tolerance, provider)
+        self.target = target
+        self.inline_functions = inline_functions
+        self.validation = (tolerance, provider) if validate else None
+
+    def apply(self, model: ir.Model) -> ir.Model:
+        status, target = self.status, self.target
+        current = _default_opset(model)
+        proto = ir.serde.serialize_model(model)
+        if proto.functions:
+            if not self.inline_functions:
+                names = sorted(f"{f.domain}::{f.name}" for f in proto.functions)
+                raise TransformError(
+                    f"onnx's version converter cannot convert model-local functions ({names}): "
+                    "pass inline_functions=True (--inline-functions) to inline them first"
+                )
+            count = len(proto.functions)
+            proto = onnx.inliner.inline_local_functions(proto)
+            status.info(f"inlined {count} local function(s) first")
+        if current == target:
+            status.info(f"the model is already at opset {target}: written unchanged")
+            converted = proto
+        else:
+            converted = _convert(proto, current, target)
+            status.info(f"converted from opset {current} to {target}")
+            _raise_ir_version(converted, status)
+        status.counts["opset_from"] = current
+        status.counts["opset_to"] = target
+        return ir.serde.deserialize_model(converted)
+
+    def validate(self, source: ModelSource, target: Path, saved: Path) -> Path:
+        if self.validation is None:
+            return saved
+        tolerance, provider = self.validation
+        with Validator(source, tolerance=tolerance, provider=provider) as validator:
             outcome = validator.check(saved)
-            validator.report(status, outcome)
+            validator.report(self.status, outcome)
             if not outcome.passed and outcome.outcome != "not_validated":
-                status.fail(f"the converted model fails validation: {outcome.reason()}")
-    return status.finish(saved)
+                self.status.fail(f"the converted model fails validation: {outcome.reason()}")
+        return saved
 
 
 def _default_opset(model: ir.Model) -> int:

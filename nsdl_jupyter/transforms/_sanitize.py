@@ -23,18 +23,14 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter._walk import has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import Evaluator
+from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
-from nsdl_jupyter.transforms._working_copy import (
-    ModelSource,
-    TransformError,
-    check_output_path,
-    validate_saved,
-    working_copy,
-)
+from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
 
 _LOGGED_NAMES = 12  # names listed per log line before "and N more"
 
@@ -61,29 +57,89 @@ def sanitize(
     off by default). Returns a TransformStatus whose log says what was
     folded, what was removed and which nodes could not be evaluated.
     """
-    if fold_size_threshold is not None and (
-        isinstance(fold_size_threshold, bool)
-        or not isinstance(fold_size_threshold, int)
-        or fold_size_threshold < 0
-    ):
-        raise TransformError(
-            f"fold_size_threshold must be a number of bytes >= 0 or None, not "
-            f"{fold_size_threshold!r}"
-        )
-    if passes is not None and (
-        isinstance(passes, bool) or not isinstance(passes, int) or passes < 1
-    ):
-        raise TransformError(f"passes must be an int >= 1 or None (until stable), not {passes!r}")
-    target = check_output_path(output)
-    copy = working_copy(model)
-    status = TransformStatus("sanitize")
-    before = _node_count(copy.model)
-    folder = _Sanitizer(
-        copy.model, fold_size_threshold, status, memory_limit=_child_memory(copy.model)
+    sanitizer = SanitizePass(
+        fold_size_threshold,
+        passes,
+        fold_constants=fold_constants,
+        simplify=simplify,
+        remove_dead_nodes=remove_dead_nodes,
+        infer_shapes=infer_shapes,
+        fuse_batchnorm=fuse_batchnorm,
     )
-    if fold_constants and _likely_folds(copy.model.graph):
+    return transform_file(sanitizer, model, check_output_path(output))
+
+
+@register("sanitize", "fold constants, remove no-op and dead nodes, infer shapes")
+class SanitizePass(TransformPass):
+    """Constant folding, no-op and dead node removal, shape inference (see `sanitize`)."""
+
+    operation = "sanitize"
+
+    def __init__(
+        self,
+        fold_size_threshold: int | None = None,
+        passes: int | None = None,
+        *,
+        fold_constants: bool = True,
+        simplify: bool = True,
+        remove_dead_nodes: bool = True,
+        infer_shapes: bool = True,
+        fuse_batchnorm: bool = False,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        if fold_size_threshold is not None and (
+            isinstance(fold_size_threshold, bool)
+            or not isinstance(fold_size_threshold, int)
+            or fold_size_threshold < 0
+        ):
+            raise TransformError(
+                f"fold_size_threshold must be a number of bytes >= 0 or None, not "
+                f"{fold_size_threshold!r}"
+            )
+        if passes is not None and (
+            isinstance(passes, bool) or not isinstance(passes, int) or passes < 1
+        ):
+            raise TransformError(
+                f"passes must be an int >= 1 or None (until stable), not {passes!r}"
+            )
+        self.options = _Options(
+            fold_size_threshold,
+            passes,
+            fold_constants,
+            simplify,
+            remove_dead_nodes,
+            infer_shapes,
+            fuse_batchnorm,
+        )
+
+    def apply(self, model: ir.Model) -> bool:
+        _sanitize(model, self.options, self.status)
+        return True
+
+
+@dataclass(frozen=True)
+class _Options:
+    fold_size_threshold: int | None
+    passes: int | None
+    fold_constants: bool
+    simplify: bool
+    remove_dead_nodes: bool
+    infer_shapes: bool
+    fuse_batchnorm: bool
+
+
+def _sanitize(model: ir.Model, options: _Options, status: TransformStatus) -> None:
+    """The passes of `sanitize` on `model`, in place."""
+    fold_size_threshold, passes = options.fold_size_threshold, options.passes
+    fold_constants, simplify = options.fold_constants, options.simplify
+    remove_dead_nodes, infer_shapes = options.remove_dead_nodes, options.infer_shapes
+    fuse_batchnorm = options.fuse_batchnorm
+    before = _node_count(model)
+    folder = _Sanitizer(model, fold_size_threshold, status, memory_limit=_child_memory(model))
+    if fold_constants and _likely_folds(model.graph):
         folder.start_evaluator()  # its imports overlap with the first shape inference
-    untyped = [] if infer_shapes else _untyped_values(copy.model)
+    untyped = [] if infer_shapes else _untyped_values(model)
     done = 0
     changed = True
     while changed and (passes is None or done < passes):
@@ -91,7 +147,7 @@ def sanitize(
         changed = folder.lift_constants(done) if fold_constants else False
         # Every pass starts from fresh shapes; edits never invalidate the shapes of the
         # tensors that remain, so the rules below need no inference of their own.
-        _infer(copy.model)
+        _infer(model)
         if fold_constants:
             changed |= folder.fold(done)
         if simplify:
@@ -103,16 +159,13 @@ def sanitize(
     status.count("passes", done)
     if infer_shapes:
         if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
-            _infer(copy.model)
+            _infer(model)
         status.info("shape inference: done")
     else:
         for value in untyped:
             value.type, value.shape = None, None
-    after = _node_count(copy.model)
+    after = _node_count(model)
     status.info(f"nodes: {before} -> {after}")
-    saved = copy.save(target)
-    validate_saved(saved, status, model)
-    return status.finish(saved)
 
 
 def _likely_folds(graph: ir.Graph) -> bool:
@@ -141,14 +194,14 @@ def _untyped_values(model: ir.Model) -> list[ir.Value]:
     """Intermediate tensors without a declared type (kept so when shapes are not wanted)."""
     return [
         value
-        for node in ir.traversal.RecursiveGraphIterator(model.graph)
+        for node in nodes_in(model.graph)
         for value in node.outputs
         if value.type is None and not value.is_graph_output()
     ]
 
 
 def _node_count(model: ir.Model) -> int:
-    return sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
+    return sum(1 for _ in nodes_in(model.graph))
 
 
 def _infer(model: ir.Model) -> None:
@@ -251,12 +304,8 @@ class _Sanitizer:
         scope = outer.child(graph)  # again: folding registered new initializers
         scope.extra.clear()
         for node in list(graph):
-            for attr in node.attributes.values():
-                if attr.type == ir.AttributeType.GRAPH:
-                    folded += self._fold_tree(attr.as_graph(), scope)
-                elif attr.type == ir.AttributeType.GRAPHS:
-                    for subgraph in attr.as_graphs():
-                        folded += self._fold_tree(subgraph, scope)
+            for subgraph in subgraphs(node):
+                folded += self._fold_tree(subgraph, scope)
         return folded
 
     def _lift_constants(self, graph: ir.Graph) -> int:
@@ -351,10 +400,7 @@ class _Sanitizer:
     def _foldable(self, node: ir.Node) -> bool:
         if node in self.skipped or node.op_type in NONDETERMINISTIC:
             return False
-        if any(
-            attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
-            for attr in (node.attributes.values())
-        ):
+        if has_subgraphs(node):
             return False
         return all(output.name for output in node.outputs)
 
@@ -629,12 +675,8 @@ def _inputs_from_outside(nodes: Sequence[ir.Node]) -> list[ir.Value]:
 
 def _remove_dead_nodes(graph: ir.Graph) -> Iterator[str]:
     for node in reversed(list(graph)):
-        for attr in node.attributes.values():
-            if attr.type == ir.AttributeType.GRAPH:
-                yield from _remove_dead_nodes(attr.as_graph())
-            elif attr.type == ir.AttributeType.GRAPHS:
-                for subgraph in attr.as_graphs():
-                    yield from _remove_dead_nodes(subgraph)
+        for subgraph in subgraphs(node):
+            yield from _remove_dead_nodes(subgraph)
         if all(not value.uses() and not value.is_graph_output() for value in node.outputs):
             graph.remove(node, safe=True)
             yield node.name or node.op_type

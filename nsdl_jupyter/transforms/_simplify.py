@@ -16,11 +16,13 @@ renamed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import onnx_ir as ir
+
+from nsdl_jupyter._walk import has_subgraphs, subgraphs
 
 _RESHAPES = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten"})
 # Same static shape in and out means the identity for these (given the extra checks below).
@@ -78,7 +80,7 @@ class Simplifier:
         contents = _ConstantKeys()
         count = 0
         for node in list(graph):
-            for subgraph in _subgraphs(node):
+            for subgraph in subgraphs(node):
                 count += self._deduplicate(subgraph)
             key = _node_key(node, contents)
             if key is None:
@@ -103,7 +105,7 @@ class Simplifier:
         for node in list(graph):
             if node.graph is not graph:
                 continue  # removed by an earlier rule in this sweep
-            for subgraph in _subgraphs(node):
+            for subgraph in subgraphs(node):
                 count += self._sweep(subgraph)
             if not _standard(node):
                 continue
@@ -214,9 +216,9 @@ def _node_key(
     if node.op_type in NONDETERMINISTIC or not node.outputs:
         return None
     attributes: list[tuple[str, object]] = []
+    if has_subgraphs(node):
+        return None
     for name, attr in sorted(node.attributes.items()):
-        if attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS):
-            return None
         value: object = attr.value
         if attr.type == ir.AttributeType.TENSOR:
             array = attr.as_tensor().numpy()
@@ -239,14 +241,6 @@ def _can_take_name(graph: ir.Graph, source: ir.Value) -> bool:
         and not source.is_graph_output()
         and not source.is_graph_input()
     )
-
-
-def _subgraphs(node: ir.Node) -> Iterator[ir.Graph]:
-    for attr in node.attributes.values():
-        if attr.type == ir.AttributeType.GRAPH:
-            yield attr.as_graph()
-        elif attr.type == ir.AttributeType.GRAPHS:
-            yield from attr.as_graphs()
 
 
 # ------------------------------------------------------------------ rules

@@ -15,7 +15,7 @@ precision or range reduction is simulated for them.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -25,6 +25,7 @@ import onnx_ir as ir
 from nsdl_jupyter.document import ChangeEvent
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.transforms._dtypes import DtypeInference, formal_index, node_schema
+from nsdl_jupyter.transforms._passes import EditPass, register, transform_document
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import TransformError, data_type
 
@@ -94,14 +95,18 @@ Selection = str | Iterable[str] | Callable[[TensorRef], bool]
 
 def list_tensors(doc: ModelDocument, dtype: ir.DataType | str | None = None) -> list[TensorRef]:
     """Every convertible tensor of the main graph (optionally only those of `dtype`)."""
+    return _tensors_of(doc.graph, dtype)
+
+
+def _tensors_of(graph: ir.Graph, dtype: ir.DataType | str | None = None) -> list[TensorRef]:
     wanted = data_type(dtype) if dtype is not None else None
     refs: list[TensorRef] = []
-    for name, value in doc.graph.initializers.items():
+    for name, value in graph.initializers.items():
         tensor = value.const_value
         if tensor is None:
             continue
         refs.append(TensorRef(name, "initializer", tensor.dtype, tuple(tensor.shape.numpy())))
-    for node in doc.graph:
+    for node in graph:
         for attr_name, attr in node.attributes.items():
             ref = _attribute_ref(node, attr_name, attr)
             if ref is not None:
@@ -125,8 +130,8 @@ def _attribute_ref(node: ir.Node, attr_name: str, attr: ir.Attr) -> TensorRef | 
     return None
 
 
-def _select(doc: ModelDocument, selection: Selection) -> list[TensorRef]:
-    refs = list_tensors(doc)
+def _select(graph: ir.Graph, selection: Selection) -> list[TensorRef]:
+    refs = _tensors_of(graph)
     if callable(selection):
         return [ref for ref in refs if selection(ref)]
     names = [selection] if isinstance(selection, str) else list(selection)
@@ -146,12 +151,16 @@ def _select(doc: ModelDocument, selection: Selection) -> list[TensorRef]:
 
 
 # ------------------------------------------------------------------ arrays
-def _current_array(doc: ModelDocument, ref: TensorRef) -> np.ndarray:
+def _nodes_by_name(graph: ir.Graph) -> dict[str, ir.Node]:
+    return {node.name or "": node for node in graph}
+
+
+def _current_array(graph: ir.Graph, nodes: Mapping[str, ir.Node], ref: TensorRef) -> np.ndarray:
     if ref.kind == "initializer":
-        tensor = doc.graph.initializers[ref.name].const_value
+        tensor = graph.initializers[ref.name].const_value
         assert tensor is not None
         return tensor.numpy()
-    attr = doc.node(ref.node or "").attributes[ref.attribute or ""]
+    attr = nodes[ref.node or ""].attributes[ref.attribute or ""]
     if attr.type == ir.AttributeType.TENSOR:
         return attr.as_tensor().numpy()
     return np.array(attr.value, dtype=ref.dtype.numpy())
@@ -239,15 +248,15 @@ def _to_floats(
 
 
 def _consumer_warnings(
-    doc: ModelDocument, ref: TensorRef, to: ir.DataType, types: DtypeInference
+    graph: ir.Graph, ref: TensorRef, to: ir.DataType, types: DtypeInference
 ) -> list[str]:
     """Consumers whose schema does not accept `to` at that input, or binds it elsewhere."""
     if ref.kind != "initializer":
         return []
-    value = doc.graph.initializers[ref.name]
+    value = graph.initializers[ref.name]
     found = []
     for user, index in value.uses():
-        schema = node_schema(user, doc.graph.opset_imports)
+        schema = node_schema(user, graph.opset_imports)
         formal = formal_index(schema, index) if schema is not None else None
         if schema is None or formal is None:
             continue
@@ -290,16 +299,20 @@ def preview_tensor_conversion(
     doc: ModelDocument, names_or_filter: Selection, dtype: ir.DataType | str | int
 ) -> ConversionPreview:
     """What converting the selected tensors to `dtype` would lose; changes nothing."""
-    to = data_type(dtype)
+    return _preview(doc.model, names_or_filter, data_type(dtype))
+
+
+def _preview(model: ir.Model, names_or_filter: Selection, to: ir.DataType) -> ConversionPreview:
     items = []
-    types = DtypeInference(doc.model).run()
-    for ref in _select(doc, names_or_filter):
+    types = DtypeInference(model).run()
+    nodes = _nodes_by_name(model.graph)
+    for ref in _select(model.graph, names_or_filter):
         item = ConversionItem(ref, to)
         if ref.dtype == to:
             item.warnings.append(f"already {to.name.lower()}: nothing to convert")
             items.append(item)
             continue
-        array = _current_array(doc, ref)
+        array = _current_array(model.graph, nodes, ref)
         converted, item.warnings = convert_array(array, to)
         if array.dtype.kind in "fiub" and converted.size:
             before = array.astype(np.float64)
@@ -308,7 +321,7 @@ def preview_tensor_conversion(
             if both.any():
                 item.max_abs_error = float(np.max(np.abs(after[both] - before[both])))
             item.values_changed = int(np.count_nonzero(~(after == before) & both))
-        item.warnings.extend(_consumer_warnings(doc, ref, to, types))
+        item.warnings.extend(_consumer_warnings(model.graph, ref, to, types))
         items.append(item)
     return ConversionPreview(to, items)
 
@@ -323,40 +336,55 @@ def convert_tensors(
     function `TensorRef -> bool` (see `list_tensors`). The preview's warnings land in the
     returned status; `doc.undo()` restores every original value exactly.
     """
-    to = data_type(dtype)
-    preview = preview_tensor_conversion(doc, names_or_filter, to)
-    status = TransformStatus("convert_tensors")
-    edits: list[e.Edit] = []
-    changed_nodes: set[str] = set()
-    touched_initializers = False
-    for item in preview.items:
-        ref = item.tensor
-        for warning in item.warnings:
-            status.warn(f"{ref.name}: {warning}")
-        if ref.dtype == to:
-            continue
-        converted, _ = convert_array(_current_array(doc, ref), to)
-        if ref.kind == "initializer":
-            edits.extend(_initializer_edits(doc, ref.name, converted, to))
-            touched_initializers = True
-            changed_nodes.update(user.name or "" for user, _ in doc.tensors[ref.name].uses())
-        else:
-            edits.extend(_attribute_edits(doc, ref, converted, to))
-            changed_nodes.add(ref.node or "")
-        status.count("tensors_converted")
-    if edits:
+    return transform_document(TensorDtypePass(names_or_filter, dtype), doc)
+
+
+@register("tensor_dtype", "convert initializers and tensor/list attributes to another dtype")
+class TensorDtypePass(EditPass):
+    """The selected tensors of the main graph converted to `dtype` (see `convert_tensors`);
+    on a document, one command that undo reverts to the very same tensor objects."""
+
+    operation = "convert_tensors"
+
+    def __init__(
+        self,
+        names_or_filter: Selection,
+        dtype: ir.DataType | str | int,
+        *,
+        status: TransformStatus | None = None,
+    ) -> None:
+        super().__init__(status=status)
+        self.selection = names_or_filter
+        self.to = data_type(dtype)
+
+    def plan(self, model: ir.Model) -> tuple[str, list[e.Edit], ChangeEvent]:
+        to, status, graph = self.to, self.status, model.graph
+        nodes = _nodes_by_name(graph)
+        preview = _preview(model, self.selection, to)
+        edits: list[e.Edit] = []
+        changed_nodes: set[str] = set()
+        touched_initializers = False
+        for item in preview.items:
+            ref = item.tensor
+            for warning in item.warnings:
+                status.warn(f"{ref.name}: {warning}")
+            if ref.dtype == to:
+                continue
+            converted, _ = convert_array(_current_array(graph, nodes, ref), to)
+            if ref.kind == "initializer":
+                edits.extend(_initializer_edits(graph, ref.name, converted, to))
+                touched_initializers = True
+                users = graph.initializers[ref.name].uses()
+                changed_nodes.update(user.name or "" for user, _ in users)
+            else:
+                edits.extend(_attribute_edits(nodes, ref, converted, to))
+                changed_nodes.add(ref.node or "")
+            status.count("tensors_converted")
         description = f"convert {status.counts['tensors_converted']} tensor(s) to {to.name}"
-        doc.apply_edits(  # the document's command path: one undo step, one event
-            description,
-            edits,
-            ChangeEvent(
-                description,
-                changed=frozenset(changed_nodes),
-                initializers=touched_initializers,
-            ),
+        event = ChangeEvent(
+            description, changed=frozenset(changed_nodes), initializers=touched_initializers
         )
-        status.info(description)
-    return status.finish(None)
+        return description, edits, event
 
 
 def replace_initializer_value(
@@ -371,15 +399,15 @@ def replace_initializer_value(
     users = frozenset(user.name or "" for user, _ in value.uses())
     doc.apply_edits(
         text,
-        _initializer_edits(doc, name, array, to),
+        _initializer_edits(doc.graph, name, array, to),
         ChangeEvent(text, changed=users, initializers=True),
     )
 
 
 def _initializer_edits(
-    doc: ModelDocument, name: str, array: np.ndarray, to: ir.DataType
+    graph: ir.Graph, name: str, array: np.ndarray, to: ir.DataType
 ) -> list[e.Edit]:
-    value = doc.graph.initializers[name]
+    value = graph.initializers[name]
     tensor = ir.tensor(array, dtype=to, name=name)
     edits: list[e.Edit] = [
         e.SetField(value, "const_value", tensor),
@@ -391,9 +419,9 @@ def _initializer_edits(
 
 
 def _attribute_edits(
-    doc: ModelDocument, ref: TensorRef, converted: np.ndarray, to: ir.DataType
+    nodes: Mapping[str, ir.Node], ref: TensorRef, converted: np.ndarray, to: ir.DataType
 ) -> list[e.Edit]:
-    node = doc.node(ref.node or "")
+    node = nodes[ref.node or ""]
     name = ref.attribute or ""
     attr = node.attributes[name]
     if attr.type == ir.AttributeType.TENSOR:

@@ -8,12 +8,34 @@ runs with the parsed namespace, printing the status log and returning an exit co
 from __future__ import annotations
 
 import argparse
+import ast
 import signal
 import sys
 import threading
 from types import FrameType
 
-from nsdl_jupyter.transforms._status import TransformStatus
+from nsdl_jupyter.cli import UsageError
+from nsdl_jupyter.document import open_model
+from nsdl_jupyter.transforms import (
+    DEFAULT_OP_BLOCK_LIST,
+    TRANSFORMS,
+    ToolRun,
+    ToolStore,
+    TransformStatus,
+    UserTool,
+    convert_opset,
+    convert_tensors,
+    convert_to_fp16,
+    extract_body,
+    extract_function,
+    extract_subgraph,
+    list_tensors,
+    preview_tensor_conversion,
+    run_tool,
+    sanitize,
+    transform_file,
+    transform_named,
+)
 
 
 def _report(status: TransformStatus) -> int:
@@ -77,7 +99,6 @@ class _Fp16:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._fp16 import DEFAULT_OP_BLOCK_LIST, convert_to_fp16
 
         blocked = list(args.block_op or [])
         if not args.no_default_block_list:
@@ -109,7 +130,6 @@ class _Opset:
         _validation_arguments(parser, default_tolerance=1e-4)
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._opset import convert_opset
 
         status = convert_opset(
             args.model,
@@ -147,7 +167,6 @@ class _Sanitize:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._sanitize import sanitize
 
         status = sanitize(
             args.model,
@@ -181,11 +200,6 @@ class _Extract:
         parser.add_argument("--domain", default=None, help="--function: its domain")
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._extract import (
-            extract_body,
-            extract_function,
-            extract_subgraph,
-        )
 
         if args.outputs:
             status = extract_subgraph(
@@ -214,13 +228,6 @@ class _Tensors:
         )
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.cli import UsageError
-        from nsdl_jupyter.document import open_model
-        from nsdl_jupyter.transforms._tensor_dtype import (
-            convert_tensors,
-            list_tensors,
-            preview_tensor_conversion,
-        )
 
         doc = open_model(args.model)
         selection = list(args.convert or [])
@@ -269,7 +276,6 @@ class _Tools:
         run.add_argument("-o", "--output", help="the $Output path")
 
     def run(self, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolStore, UserTool
 
         store = ToolStore()
         if args.action == "list":
@@ -295,10 +301,7 @@ class _Tools:
             return 0
         return self._run(store, args)
 
-    def _run(self, store: object, args: argparse.Namespace) -> int:
-        from nsdl_jupyter.transforms._tools import ToolRun, ToolStore, run_tool
-
-        assert isinstance(store, ToolStore)
+    def _run(self, store: ToolStore, args: argparse.Namespace) -> int:
 
         def echo(stream: str, line: str) -> None:
             print(line, file=sys.stderr if stream == "stderr" else sys.stdout, flush=True)
@@ -339,3 +342,49 @@ SANITIZE = _Sanitize()
 EXTRACT = _Extract()
 TENSORS = _Tensors()
 TOOLS = _Tools()
+
+
+class _Transform:
+    """Any registered transform pass, options given as `--set name=value` (Python literals)."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--list", action="store_true", help="list the registered transforms")
+        parser.add_argument("name", nargs="?", help="the transform (see --list)")
+        parser.add_argument("model", nargs="?", help="the ONNX model to read")
+        parser.add_argument("-o", "--output", help="where to write the result")
+        parser.add_argument(
+            "--set",
+            dest="options",
+            action="append",
+            default=[],
+            metavar="OPTION=VALUE",
+            help="a keyword argument of the pass (repeatable), e.g. --set target=17 or "
+            "--set \"outputs=['y']\"",
+        )
+
+    def run(self, args: argparse.Namespace) -> int:
+        if args.list:
+            for entry in TRANSFORMS.values():
+                print(f"{entry.name}\t{entry.help}")
+            return 0
+        if not (args.name and args.model and args.output):
+            raise UsageError("give NAME MODEL -o OUTPUT (nsdl transform --list names them)")
+        factory = transform_named(args.name).factory
+        try:
+            pass_ = factory(**dict(_option(text) for text in args.options))
+        except TypeError as error:
+            raise UsageError(f"{args.name}: {error}") from None
+        return _report(transform_file(pass_, args.model, args.output))
+
+
+def _option(text: str) -> tuple[str, object]:
+    name, equals, value = text.partition("=")
+    if not equals or not name.isidentifier():
+        raise UsageError(f"options are NAME=VALUE, not {text!r}")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value  # a bare word is a string: provider=CPUExecutionProvider
+
+
+TRANSFORM = _Transform()

@@ -33,27 +33,27 @@ class Entry:
 
 
 COMMANDS: dict[str, Entry] = {
-    "fp16": Entry(
-        "convert weights and compute to float16", "nsdl_jupyter.transforms._commands:FP16"
-    ),
+    "fp16": Entry("convert weights and compute to float16", "nsdl_jupyter.cli._transforms:FP16"),
     "opset": Entry(
         "convert to another ONNX opset (onnx's version converter), validated",
-        "nsdl_jupyter.transforms._commands:OPSET",
+        "nsdl_jupyter.cli._transforms:OPSET",
     ),
     "sanitize": Entry(
         "fold constants, remove no-op and dead nodes, infer shapes",
-        "nsdl_jupyter.transforms._commands:SANITIZE",
+        "nsdl_jupyter.cli._transforms:SANITIZE",
     ),
     "extract": Entry(
         "extract a subgraph, an If/Loop/Scan body or a local function as a model",
-        "nsdl_jupyter.transforms._commands:EXTRACT",
+        "nsdl_jupyter.cli._transforms:EXTRACT",
     ),
     "tensors": Entry(
         "list tensors or convert initializers/attributes to another dtype",
-        "nsdl_jupyter.transforms._commands:TENSORS",
+        "nsdl_jupyter.cli._transforms:TENSORS",
     ),
-    "tools": Entry(
-        "list, add, remove and run user tools", "nsdl_jupyter.transforms._commands:TOOLS"
+    "tools": Entry("list, add, remove and run user tools", "nsdl_jupyter.cli._transforms:TOOLS"),
+    "transform": Entry(
+        "run any registered transform pass (--list names them)",
+        "nsdl_jupyter.cli._transforms:TRANSFORM",
     ),
     "html": Entry("notebook as HTML showing its widgets offline", "nsdl_jupyter.nbconvert:HTML"),
 }
@@ -108,7 +108,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader (e.g. `| head`) left: stop quietly, as other command-line tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
