@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter.graph import trt_layer_nodes
 from nsdl_jupyter.profiling._activity import (
     NODE_TIME_NOTE,
     ProfileJob,
@@ -57,7 +58,7 @@ from nsdl_jupyter.profiling._report import ProfileReport
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_settings import TrtSettings
-from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
+from nsdl_jupyter.profiling._trtexec import load_trtexec
 
 __all__ = [
     "NODE_TIME_NOTE",

@@ -11,7 +11,6 @@ anything malformed in them raises TrtexecFormatError naming the file.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,119 +18,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.graph import precision_of, trt_layer_nodes
 from nsdl_jupyter.profiling._errors import TrtexecFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 
-_ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
-_FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$")
-_TENSOR_SUFFIXES = (".weight", ".bias", ".scale", ".zero_point", "_scale", "_zero_point")
-_INSERTED_PREFIXES = ("copied_squeeze_after_", "unsqueeze_node_after_", "squeeze_after_")
 TRT_TIME_NOTE = (
     "Per-layer times from trtexec --exportProfile (a profiling pass that times each layer; "
     "fused layers cover several ONNX nodes). End-to-end figures from --exportTimes."
 )
 
 PathLike = str | os.PathLike[str]
-
-
-def _split_top_level(text: str, separators: tuple[str, ...]) -> list[str]:
-    """Split on separators that are outside parentheses/brackets."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            for sep in separators:
-                if text.startswith(sep, i):
-                    parts.append(text[start:i])
-                    i += len(sep)
-                    start = i
-                    break
-            else:
-                i += 1
-                continue
-            continue
-        i += 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _tokens(name: str) -> list[str]:
-    """The pieces a fused layer name is made of, PWN(...) and ForeignNode[...] unwrapped."""
-    if name.startswith("Reformatting CopyNode"):
-        return []  # a layout conversion TensorRT inserted: no ONNX node of its own
-    out: list[str] = []
-    for part in _split_top_level(name, (" + ",)):
-        foreign = _FOREIGN.match(part)
-        if foreign:
-            out.extend(t.strip() for t in foreign.group(1).split("...") if t.strip())
-        elif part.startswith("PWN(") and part.endswith(")"):
-            out.extend(_tokens_inner(part[4:-1]))
-        else:
-            out.append(part)
-    return out
-
-
-def _tokens_inner(text: str) -> list[str]:
-    found: list[str] = []
-    for piece in _split_top_level(text, (", ", " + ", ",")):
-        if piece.startswith("PWN(") and piece.endswith(")"):
-            found.extend(_tokens_inner(piece[4:-1]))
-        else:
-            found.append(piece)
-    return found
-
-
-def trt_layer_nodes(
-    layer_name: str, metadata: str | None = None, graph_nodes: set[str] | None = None
-) -> list[str]:
-    """ONNX node names a TensorRT layer covers, from its Metadata or its fused name.
-
-    With `graph_nodes` (the model's node names) only real nodes are kept; without, tokens that
-    name tensors (weights, biases) or nodes TensorRT inserted are dropped.
-    """
-    if metadata:
-        named = _ONNX_LAYER.findall(metadata)
-        if named:
-            return [n for n in named if graph_nodes is None or n in graph_nodes]
-    tokens = _tokens(layer_name)
-    if graph_nodes is not None:
-        return [t for t in tokens if t in graph_nodes]
-    return [
-        t
-        for t in tokens
-        if "(Unnamed Layer*" not in t
-        and not t.endswith(_TENSOR_SUFFIXES)
-        and not t.startswith(_INSERTED_PREFIXES)
-    ]
-
-
-def _precision(datatype: str) -> str:
-    text = datatype.lower()
-    for needle, label in (
-        ("int8", "INT8"),
-        ("fp8", "FP8"),
-        ("int4", "INT4"),
-        ("bf16", "BF16"),
-        ("fp16", "FP16"),
-        ("half", "FP16"),
-        ("fp32", "FP32"),
-        ("float", "FP32"),
-        ("int32", "INT32"),
-        ("int64", "INT64"),
-        ("bool", "BOOL"),
-    ):
-        if needle in text:
-            return label
-    return ""
 
 
 def _shapes(bindings: Any) -> str:
@@ -141,7 +39,7 @@ def _shapes(bindings: Any) -> str:
     for b in bindings:
         if isinstance(b, Mapping):
             dims = ",".join(str(d) for d in b.get("Dimensions", []))
-            prec = _precision(str(b.get("Format/Datatype", "")))
+            prec = precision_of(str(b.get("Format/Datatype", "")))
             parts.append(f"{prec.lower() or '?'}[{dims}]")
     return ", ".join(parts)
 
@@ -315,7 +213,7 @@ def _layer_record(
     outputs = detail.get("Outputs")
     precision = ""
     if isinstance(outputs, list) and outputs and isinstance(outputs[0], Mapping):
-        precision = _precision(str(outputs[0].get("Format/Datatype", "")))
+        precision = precision_of(str(outputs[0].get("Format/Datatype", "")))
 
     def number(key: str) -> float:
         value = row.get(key)
