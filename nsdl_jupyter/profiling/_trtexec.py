@@ -30,6 +30,7 @@ TRT_TIME_NOTE = (
 )
 
 PathLike = str | os.PathLike[str]
+_NON_COMPUTE = frozenset({"Reformat", "NoOp"})
 
 
 def _shapes(bindings: Any) -> str:
@@ -42,6 +43,18 @@ def _shapes(bindings: Any) -> str:
             prec = precision_of(str(b.get("Format/Datatype", "")))
             parts.append(f"{prec.lower() or '?'}[{dims}]")
     return ", ".join(parts)
+
+
+def _formats(tensors: Any) -> str:
+    """The output formats of a layer ("Row major linear FP32; ...")."""
+    if not isinstance(tensors, list):
+        return ""
+    return "; ".join(str(t.get("Format/Datatype", "")) for t in tensors if isinstance(t, Mapping))
+
+
+def is_non_compute(name: str, op_type: str) -> bool:
+    """A layer TensorRT inserted that moves or reshapes data only (reformats, no-ops)."""
+    return op_type in _NON_COMPUTE or name.startswith("Reformatting CopyNode")
 
 
 def _read_json(path: PathLike, what: str, kind: type = object) -> Any:
@@ -100,6 +113,7 @@ def load_trtexec(
     model: Any = None,
     name: str | None = None,
     full_paths: bool = False,
+    hide_non_compute: bool = False,
 ) -> ProfileReport:
     """A ProfileReport from trtexec exports; at least one of the three files is needed.
 
@@ -109,6 +123,8 @@ def load_trtexec(
     `*.profile.metadata.json`, found beside the profile when not given) adds the device and the
     run options. `model` (path, ModelProto, ModelDocument) restricts `onnx_nodes` to real nodes.
     The metadata records file names only unless `full_paths` (absolute paths) is set.
+    `hide_non_compute` leaves out the reformat and no-op layers TensorRT inserted (their
+    count and time are kept in the metadata as `hidden_non_compute`).
     """
     if profile is None and layer_info is None and times is None:
         raise TypeError("load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)")
@@ -125,6 +141,7 @@ def load_trtexec(
             graph_nodes=graph_nodes,
             name=name,
             full_paths=full_paths,
+            hide_non_compute=hide_non_compute,
         )
 
 
@@ -137,6 +154,7 @@ def _load(
     graph_nodes: set[str] | None,
     name: str | None,
     full_paths: bool,
+    hide_non_compute: bool,
 ) -> ProfileReport:
     rows: list[dict[str, Any]] = []
     count = None
@@ -150,6 +168,8 @@ def _load(
         rows = [{"name": n} for n in info_by_name]
 
     records = [_layer_record(row, info_by_name, graph_nodes) for row in rows]
+    hidden = [r for r in records if hide_non_compute and is_non_compute(r["name"], r["op_type"])]
+    records = [r for r in records if not any(r is h for h in hidden)]
     layers = pd.DataFrame.from_records(records) if records else pd.DataFrame({"name": []})
     if len(layers):
         total = layers["mean_ms"].sum(min_count=1)
@@ -196,6 +216,11 @@ def _load(
         "timeline_note": "trtexec exports no per-layer start times: layers are drawn back to "
         "back in engine order with their mean durations",
     }
+    if hide_non_compute:
+        metadata["hidden_non_compute"] = {
+            "layers": len(hidden),
+            "mean_ms": float(np.nansum([h["mean_ms"] for h in hidden])),
+        }
     metadata.update(_run_metadata(profile_path, run_metadata, have_latencies=bool(latencies)))
     return ProfileReport(
         layers, latencies_ms=latencies, timeline_events=timeline, metadata=metadata
@@ -231,6 +256,7 @@ def _layer_record(
         "input_shapes": _shapes(detail.get("Inputs")),
         "output_shapes": _shapes(detail.get("Outputs")),
         "tactic": str(detail.get("TacticName", detail.get("TacticValue", ""))),
+        "formats": _formats(detail.get("Outputs")),
         "onnx_nodes": trt_layer_nodes(
             layer_name, str(detail.get("Metadata") or "") or None, graph_nodes
         ),
