@@ -244,6 +244,12 @@ def test_input_folder_goes_to_trtexec_as_raw_files(
     assert name == "image" and path.endswith(".bin")
 
 
+def test_a_weight_stripped_engine_needs_its_model(tmp_path: Path) -> None:
+    metadata = {"backend": "tensorrt", "version": "10.3.0", "settings": {"refit": "stripped"}}
+    with pytest.raises(ProfileSettingsError, match="weight-stripped"):
+        nj.profile_trt(_engine(tmp_path, metadata), backend="trtexec")
+
+
 def test_input_folder_without_the_model_says_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(ProfileSettingsError, match="model=onnx_model"):
         nj.profile_trt(_engine(tmp_path), backend="trtexec", input_folder=tmp_path)

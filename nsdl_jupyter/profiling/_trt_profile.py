@@ -144,6 +144,11 @@ class TrtProfileJob(StagedJob):
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
         self._result: JobResult | None = None
+        if self.built_as.get("refit") == "stripped" and source is None:
+            raise ProfileSettingsError(
+                "this engine was built weight-stripped (refit='stripped'): pass the ONNX model "
+                "it was built from, profile_trt(engine, model=onnx_model), to refit its weights"
+            )
         shapes = _opt_shapes(settings, options.optimization_profile)
         arrays = None
         if options.input_folder is not None:
