@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _trtexec_standin import PREFIX, calls, write_standin
 from onnx import numpy_helper
 from test_profiling_helpers import shared_fixture
 from test_trt_export import small_cnn
@@ -34,50 +33,17 @@ from nsdl_jupyter.profiling import (
 )
 from nsdl_jupyter.profiling._trt_settings import runner_module
 
-PREFIX = "mobilenet.qat.onnx.engine."
 CONV = "features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)"
-
-STANDIN = '''#!{python}
-"""A stand-in for trtexec: replays recorded exports; records its argv. Not TensorRT."""
-import json, os, shutil, sys, time
-args = sys.argv[1:]
-print("&&&& RUNNING TensorRT.trtexec [TensorRT v100300] # trtexec " + " ".join(args))
-if args == ["--help"]:
-    sys.exit(0)
-with open(os.environ["STANDIN_LOG"], "a") as f:
-    f.write(json.dumps(args) + "\\n")
-time.sleep(float(os.environ.get("STANDIN_SLEEP", "0")))
-opts = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
-fixtures = os.environ["STANDIN_FIXTURES"]
-if "saveEngine" in opts:
-    with open(opts["saveEngine"], "wb") as f:
-        f.write(b"not a real engine")
-for flag, kind in (("exportProfile", "profile"), ("exportLayerInfo", "graph"),
-                   ("exportTimes", "timing")):
-    if flag in opts:
-        shutil.copy(os.path.join(fixtures, "{prefix}" + kind + ".json"), opts[flag])
-open(os.environ["STANDIN_LOG"] + ".finished", "w").close()
-'''
 
 
 @pytest.fixture
-def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[TrtSettings, Path]:
+def standin(tmp_path: Path) -> tuple[TrtSettings, Path]:
     """Settings that run the stand-in trtexec, and the file its argv lands in."""
-    fixtures = shared_fixture("trtexec", PREFIX + "profile.json").parent
-    script = tmp_path / "trtexec"
-    script.write_text(STANDIN.format(python=sys.executable, prefix=PREFIX))
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    log = tmp_path / "argv.jsonl"
-    monkeypatch.setenv("STANDIN_LOG", str(log))
-    monkeypatch.setenv("STANDIN_FIXTURES", str(fixtures))
+    script, log = write_standin(tmp_path)
     settings = TrtSettings(
         backend="trtexec", trtexec_path=str(script), cache_dir=str(tmp_path / "cache")
     )
     return settings, log
-
-
-def _calls(log: Path) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def _engine(tmp_path: Path, metadata: dict[str, object] | None = None) -> Path:
@@ -94,7 +60,7 @@ def test_trtexec_profiles_a_prebuilt_engine_with_the_profiling_flags(
     settings, log = standin
     report = nj.profile_trt(_engine(tmp_path), settings, passes=7, timeout=120)
 
-    (argv,) = _calls(log)
+    (argv,) = calls(log)
     assert argv[0].startswith("--loadEngine=") and argv[0].endswith("model.engine")
     for flag in ("--separateProfileRun", "--profilingVerbosity=detailed", "--iterations=7"):
         assert flag in argv
@@ -132,7 +98,7 @@ def test_trtexec_builds_the_model_then_profiles_the_engine(
                                                     "max": [1, 3, 16, 16]}}]
     )  # fmt: skip
     report = nj.profile_trt(small_cnn(), profiled, passes=3, timeout=120)
-    build, run = _calls(log)
+    build, run = calls(log)
     assert build[0].startswith("--onnx=") and "--skipInference" in build
     engine = next(a for a in build if a.startswith("--saveEngine=")).split("=", 1)[1]
     assert run[0] == f"--loadEngine={engine}"
@@ -167,11 +133,9 @@ def test_report_rows_lay_over_the_engine_graph(
         assert engine.onnx_nodes[name] == nodes
 
 
-def test_cancel_ends_the_run_and_its_trtexec(
-    standin: tuple[TrtSettings, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings, log = standin
-    monkeypatch.setenv("STANDIN_SLEEP", "60")
+def test_cancel_ends_the_run_and_its_trtexec(tmp_path: Path) -> None:
+    script, log = write_standin(tmp_path, sleep=60)
+    settings = TrtSettings(backend="trtexec", trtexec_path=str(script))
     job = start_profile_trt(_engine(tmp_path), settings)
     deadline = time.monotonic() + 60
     while not log.exists() and time.monotonic() < deadline:  # trtexec has started
@@ -238,7 +202,7 @@ def test_input_folder_goes_to_trtexec_as_raw_files(
     image = np.full((1, 3, 16, 16), 0.5, dtype=np.float32)
     (folder / "image.pb").write_bytes(numpy_helper.from_array(image, "image").SerializeToString())
     nj.profile_trt(_engine(tmp_path), settings, model=small_cnn(), input_folder=folder, timeout=120)
-    (argv,) = _calls(log)
+    (argv,) = calls(log)
     spec = next(a for a in argv if a.startswith("--loadInputs="))
     name, path = spec.removeprefix("--loadInputs=").split(":", 1)
     assert name == "image" and path.endswith(".bin")
