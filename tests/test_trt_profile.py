@@ -83,8 +83,11 @@ def test_trtexec_profiles_a_prebuilt_engine_with_the_profiling_flags(
         "trtexec",
         "10.3.0",
     )
-    assert meta["latency_source"] == "trtexec --exportTimes"
-    assert meta["trtexec_argv"][1:] == argv
+    assert meta["latency_source"].startswith("trtexec --exportTimes")
+    assert meta["iterations"] == 7
+    # the argv is recorded with file names only (no paths of the machines involved)
+    assert meta["trtexec_argv"][:3] == ["trtexec", "--loadEngine=model.engine", argv[1]]
+    assert not any("/" in arg for arg in meta["trtexec_argv"])
     timing = json.loads(shared_fixture("trtexec", PREFIX + "timing.json").read_text())
     assert report.latencies_ms.tolist() == pytest.approx([t["latencyMs"] for t in timing])
 

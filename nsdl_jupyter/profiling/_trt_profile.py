@@ -10,6 +10,7 @@ the Python API and trtexec backends alike. Nothing here imports TensorRT.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,14 @@ TRT_PROFILE_NOTE = (
     "figures from a separate pass without the profiler (CUDA events around each inference, "
     "or trtexec --exportTimes)."
 )
-_PHASES = {"build": (0.0, 0.45), "warm-up": (0.45, 0.5), "latency": (0.5, 0.7)}
+_PHASES = {
+    "parse": (0.0, 0.02),
+    "build": (0.02, 0.45),
+    "warm-up": (0.45, 0.5),
+    "latency": (0.5, 0.7),
+    "profile": (0.7, 0.95),
+}
+_DIRECTORIES = re.compile(r"(?:/[^/,:=\s]+)+/")
 
 
 @dataclass(frozen=True)
@@ -292,7 +300,10 @@ class TrtProfileJob(StagedJob):
             "nvtx": answer.get("nvtx"),
             "gpu": {k: v for k, v in (answer.get("gpu") or {}).items() if k != "metrics"},
             "settings": self.settings.to_json(),
-            "trtexec_argv": answer.get("argv"),
+            "trtexec_argv": [
+                arg if full else _DIRECTORIES.sub("", arg) for arg in answer.get("argv") or []
+            ]
+            or None,
             "profile_path": None,
             "layer_info_path": None,
             "times_path": None,

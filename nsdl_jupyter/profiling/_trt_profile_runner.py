@@ -193,7 +193,7 @@ def profile(request: dict[str, Any], host: Any) -> dict[str, Any]:
         engine=engine,
         built={k: v for k, v in (built or {}).items() if k != "network"} or None,
         passes=int(request["passes"]),
-        iterations=int(request["iterations"]),
+        iterations=int(answer.get("iterations", request["iterations"])),
         warmup=int(request.get("warmup", 0)),
         exports=export_paths(request["workdir"]),
     )
@@ -239,7 +239,12 @@ def _profile_trtexec(
             f"trtexec failed to profile the engine (exit code {child.returncode}):\n{tail}"
         )
     host.emit("progress", phase="profile", done=1, total=1)
-    return {"argv": argv, "log": log_path, "latency_source": "trtexec --exportTimes"}
+    return {
+        "argv": argv,
+        "log": log_path,
+        "latency_source": "trtexec --exportTimes (its --iterations are the passes)",
+        "iterations": int(request["passes"]),
+    }
 
 
 # ---- the Python API (tensorrt 10/11, tensorrt_rtx) ---------------------------------------------
