@@ -181,7 +181,8 @@ def test_real_engine_graph_draws_in_graph_view_with_the_trtexec_times_laid_over(
     assert sorted(table.node_names()) == sorted(engine.layer_names)
 
     report = nj.load_trtexec(profile=_real("profile"), layer_info=_real("graph"))
-    times = dict(zip(report.layers["name"], report.layers["mean_ms"], strict=True))
+    times = report.layer_times()
+    assert len(times) == 73
     view.set_overlay(times, label="TensorRT ms")
     import numpy as np
 

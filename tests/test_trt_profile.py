@@ -9,6 +9,7 @@ Python-API pass is written for GPUs this machine lacks).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import time
@@ -250,3 +251,49 @@ def test_an_engine_built_here_is_checked_against_the_target_first(tmp_path: Path
     built.metadata.write_text(json.dumps(metadata))
     with pytest.raises(EngineMismatchError, match=r"built with TensorRT 1\.6\.0\.0"):
         nj.profile_trt(built, backend="tensorrt_rtx", timeout=120)
+
+
+def _attribute_chains(tree: ast.AST, roots: set[str]) -> set[tuple[str, ...]]:
+    """Every `root.a.b` chain in `tree` whose root is one of `roots`."""
+    chains = set()
+    for found in ast.walk(tree):
+        node, names = found, []
+        while isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in roots and names:
+            chains.add((node.id, *reversed(names)))
+    return chains
+
+
+def test_the_python_api_pass_uses_only_names_that_exist() -> None:
+    """The Python-API pass cannot run without a GPU: every TensorRT name it uses is looked up
+    in the installed TensorRT-RTX (the API family of TensorRT 10/11), and every name it takes
+    from its host runner in the real runner modules, so a misspelt name cannot hide."""
+    trt = pytest.importorskip(
+        "tensorrt_rtx", reason="needs TensorRT-RTX: pip install -e '.[trt-rtx]'"
+    )
+    host = runner_module()
+    owners = {
+        "trt": trt,
+        "engine": trt.ICudaEngine,
+        "context": trt.IExecutionContext,
+        "inspector": trt.EngineInspector,
+        "refitter": trt.Refitter,
+        "parser_refitter": trt.OnnxParserRefitter,
+        "runtime": trt.Runtime,
+        "host": host,
+        "common": host._common,
+    }
+    path = Path(host.__file__).with_name("_trt_profile_runner.py")
+    chains = _attribute_chains(ast.parse(path.read_text()), set(owners))
+    missing = []
+    for root, *names in sorted(chains):
+        value = owners[root]
+        for depth, name in enumerate(names):
+            if not hasattr(value, name):
+                missing.append(".".join([root, *names[: depth + 1]]))
+                break
+            value = getattr(value, name)
+    assert {c[0] for c in chains} == set(owners)  # every kind of object is looked at
+    assert not missing, missing
