@@ -430,7 +430,9 @@ def _profile_python(  # noqa: PLR0915 (one run, in order: load, bind, time, prof
         logger = host._logger(trt, log)
         host._load_plugins(trt, settings)
         _runtime, engine = _deserialize(trt, host, logger, engine_path)
-        refit = _refit(trt, host, logger, engine, request.get("model"))
+        # a prebuilt engine takes the model's weights; one built in this run already has them
+        weights = request.get("model") if request.get("engine") else None
+        refit = _refit(trt, host, logger, engine, weights)
         context = engine.create_execution_context()
         if hasattr(context, "nvtx_verbosity"):
             context.nvtx_verbosity = trt.ProfilingVerbosity.DETAILED
