@@ -7,6 +7,11 @@ parameter pane shows them. TensorRT names a fused layer after what it fused
 ("features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)", "/conv1/Conv + /relu/Relu")
 and, from TensorRT 10 on, records `[ONNX Layer: ...]` in its `Metadata`: both are read back into
 the ONNX node names of each layer (`trt_layer_nodes`). The JSON is untrusted input.
+
+Why an onnx_ir model and not a view of its own: everything that takes a model takes it as it
+is, with no widget code: GraphView (layout, grouping by the ONNX nodes' name scopes, overlays
+by layer name), the Designer's parameter pane through `ModelDocument(engine_graph)`, the SVG
+export, `onnx_ir.save`.
 """
 
 from __future__ import annotations
