@@ -14,6 +14,7 @@ from nsdl_jupyter._version import __version__
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
+    from nsdl_jupyter.graph import open_engine_graph
     from nsdl_jupyter.nbconvert import export_notebook_html
     from nsdl_jupyter.profiling import (
         ProfileReport,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
         load_ort_profile,
         load_trtexec,
         profile_ort,
+        profile_trt,
     )
     from nsdl_jupyter.targets import LocalTarget, SshTarget, connections
     from nsdl_jupyter.transforms import (
@@ -58,6 +60,7 @@ _LAZY: dict[str, str] = {
     "open_model": "nsdl_jupyter.document",
     "new_model": "nsdl_jupyter.document",
     "GraphView": "nsdl_jupyter.widgets",
+    "open_engine_graph": "nsdl_jupyter.graph",
     "ProfileReport": "nsdl_jupyter.profiling",
     "profile_ort": "nsdl_jupyter.profiling",
     "load_ort_profile": "nsdl_jupyter.profiling",
@@ -69,6 +72,7 @@ _LAZY: dict[str, str] = {
     "TrtSettings": "nsdl_jupyter.profiling",
     "export_engine": "nsdl_jupyter.profiling",
     "check_trt_capability": "nsdl_jupyter.profiling",
+    "profile_trt": "nsdl_jupyter.profiling",
     "convert_to_fp16": "nsdl_jupyter.transforms",
     "convert_opset": "nsdl_jupyter.transforms",
     "sanitize": "nsdl_jupyter.transforms",
@@ -99,6 +103,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "open_model",
     "new_model",
     "GraphView",
+    "open_engine_graph",
     "ProfileReport",
     "profile_ort",
     "load_ort_profile",
@@ -110,6 +115,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "TrtSettings",
     "export_engine",
     "check_trt_capability",
+    "profile_trt",
     "convert_to_fp16",
     "convert_opset",
     "sanitize",

@@ -483,6 +483,26 @@ def test_a_tensorrt_engine_is_built_on_the_target(lab: Lab, tmp_path: Path, exte
     assert "remote" not in str(engine)  # fetched back to where it was asked for
 
 
+def test_a_tensorrt_profile_runs_on_the_target(lab: Lab, tmp_path: Path) -> None:
+    """profile_trt over SSH: the same runner files and protocol; trtexec here is a stand-in
+    that replays real exports (argv and parsing only), and the report comes back."""
+    from _trtexec_standin import calls, write_standin
+
+    from nsdl_jupyter.profiling import TrtSettings, profile_trt
+
+    script, log = write_standin(tmp_path)
+    engine = tmp_path / "m.engine"
+    engine.write_bytes(b"not a real engine")
+    settings = TrtSettings(backend="trtexec", trtexec_path=str(script))
+    with make_target(lab, tmp_path) as target:
+        report = profile_trt(engine, settings, target=target, passes=3, timeout=120)
+    (argv,) = calls(log)
+    assert argv[0].startswith("--loadEngine=") and str(tmp_path / "deploy") in argv[0]
+    assert "--iterations=3" in argv
+    assert len(report.layers) == 73
+    assert report.metadata["backend"] == "trtexec"
+
+
 def test_a_missing_python_on_the_target_is_named(lab: Lab, tmp_path: Path) -> None:
     with make_target(lab, tmp_path, python="/no/such/python3") as target:
         with pytest.raises(ProfileError, match="/no/such/python3 is not found on root@"):

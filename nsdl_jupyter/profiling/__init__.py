@@ -7,11 +7,14 @@
 - `export_engine(model, output, settings=TrtSettings(...))` / `start_export_engine(...)`: a
   TensorRT engine built in a child process; `check_trt_capability(model)`: the nodes the
   TensorRT ONNX parser rejects;
+- `profile_trt(model_or_engine, ...)` / `start_profile_trt(...)`: per-layer TensorRT profile of
+  a model (built first) or a prebuilt engine, in a child process;
 - `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
 """
 
 from __future__ import annotations
 
+from nsdl_jupyter.graph import trt_layer_nodes
 from nsdl_jupyter.profiling._activity import (
     NODE_TIME_NOTE,
     ProfileJob,
@@ -31,6 +34,7 @@ from nsdl_jupyter.profiling._engine import (
 )
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
+    EngineMismatchError,
     InputFolderError,
     OnnxParseError,
     ProfileCancelledError,
@@ -43,6 +47,7 @@ from nsdl_jupyter.profiling._errors import (
     TraceFormatError,
     TrtexecFormatError,
     TrtSettingsError,
+    TrtUnavailableError,
 )
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
@@ -56,8 +61,9 @@ from nsdl_jupyter.profiling._providers import (
 from nsdl_jupyter.profiling._report import ProfileReport
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
+from nsdl_jupyter.profiling._trt_profile import TrtProfileJob, profile_trt, start_profile_trt
 from nsdl_jupyter.profiling._trt_settings import TrtSettings
-from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
+from nsdl_jupyter.profiling._trtexec import load_trtexec
 
 __all__ = [
     "NODE_TIME_NOTE",
@@ -65,6 +71,7 @@ __all__ = [
     "EngineBuildError",
     "EngineExport",
     "EngineJob",
+    "EngineMismatchError",
     "InputFolderError",
     "OnnxParseError",
     "OrtProfileSettings",
@@ -84,8 +91,10 @@ __all__ = [
     "TargetLostError",
     "TraceFormatError",
     "TrtCapability",
+    "TrtProfileJob",
     "TrtSettings",
     "TrtSettingsError",
+    "TrtUnavailableError",
     "TrtexecFormatError",
     "available_providers",
     "check_target",
@@ -97,9 +106,11 @@ __all__ = [
     "parse_ort_trace",
     "probe_runtime",
     "profile_ort",
+    "profile_trt",
     "provider_name",
     "start_export_engine",
     "start_profile_ort",
+    "start_profile_trt",
     "trt_backends",
     "trt_layer_nodes",
 ]

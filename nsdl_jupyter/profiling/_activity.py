@@ -8,7 +8,6 @@ reports progress, can be cancelled, and turns the runner's answer and trace into
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -31,7 +30,7 @@ from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, w
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
-from nsdl_jupyter.profiling._runners import RUNNER, start_runner
+from nsdl_jupyter.profiling._runners import RUNNER
 from nsdl_jupyter.profiling._settings import OrtProfileSettings
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
@@ -63,7 +62,6 @@ class ProfileJob(StagedJob):
         self.settings = settings
         self.source = source
         self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
-        self._locked_device: int | None = None  # the runner said it locked this GPU's clocks
         self._lock = threading.Lock()
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
@@ -118,8 +116,7 @@ class ProfileJob(StagedJob):
     # ---- progress -------------------------------------------------------------------------
 
     def _on_event(self, message: dict[str, Any]) -> None:
-        if message.get("event") == "clocks_locked":
-            self._locked_device = int(message.get("device", 0))
+        if self._note_clocks(message):
             return
         if message.get("event") != "progress":
             return
@@ -140,13 +137,6 @@ class ProfileJob(StagedJob):
     def cancel(self) -> None:
         """End the child process; `wait()` then raises ProfileCancelledError."""
         self._job.cancel()
-
-    def _restore_clocks(self, device: int) -> None:
-        """The runner locked the GPU's clocks and died (or was cancelled) before resetting
-        them: a second runner resets them, so a crash never leaves a GPU slowed down."""
-        request = {"kind": "restore_clocks", "protocol": 1, "device": device}
-        with contextlib.suppress(Exception):  # best effort: the run's own error matters more
-            start_runner(self.target, RUNNER, request, self._workdir).wait(60)
 
     @property
     def stderr(self) -> str:
@@ -178,9 +168,7 @@ class ProfileJob(StagedJob):
 
     def _finish(self, result: JobResult) -> ProfileReport:
         self._result = result
-        restored = ((result.result or {}).get("gpu") or {}).get("clocks", {}).get("restored")
-        if self._locked_device is not None and not restored:
-            self._restore_clocks(self._locked_device)
+        self._restore_clocks_if_left(result.result)
         stderr = _tail(result.stderr)
         if result.cancelled:
             self._set_progress(Progress("cancelled", 0, 0, self.progress.fraction))

@@ -17,10 +17,13 @@ from typing import Any
 
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
+    EngineMismatchError,
     OnnxParseError,
     ProfileCancelledError,
+    ProfileError,
     RunnerCrashError,
     TrtSettingsError,
+    TrtUnavailableError,
 )
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
@@ -107,8 +110,17 @@ def _node_names(source: ModelSource | None, errors: list[dict[str, Any]]) -> lis
     return named
 
 
-def _raise_for(result: JobResult, source: ModelSource | None, what: str) -> dict[str, Any]:
-    """The runner's answer, or the error it stands for (same condition, same type)."""
+_TYPED = {"EngineMismatchError": EngineMismatchError, "TrtUnavailableError": TrtUnavailableError}
+
+
+def _raise_for(
+    result: JobResult,
+    source: ModelSource | None,
+    what: str,
+    error: type[ProfileError] = EngineBuildError,
+) -> dict[str, Any]:
+    """The runner's answer, or the error it stands for (same condition, same type); `error`
+    for a failure the runner did not type."""
     stderr = "\n".join(result.stderr.strip().splitlines()[-_STDERR_LINES:])
     if result.cancelled or (result.error or {}).get("type") == "Cancelled":
         raise ProfileCancelledError(f"the {what} was cancelled; the child process ended", stderr)
@@ -118,11 +130,13 @@ def _raise_for(result: JobResult, source: ModelSource | None, what: str) -> dict
             raise TrtSettingsError(message)
         if kind == "OnnxParseError":
             raise OnnxParseError(message, _node_names(source, result.error.get("nodes") or []))
+        if kind in _TYPED:
+            raise _TYPED[str(kind)](message, stderr)
         if kind != "RunnerError":  # an unexpected exception in the runner: show where
             message = f"{kind}: {message}"
             if stderr:
                 message += f"\n--- runner stderr (last lines) ---\n{stderr}"
-        raise EngineBuildError(message, stderr)
+        raise error(message, stderr)
     if result.result is None:
         raise RunnerCrashError(
             f"the TensorRT child process died ({result.crash_description}) during the {what}; "

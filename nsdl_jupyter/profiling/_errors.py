@@ -66,3 +66,13 @@ class OnnxParseError(EngineBuildError):
     def __init__(self, message: str, nodes: list[dict[str, object]], stderr: str = "") -> None:
         super().__init__(message, stderr)
         self.nodes = nodes
+
+
+class EngineMismatchError(ProfileError):
+    """A prebuilt engine does not match the target: another TensorRT version or backend, or
+    another GPU model (the message says which, and how to rebuild)."""
+
+
+class TrtUnavailableError(ProfileError):
+    """The target cannot run TensorRT engines: no NVIDIA GPU, or no cuda-python for the
+    Python API (the message says what to install or where to run instead)."""

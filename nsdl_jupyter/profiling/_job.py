@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError
-from nsdl_jupyter.profiling._runners import start_runner
+from nsdl_jupyter.profiling._runners import RUNNER, start_runner
 from nsdl_jupyter.targets import RunnerJob, Target
 
 _Answer_co = TypeVar("_Answer_co", covariant=True)
@@ -46,6 +46,7 @@ class StagedJob:
         self._stage = Path(tempfile.mkdtemp(prefix="nsdl-stage-"))
         self._workdir = ""
         self._job: RunnerJob  # set by the subclass from `_start`
+        self._locked_device: int | None = None  # the runner said it locked this GPU's clocks
 
     def _start(
         self, runner: Path, request: dict[str, Any], debug_crash_at: str | None
@@ -57,6 +58,23 @@ class StagedJob:
 
     def _on_event(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _note_clocks(self, message: dict[str, Any]) -> bool:
+        """True for the runner's "clocks_locked" message (noted for `_restore_clocks_if_left`)."""
+        if message.get("event") != "clocks_locked":
+            return False
+        self._locked_device = int(message.get("device", 0))
+        return True
+
+    def _restore_clocks_if_left(self, answer: dict[str, Any] | None) -> None:
+        """The runner locked the GPU's clocks and died (or was cancelled) before resetting
+        them: a second runner resets them, so a crash never leaves a GPU slowed down."""
+        restored = ((answer or {}).get("gpu") or {}).get("clocks", {}).get("restored")
+        if self._locked_device is None or restored:
+            return
+        request = {"kind": "restore_clocks", "protocol": 1, "device": self._locked_device}
+        with contextlib.suppress(Exception):  # best effort: the run's own error matters more
+            start_runner(self.target, RUNNER, request, self._workdir).wait(60)
 
     def _cleanup(self) -> None:
         if self._workdir:

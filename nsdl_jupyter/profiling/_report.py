@@ -239,6 +239,16 @@ class ProfileReport:
         grouped["share"] = grouped[column] / total if total > 0 else 0.0
         return grouped.sort_values(column, ascending=False)
 
+    def layer_times(self, column: str | None = None) -> dict[str, float]:
+        """Ms per inference per layer name, from `column` (default `time_column`): the overlay
+        of a graph whose nodes are the layers (`GraphView(nj.open_engine_graph(...))`)."""
+        values = self.layers[column or self.time_column]
+        return {
+            str(name): float(ms)
+            for name, ms in zip(self.layers["name"], values, strict=True)
+            if not math.isnan(ms)
+        }
+
     def node_times(self, column: str | None = None) -> dict[str, float]:
         """Ms per inference per ONNX node name (for a graph overlay), from `column` (default
         `time_column`: GPU time when the report has it). A fused layer's time is split over

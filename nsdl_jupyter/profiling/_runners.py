@@ -11,12 +11,14 @@ from nsdl_jupyter.targets._base import EventListener
 
 RUNNER = Path(__file__).with_name("_ort_runner.py")
 # Every runner file. They load each other by path from their own folder (the TensorRT runner
-# loads the onnxruntime runner's main loop, which loads the GPU timing module), so a target
+# loads the onnxruntime runner's main loop, which loads the GPU timing module; its profile
+# request loads the TensorRT profile runner), so a target
 # gets all of them side by side, whichever one runs. A remote target deploys them as one group.
 RUNNER_FILES = (
     RUNNER,
     RUNNER.with_name("_gpu_runner.py"),
     RUNNER.with_name("_trt_runner.py"),
+    RUNNER.with_name("_trt_profile_runner.py"),
 )
 
 

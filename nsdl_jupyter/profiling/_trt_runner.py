@@ -21,7 +21,8 @@ Requests (`kind`):
   folder, IProgressMonitor progress, cancel on SIGTERM (the build stops at the next progress
   step), then engine + build log + metadata JSON (+ inspector JSON where an engine can be
   deserialized, which needs a GPU) written beside the engine;
-- "trt_capability": the ONNX parser alone: which nodes it rejects, with its messages.
+- "trt_capability": the ONNX parser alone: which nodes it rejects, with its messages;
+- "trt_profile": per-layer profile of an engine (`_trt_profile_runner.py`, deployed beside).
 
 Keep it runnable on Python 3.8+, like `_ort_runner.py`.
 """
@@ -894,14 +895,18 @@ def _build_trtexec(request: dict[str, Any], version: str) -> dict[str, Any]:
     }
 
 
+def select_device(backend: str, settings: dict[str, Any]) -> None:
+    """Before CUDA starts, the chosen GPU becomes device 0 of this process (trtexec gets
+    --device instead)."""
+    if backend != "trtexec" and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(int(settings.get("device_index", 0)))
+
+
 def build(request: dict[str, Any]) -> dict[str, Any]:
     _Cancel.install()
     settings = dict(request.get("settings") or {})
     backend, version = resolve_backend(settings)  # imports TensorRT; CUDA starts later
-    if backend != "trtexec" and "CUDA_VISIBLE_DEVICES" not in os.environ:
-        # before the builder starts CUDA: the chosen GPU becomes device 0 of this process
-        # (trtexec gets --device instead)
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(int(settings.get("device_index", 0)))
+    select_device(backend, settings)
     refused = refusals(settings, backend, version)
     if refused:
         raise TypedRunnerError(
@@ -955,7 +960,18 @@ def capability(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-HANDLERS = {"trt_probe": probe, "trt_build": build, "trt_capability": capability}
+def profile(request: dict[str, Any]) -> dict[str, Any]:
+    """Per-layer profile of an engine (built first from the model when none is given): the
+    plug-in `_trt_profile_runner.py`, handed this module for TensorRT and the protocol."""
+    return dict(_sibling("_trt_profile_runner.py").profile(request, sys.modules[__name__]))
+
+
+HANDLERS = {
+    "trt_probe": probe,
+    "trt_build": build,
+    "trt_capability": capability,
+    "trt_profile": profile,
+}
 
 
 def main(argv: list[str]) -> int:

@@ -11,7 +11,6 @@ anything malformed in them raises TrtexecFormatError naming the file.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,119 +18,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter.graph import precision_of, trt_layer_nodes
 from nsdl_jupyter.profiling._errors import TrtexecFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 
-_ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
-_FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$")
-_TENSOR_SUFFIXES = (".weight", ".bias", ".scale", ".zero_point", "_scale", "_zero_point")
-_INSERTED_PREFIXES = ("copied_squeeze_after_", "unsqueeze_node_after_", "squeeze_after_")
 TRT_TIME_NOTE = (
     "Per-layer times from trtexec --exportProfile (a profiling pass that times each layer; "
     "fused layers cover several ONNX nodes). End-to-end figures from --exportTimes."
 )
 
 PathLike = str | os.PathLike[str]
-
-
-def _split_top_level(text: str, separators: tuple[str, ...]) -> list[str]:
-    """Split on separators that are outside parentheses/brackets."""
-    parts: list[str] = []
-    depth = 0
-    start = 0
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            for sep in separators:
-                if text.startswith(sep, i):
-                    parts.append(text[start:i])
-                    i += len(sep)
-                    start = i
-                    break
-            else:
-                i += 1
-                continue
-            continue
-        i += 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _tokens(name: str) -> list[str]:
-    """The pieces a fused layer name is made of, PWN(...) and ForeignNode[...] unwrapped."""
-    if name.startswith("Reformatting CopyNode"):
-        return []  # a layout conversion TensorRT inserted: no ONNX node of its own
-    out: list[str] = []
-    for part in _split_top_level(name, (" + ",)):
-        foreign = _FOREIGN.match(part)
-        if foreign:
-            out.extend(t.strip() for t in foreign.group(1).split("...") if t.strip())
-        elif part.startswith("PWN(") and part.endswith(")"):
-            out.extend(_tokens_inner(part[4:-1]))
-        else:
-            out.append(part)
-    return out
-
-
-def _tokens_inner(text: str) -> list[str]:
-    found: list[str] = []
-    for piece in _split_top_level(text, (", ", " + ", ",")):
-        if piece.startswith("PWN(") and piece.endswith(")"):
-            found.extend(_tokens_inner(piece[4:-1]))
-        else:
-            found.append(piece)
-    return found
-
-
-def trt_layer_nodes(
-    layer_name: str, metadata: str | None = None, graph_nodes: set[str] | None = None
-) -> list[str]:
-    """ONNX node names a TensorRT layer covers, from its Metadata or its fused name.
-
-    With `graph_nodes` (the model's node names) only real nodes are kept; without, tokens that
-    name tensors (weights, biases) or nodes TensorRT inserted are dropped.
-    """
-    if metadata:
-        named = _ONNX_LAYER.findall(metadata)
-        if named:
-            return [n for n in named if graph_nodes is None or n in graph_nodes]
-    tokens = _tokens(layer_name)
-    if graph_nodes is not None:
-        return [t for t in tokens if t in graph_nodes]
-    return [
-        t
-        for t in tokens
-        if "(Unnamed Layer*" not in t
-        and not t.endswith(_TENSOR_SUFFIXES)
-        and not t.startswith(_INSERTED_PREFIXES)
-    ]
-
-
-def _precision(datatype: str) -> str:
-    text = datatype.lower()
-    for needle, label in (
-        ("int8", "INT8"),
-        ("fp8", "FP8"),
-        ("int4", "INT4"),
-        ("bf16", "BF16"),
-        ("fp16", "FP16"),
-        ("half", "FP16"),
-        ("fp32", "FP32"),
-        ("float", "FP32"),
-        ("int32", "INT32"),
-        ("int64", "INT64"),
-        ("bool", "BOOL"),
-    ):
-        if needle in text:
-            return label
-    return ""
+_NON_COMPUTE = frozenset({"Reformat", "NoOp"})
 
 
 def _shapes(bindings: Any) -> str:
@@ -141,9 +40,21 @@ def _shapes(bindings: Any) -> str:
     for b in bindings:
         if isinstance(b, Mapping):
             dims = ",".join(str(d) for d in b.get("Dimensions", []))
-            prec = _precision(str(b.get("Format/Datatype", "")))
+            prec = precision_of(str(b.get("Format/Datatype", "")))
             parts.append(f"{prec.lower() or '?'}[{dims}]")
     return ", ".join(parts)
+
+
+def _formats(tensors: Any) -> str:
+    """The output formats of a layer ("Row major linear FP32; ...")."""
+    if not isinstance(tensors, list):
+        return ""
+    return "; ".join(str(t.get("Format/Datatype", "")) for t in tensors if isinstance(t, Mapping))
+
+
+def is_non_compute(name: str, op_type: str) -> bool:
+    """A layer TensorRT inserted that moves or reshapes data only (reformats, no-ops)."""
+    return op_type in _NON_COMPUTE or name.startswith("Reformatting CopyNode")
 
 
 def _read_json(path: PathLike, what: str, kind: type = object) -> Any:
@@ -202,6 +113,7 @@ def load_trtexec(
     model: Any = None,
     name: str | None = None,
     full_paths: bool = False,
+    hide_non_compute: bool = False,
 ) -> ProfileReport:
     """A ProfileReport from trtexec exports; at least one of the three files is needed.
 
@@ -211,6 +123,8 @@ def load_trtexec(
     `*.profile.metadata.json`, found beside the profile when not given) adds the device and the
     run options. `model` (path, ModelProto, ModelDocument) restricts `onnx_nodes` to real nodes.
     The metadata records file names only unless `full_paths` (absolute paths) is set.
+    `hide_non_compute` leaves out the reformat and no-op layers TensorRT inserted (their
+    count and time are kept in the metadata as `hidden_non_compute`).
     """
     if profile is None and layer_info is None and times is None:
         raise TypeError("load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)")
@@ -227,6 +141,7 @@ def load_trtexec(
             graph_nodes=graph_nodes,
             name=name,
             full_paths=full_paths,
+            hide_non_compute=hide_non_compute,
         )
 
 
@@ -239,6 +154,7 @@ def _load(
     graph_nodes: set[str] | None,
     name: str | None,
     full_paths: bool,
+    hide_non_compute: bool,
 ) -> ProfileReport:
     rows: list[dict[str, Any]] = []
     count = None
@@ -252,6 +168,8 @@ def _load(
         rows = [{"name": n} for n in info_by_name]
 
     records = [_layer_record(row, info_by_name, graph_nodes) for row in rows]
+    hidden = [r for r in records if hide_non_compute and is_non_compute(r["name"], r["op_type"])]
+    records = [r for r in records if not any(r is h for h in hidden)]
     layers = pd.DataFrame.from_records(records) if records else pd.DataFrame({"name": []})
     if len(layers):
         total = layers["mean_ms"].sum(min_count=1)
@@ -298,6 +216,11 @@ def _load(
         "timeline_note": "trtexec exports no per-layer start times: layers are drawn back to "
         "back in engine order with their mean durations",
     }
+    if hide_non_compute:
+        metadata["hidden_non_compute"] = {
+            "layers": len(hidden),
+            "mean_ms": float(np.nansum([h["mean_ms"] for h in hidden])),
+        }
     metadata.update(_run_metadata(profile_path, run_metadata, have_latencies=bool(latencies)))
     return ProfileReport(
         layers, latencies_ms=latencies, timeline_events=timeline, metadata=metadata
@@ -315,7 +238,7 @@ def _layer_record(
     outputs = detail.get("Outputs")
     precision = ""
     if isinstance(outputs, list) and outputs and isinstance(outputs[0], Mapping):
-        precision = _precision(str(outputs[0].get("Format/Datatype", "")))
+        precision = precision_of(str(outputs[0].get("Format/Datatype", "")))
 
     def number(key: str) -> float:
         value = row.get(key)
@@ -333,6 +256,7 @@ def _layer_record(
         "input_shapes": _shapes(detail.get("Inputs")),
         "output_shapes": _shapes(detail.get("Outputs")),
         "tactic": str(detail.get("TacticName", detail.get("TacticValue", ""))),
+        "formats": _formats(detail.get("Outputs")),
         "onnx_nodes": trt_layer_nodes(
             layer_name, str(detail.get("Metadata") or "") or None, graph_nodes
         ),
