@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from nsdl_jupyter.document import LayerPrecision
 from nsdl_jupyter.profiling._errors import TrtSettingsError
 from nsdl_jupyter.profiling._settings import replace_known
 
@@ -21,9 +22,6 @@ Backend = Literal["auto", "tensorrt", "tensorrt_rtx", "trtexec"]
 Typing = Literal["default", "strong", "obey", "prefer"]
 Refit = Literal["none", "refittable", "stripped"]
 EngineMetadata = Literal["detailed", "none"]
-LayerPrecision = Literal[
-    "fp32", "fp16", "bf16", "fp8", "int64", "int32", "int8", "int4", "uint8", "bool"
-]
 RUNNER = Path(__file__).with_name("_trt_runner.py")
 SCHEMA = "nsdl.trt_settings/1"
 _RUNNER_MODULE: list[Any] = []
