@@ -579,7 +579,9 @@ def _profiles(
         config.add_optimization_profile(trt_profile)
         held.append(
             {
-                name: dict(zip(("min", "opt", "max"), map(list, trt_profile.get_shape(name))))
+                name: dict(
+                    zip(("min", "opt", "max"), map(list, trt_profile.get_shape(name)), strict=True)
+                )
                 for name in profile
             }
         )
