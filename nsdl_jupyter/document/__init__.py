@@ -24,6 +24,7 @@ from nsdl_jupyter.document._events import ChangeEvent
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
+    NO_CONSTRAINT,
     PRECISIONS,
     LayerPrecision,
     TensorRtProperties,
@@ -32,6 +33,7 @@ from nsdl_jupyter.document._tensorrt import (
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "NO_CONSTRAINT",
     "PRECISIONS",
     "AttributeEditError",
     "AttributeListing",
