@@ -10,6 +10,7 @@ from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
 from nsdl_jupyter.widgets._profile_view import ProfileView
 from nsdl_jupyter.widgets._target_picker import TargetPicker
+from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "LayerExplorer",
     "LayerPalette",
     "LogView",
+    "OptimizationProfileForm",
     "ParameterEditor",
     "ProfileView",
     "TargetPicker",
