@@ -98,7 +98,7 @@ class TrtSettingsForm(widgets.VBox):  # type: ignore[misc]
         wide = {"description_width": "190px"}
         layout = widgets.Layout(width="420px")
         if isinstance(value, bool):
-            return widgets.Checkbox(value, description=label, indent=False)
+            return widgets.Checkbox(value, description=label, indent=False, layout=layout)
         choices = {
             "backend": list(get_args(Backend)),
             "typing": list(_TYPING),
