@@ -195,6 +195,8 @@ class TensorRtProperties:
         """The same precision (or none) for several nodes, as one undo step."""
         wanted = _precision(precision)
         names = [self._doc.node(n).name or "" for n in nodes]
+        if not names:
+            raise TensorRtPropertyError("give at least one node to constrain")
         if any(self._doc.nodes.get(n) is None for n in names):
             raise TensorRtPropertyError(
                 "layer precisions apply to nodes of the main graph (TensorRT layers are named "
