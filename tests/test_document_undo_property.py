@@ -3,6 +3,7 @@ back byte for byte; redo all then reproduces the edited model byte for byte."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +21,9 @@ Edit = Callable[[nj.ModelDocument], object]
 
 
 def canonical(doc: nj.ModelDocument) -> bytes:
-    return ir.to_proto(doc.model).SerializeToString(deterministic=True)
+    """The model and its TensorRT properties (companion state that edits follow)."""
+    properties = json.dumps(doc.companion.get("tensorrt"), sort_keys=True).encode()
+    return ir.to_proto(doc.model).SerializeToString(deterministic=True) + properties
 
 
 def pick(doc: nj.ModelDocument, index: int) -> str:
@@ -69,6 +72,22 @@ def edits() -> st.SearchStrategy[Edit]:
         st.builds(lambda t: lambda d: d.delete_initializer(pick_tensor(d, t)), i),
         st.builds(lambda t: lambda d: d.set_tensor_type(pick_tensor(d, t), shape=["b", 4]), i),
         st.builds(lambda n, m: lambda d: d.remove_nodes([pick(d, n), pick(d, m)]), i, i),
+        st.builds(
+            lambda n, p: lambda d: d.tensorrt.set_layer_precision(pick(d, n), p),
+            i,
+            st.sampled_from(["fp16", "int8", "none", "fp64"]),
+        ),
+        st.builds(
+            lambda t, lo, hi, k: (
+                lambda d: d.tensorrt.set_profile(
+                    pick_tensor(d, t), [lo, 16], [lo, 16], [hi, 16], profile=k % 3
+                )
+            ),
+            i,
+            st.integers(0, 4),
+            st.integers(0, 8),
+            i,
+        ),
     )
 
 

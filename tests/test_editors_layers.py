@@ -169,3 +169,55 @@ def test_widget_go_to_header_toggle_and_badge(doc: ModelDocument) -> None:
     assert "stem" in [r.name for r in explorer.state.rows]
     explorer.go_to("nope")
     assert "no node named" in explorer.message.text
+
+
+def test_trt_precision_column_and_filter_follow_the_document(doc: ModelDocument) -> None:
+    state = LayerExplorerState(doc)
+    assert all(e.precision is None for e in state.entries())
+    doc.tensorrt.set_layer_precisions(["/conv1/Conv", "/relu/Relu"], "fp16")
+    doc.tensorrt.set_layer_precision("/fc/Gemm", "fp32")
+    assert state.follow(_tensorrt_event())
+    column = {e.node: e.precision for e in state.entries()}
+    assert column["/conv1/Conv"] == "fp16" and column["/fc/Gemm"] == "fp32"
+    assert column["/maxpool/MaxPool"] is None
+    assert "TRT fp16" in next(e.label for e in state.entries() if e.node == "/conv1/Conv")
+    state.set_filter(LayerFilter(precisions=frozenset({"fp16"})))
+    assert [r.name for r in state.matching] == ["/conv1/Conv", "/relu/Relu"]
+    assert state.filter.active_count == 1
+    state.set_filter(LayerFilter(precisions=frozenset({"fp32", "none"})))
+    assert len(state.matching) == 49 - 2
+    assert state.precision_choices()[:3] == ["none", "fp32", "fp16"]
+
+
+def _tensorrt_event():  # type: ignore[no-untyped-def]
+    from nsdl_jupyter.document import ChangeEvent
+
+    return ChangeEvent("trt", tensorrt=True)
+
+
+def test_widget_sets_clears_and_filters_trt_precision(doc: ModelDocument) -> None:
+    explorer = LayerExplorer(doc)
+    explorer.list.value = 0  # /conv1/Conv
+    explorer.precision_choice.value = "int8"
+    explorer.set_precision_button.click()
+    assert doc.tensorrt.layer_precisions == {"/conv1/Conv": "int8"}
+    assert explorer.entries[0].precision == "int8"  # redrawn from the document event
+    explorer.selected = ["/relu/Relu", "/maxpool/MaxPool"]
+    explorer.set_precision("bf16")  # no row chosen after the redraw: the selection, one step
+    assert doc.tensorrt.layer_precision("/maxpool/MaxPool") == "bf16"
+    doc.undo()
+    assert doc.tensorrt.layer_precisions == {"/conv1/Conv": "int8"}
+    explorer.selected = ["/conv1/Conv"]
+    assert explorer.precision_choice.value == "int8"  # shows the node's precision
+    explorer.precision_choice.value = "none"
+    explorer.set_precision_button.click()
+    assert doc.tensorrt.layer_precisions == {}
+    doc.undo()
+    explorer.precision_filter.value = ["int8"]
+    assert [e.node for e in explorer.entries] == ["/conv1/Conv"]
+    assert explorer.filters_button.description == "Filters (1)"
+    doc.rename_node("/conv1/Conv", "stem")
+    assert [e.node for e in explorer.entries] == ["stem"]
+    explorer.selected = []
+    explorer.set_precision()
+    assert "choose a layer" in explorer.message.text

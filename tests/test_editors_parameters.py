@@ -296,3 +296,25 @@ def test_tensor_editor_edits_a_list_attribute_cell(doc: ModelDocument) -> None:
     assert [c.value for c in shown] == ["1", "1", "0", "1"]
     editor.selected = ["relu"]
     assert tensor.layout.display == "none"
+
+
+def test_widget_sets_and_clears_the_trt_precision_of_the_selection(doc: ModelDocument) -> None:
+    editor = ParameterEditor(doc, selected=["conv"])
+    assert editor.trt_precision.value == "none" and editor.trt_precision.layout.display == ""
+    editor.trt_precision.value = "fp16"
+    assert doc.tensorrt.layer_precisions == {"conv": "fp16"}
+    editor.selected = ["relu", "pool"]
+    assert editor.trt_precision.value == "none"  # shows the selection's, sets nothing
+    assert doc.tensorrt.layer_precisions == {"conv": "fp16"}
+    editor.trt_precision.value = "int8"
+    assert doc.tensorrt.layer_precisions == {"conv": "fp16", "relu": "int8", "pool": "int8"}
+    doc.undo()  # the two nodes were one step; the form follows
+    assert doc.tensorrt.layer_precisions == {"conv": "fp16"}
+    assert editor.trt_precision.value == "none"
+    editor.selected = ["conv"]
+    doc.tensorrt.set_layer_precision("conv", "bf16")  # from Python: the form follows
+    assert editor.trt_precision.value == "bf16"
+    editor.trt_precision.value = "none"
+    assert doc.tensorrt.layer_precisions == {}
+    editor.selected = []
+    assert editor.trt_precision.layout.display == "none"  # model information, no node

@@ -24,9 +24,18 @@ from nsdl_jupyter.document._errors import (
 from nsdl_jupyter.document._events import ChangeEvent
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
+from nsdl_jupyter.document._tensorrt import (
+    NO_CONSTRAINT,
+    PRECISIONS,
+    LayerPrecision,
+    TensorRtProperties,
+    TensorRtPropertyError,
+)
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "NO_CONSTRAINT",
+    "PRECISIONS",
     "AttributeEditError",
     "AttributeListing",
     "BodyDocument",
@@ -39,9 +48,12 @@ __all__ = [
     "GraphEditError",
     "InitializerError",
     "InvalidNameError",
+    "LayerPrecision",
     "ModelDocument",
     "ModelLoadError",
     "ModelSaveError",
+    "TensorRtProperties",
+    "TensorRtPropertyError",
     "UnknownDataTypeError",
     "as_data_type",
     "check_proto",

@@ -1,6 +1,6 @@
-"""The companion file `<model>.nsdl.json`: view state kept beside a model (layout, collapsed
-groups). It is never required: a missing, oversized, malformed or mistyped one is ignored
-with a warning, and only entries of the expected shape are kept."""
+"""The companion file `<model>.nsdl.json`: state kept beside a model (layout, collapsed
+groups, TensorRT properties). It is never required: a missing, oversized, malformed or
+mistyped one is ignored with a warning, and only entries of the expected shape are kept."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter.document._tensorrt import COMPANION_KEY, companion_entry
 
 COMPANION_SUFFIX = ".nsdl.json"
 _VERSION = 1
@@ -48,6 +49,13 @@ def read_companion(model_path: Path) -> dict[str, Any]:
     for key, value in data.items():
         check = _CHECKS.get(key)
         checked = check(value) if check is not None else _json_simple(value)
+        if key in _WARN_WHEN_CHANGED and checked != value:
+            warnings.warn(
+                f"ignoring malformed {key} properties in {path.name} (kept what was well formed;"
+                " the model is not affected)",
+                CompanionWarning,
+                stacklevel=3,
+            )
         if checked is not None:
             kept[key] = checked
     return kept
@@ -111,4 +119,10 @@ def _json_simple(value: Any, depth: int = 0) -> Any:
     return None
 
 
-_CHECKS: dict[str, Callable[[Any], Any]] = {"positions": _positions, "collapsed": _collapsed}
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "positions": _positions,
+    "collapsed": _collapsed,
+    COMPANION_KEY: companion_entry,
+}
+# Properties that change what a build does: dropping one silently would surprise the user.
+_WARN_WHEN_CHANGED = frozenset({COMPANION_KEY})

@@ -49,6 +49,7 @@ from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._names import check_node_name, check_tensor_name, unique_name
 from nsdl_jupyter.document._saving import ExternalLocation, SaveRequest, save_model
 from nsdl_jupyter.document._tensor_values import array_from_source, generate_array, to_tensor
+from nsdl_jupyter.document._tensorrt import TensorRtProperties
 from nsdl_jupyter.ops import (
     LiteralSyntaxError,
     UnknownOperatorError,
@@ -89,6 +90,15 @@ class ModelDocument:
         self._data_files.record_loaded(graphs)
         self.companion: dict[str, Any] = read_companion(path) if path else {}
         self._open_body: OpenBody | None = None
+        self.tensorrt = TensorRtProperties(self)
+        dropped = self.tensorrt.drop_unknown()
+        if dropped:
+            warnings.warn(
+                f"ignoring TensorRT properties in the companion file that do not fit the model: "
+                f"{'; '.join(dropped)}",
+                CompanionWarning,
+                stacklevel=3,
+            )
 
     # ----------------------------------------------------------------- reading
     @property
@@ -363,6 +373,9 @@ class ModelDocument:
         changed in `event` so views can update.
         """
         self._check_editable()
+        if event.renamed or event.removed:
+            removed = event.removed - event.added
+            edits = [*edits, self.tensorrt.follow_edit(renamed=event.renamed, removed=removed)]
         command = Command(description, edits, event)
         emitted = self._history.push(command)
         self._forget_indexes(event)  # also inside a batch, where no event is emitted yet
@@ -841,6 +854,7 @@ class ModelDocument:
         edits.append(
             e.ListInsert(self.graph.inputs, self.graph.inputs.index(value), value, remove=True)
         )
+        edits.append(self.tensorrt.follow_edit(removed_input=name))
         users = frozenset(user.name or "" for user, _ in value.uses())
         description = f"remove graph input {name}"
         self.apply_edits(
@@ -881,7 +895,10 @@ class ModelDocument:
         description = f"rename tensor {old} to {new}"
         self.apply_edits(
             description,
-            [e.RenameValue(self.graph, value, new)],
+            [
+                e.RenameValue(self.graph, value, new),
+                self.tensorrt.follow_edit(renamed_input=(old, new)),
+            ],
             ChangeEvent(
                 description,
                 changed=frozenset(touched),

@@ -20,11 +20,12 @@ EventSource = Literal["do", "undo", "redo", "load", "save"]
 class ChangeEvent:
     """What one edit (or its undo/redo) changed in the main graph.
 
-    `added`/`removed`/`changed` hold node names as they are *after* the change; `renamed` maps
-    old to new names. `edges` is true when any connection changed (a view then refreshes the
-    edges of the named nodes), `graph_io` when graph inputs/outputs changed, `initializers`
-    when an initializer was created, deleted or re-pointed. `source` says whether the change
-    came from a new edit, an undo or a redo.
+        `added`/`removed`/`changed` hold node names as they are *after* the change; `renamed` maps
+        old to new names. `edges` is true when any connection changed (a view then refreshes the
+        edges of the named nodes), `graph_io` when graph inputs/outputs changed, `initializers`
+        when an initializer was created, deleted or re-pointed, `tensorrt` when the model's TensorRT
+    properties (optimization profiles, layer precisions) changed. `source` says whether the change
+        came from a new edit, an undo or a redo.
     """
 
     description: str
@@ -37,6 +38,7 @@ class ChangeEvent:
     graph_io: bool = False
     initializers: bool = False
     metadata: bool = False
+    tensorrt: bool = False
     dirty: bool = True
 
     @property
@@ -57,6 +59,7 @@ class ChangeEvent:
             graph_io=self.graph_io or other.graph_io,
             initializers=self.initializers or other.initializers,
             metadata=self.metadata or other.metadata,
+            tensorrt=self.tensorrt or other.tensorrt,
             dirty=self.dirty or other.dirty,
         )
 

@@ -3,7 +3,8 @@
 Each module holds what one tool window shows and the document edits it sends:
 `_parameters` (ParameterEditor), `_tensor_view` (tensor editor), `_initializers`
 (InitializerEditor), `_palette` (LayerPalette), `_layers` (LayerExplorer), `_type_check`
-(TypeCheckPanel), `_settings` (user settings shared by them).
+(TypeCheckPanel), `_trt_profiles` (OptimizationProfileForm), `_settings` (user settings
+shared by them).
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ from nsdl_jupyter.editors._tensor_view import (
     as_array,
     tensor_stats,
 )
+from nsdl_jupyter.editors._trt_profiles import (
+    ProfileRow,
+    apply_profile,
+    parse_dims,
+    profile_rows,
+)
 from nsdl_jupyter.editors._type_check import (
     TypeCheckRunner,
     check_in_child,
@@ -86,6 +93,7 @@ __all__ = [
     "NodeForm",
     "PaletteEntry",
     "PaletteIndex",
+    "ProfileRow",
     "TensorEditError",
     "TensorGrid",
     "TensorStats",
@@ -94,6 +102,7 @@ __all__ = [
     "allowed_fill_methods",
     "apply_attribute",
     "apply_filter",
+    "apply_profile",
     "as_array",
     "candidates",
     "check_in_child",
@@ -114,7 +123,9 @@ __all__ = [
     "load_settings",
     "marks_of",
     "model_info",
+    "parse_dims",
     "parse_shape",
+    "profile_rows",
     "rename",
     "reset_attribute",
     "set_setting",

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import onnx_ir as ir
 
-from nsdl_jupyter.document import ChangeEvent, ModelDocument
+from nsdl_jupyter.document import NO_CONSTRAINT, PRECISIONS, ChangeEvent, ModelDocument
 from nsdl_jupyter.editors._settings import get_setting, set_setting
 from nsdl_jupyter.graph import scope_of
 from nsdl_jupyter.ops import LiteralSyntaxError, attribute_to_python, parse_literal
@@ -153,10 +153,16 @@ class LayerFilter:
     op_types: frozenset[str] = frozenset()
     conditions: tuple[AttributeCondition, ...] = ()
     show_constants: bool = False
+    precisions: frozenset[str] = frozenset()  # TensorRT layer precisions; NO_CONSTRAINT: none
 
     @property
     def active_count(self) -> int:
-        return int(bool(self.text.strip())) + int(bool(self.op_types)) + len(self.conditions)
+        return (
+            int(bool(self.text.strip()))
+            + int(bool(self.op_types))
+            + int(bool(self.precisions))
+            + len(self.conditions)
+        )
 
 
 def attribute_value(doc: ModelDocument, node: ir.Node, name: str) -> tuple[bool, Any]:
@@ -175,12 +181,15 @@ def apply_filter(doc: ModelDocument, rows: Sequence[LayerRow], flt: LayerFilter)
     needle = flt.text.strip().lower()
     result = []
     nodes = doc.nodes
+    precisions = doc.tensorrt.layer_precisions if flt.precisions else {}
     for row in rows:
         if row.is_constant and not flt.show_constants:
             continue
         if needle and needle not in row.name.lower():
             continue
         if flt.op_types and row.type_key not in flt.op_types:
+            continue
+        if flt.precisions and precisions.get(row.name, NO_CONSTRAINT) not in flt.precisions:
             continue
         if flt.conditions:
             node = nodes.get(row.name)
@@ -205,6 +214,7 @@ class ListEntry:
     label: str
     node: str | None = None
     group: str | None = None
+    precision: str | None = None  # the TRT-Prec column: the node's TensorRT layer precision
 
 
 @dataclass
@@ -234,7 +244,9 @@ class LayerExplorerState:
     # -------------------------------------------------------------- changes
     def follow(self, event: ChangeEvent) -> bool:
         """Update rows for a document event; True when the list must be redrawn."""
-        if event.source == "load" or event.added or event.removed:
+        if event.tensorrt and not (event.added or event.removed or event.renamed):
+            pass  # only the TRT-Prec column and the precision filter change
+        elif event.source == "load" or event.added or event.removed:
             self.rows = layer_rows(self.doc)
             self._scopes.clear()
         elif event.renamed or event.changed:
@@ -288,6 +300,10 @@ class LayerExplorerState:
         """Every op type of the model (for the type filter), constants included."""
         return sorted({row.type_key for row in self.rows})
 
+    def precision_choices(self) -> list[str]:
+        """The precision filter's choices: no constraint, then TensorRT's layer precisions."""
+        return [NO_CONSTRAINT, *PRECISIONS]
+
     def attribute_names(self) -> list[str]:
         names: set[str] = set()
         for node in self.doc.graph:
@@ -332,9 +348,12 @@ class LayerExplorerState:
         start = self.page * self.page_size
         indent = "    " if self.group_by != "none" else ""
         entries = []
+        precisions = self.doc.tensorrt.layer_precisions
         for item in flat[start : start + self.page_size]:
             if isinstance(item, LayerRow):
-                entries.append(ListEntry(indent + _row_label(item), node=item.name))
+                precision = precisions.get(item.name)
+                label = indent + _row_label(item) + (f"  ·  TRT {precision}" if precision else "")
+                entries.append(ListEntry(label, node=item.name, precision=precision))
             else:
                 key, size, is_open = item
                 marker = "▾" if is_open else "▸"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
     EngineMismatchError,
@@ -269,6 +270,8 @@ def start_export_engine(
 ) -> EngineJob:
     """Start building a TensorRT engine of `model` into `output`; returns the running job."""
     settings = TrtSettings.from_kwargs(settings, **kwargs)
+    if isinstance(model, ModelDocument):
+        settings = settings.with_model_properties(model.tensorrt)
     output = Path(output).expanduser().resolve()
     if output.is_dir():
         raise TrtSettingsError(f"output {output} is a folder: give the engine's file path")
@@ -295,7 +298,9 @@ def export_engine(
     """Build a TensorRT engine of `model` (path, ModelProto, onnx_ir.Model or ModelDocument)
     into `output`, in a child process on `target` (default: this machine).
 
-    Keyword arguments are TrtSettings fields (fp16=True, optimization_level=5, ...). Beside the
+    Keyword arguments are TrtSettings fields (fp16=True, optimization_level=5, ...). A
+    ModelDocument brings its TensorRT properties (`doc.tensorrt`: optimization profiles, layer
+    precisions; see `TrtSettings.with_model_properties`). Beside the
     engine come `<output>.build.log`, `<output>.build.metadata.json` and, where the engine can
     be loaded (a GPU), `<output>.graph.json` (engine inspector). Raises TrtSettingsError for a
     setting the installed TensorRT lacks, OnnxParseError (with `.nodes`) when the parser

@@ -21,6 +21,7 @@ import pandas as pd
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
+from nsdl_jupyter.profiling._compare_nodes import compare_by_onnx_node
 from nsdl_jupyter.profiling._errors import ReportFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
@@ -273,16 +274,46 @@ class ProfileReport:
         on_nodes = sum(self.node_times().values())
         return on_nodes / total if total > 0 else math.nan
 
-    def compare(self, other: ProfileReport, column: str | None = None) -> pd.DataFrame:
-        """Per-layer comparison with `other` (matched by layer name): delta and speed-up.
+    def compare(
+        self, other: ProfileReport, column: str | None = None, *, by: str | None = None
+    ) -> pd.DataFrame:
+        """Per-layer comparison with `other`: delta and speed-up.
 
-        Times from `column`: by default `gpu_ms` when both reports have GPU times, else
-        `mean_ms` (a GPU time against a host time would compare the profilers, not the runs).
-        `<column>_a`, `<column>_b`; `delta_ms` = other - self; `speedup` = self / other (> 1:
-        `other` is faster). The frame's `attrs` hold the column and the end-to-end figures.
+        `by`: 'name' matches layers by name; 'onnx_node' matches the ONNX nodes each layer ran
+        (an onnxruntime report against a TensorRT one, whose layers fuse several nodes: one row
+        per group of nodes, with `onnx_nodes`, `layers_a`, `layers_b`); default: 'onnx_node'
+        when the two runtimes differ, else 'name'. Times from `column`: by default `gpu_ms`
+        when both reports have GPU times, else `mean_ms` (a GPU time against a host time would
+        compare the profilers, not the runs). `<column>_a`, `<column>_b`; `delta_ms` = other -
+        self; `speedup` = self / other (> 1: `other` is faster). The frame's `attrs` hold the
+        column, `by` and the end-to-end figures.
         """
         if column is None:
             column = "gpu_ms" if self.has_gpu_times and other.has_gpu_times else "mean_ms"
+        if by is None:
+            runtimes = {str(r.metadata.get("runtime", r.source)) for r in (self, other)}
+            by = "onnx_node" if len(runtimes) > 1 else "name"
+        if by not in ("name", "onnx_node"):
+            raise ValueError(f"by={by!r}: use 'name' or 'onnx_node' (or None: by the runtimes)")
+        col_a, col_b = f"{column}_a", f"{column}_b"
+        if by == "onnx_node":
+            merged = compare_by_onnx_node(self, other, column)
+        else:
+            merged = self._compare_by_name(other, column)
+        la, lb = self.latency, other.latency
+        merged.attrs = {
+            "a": self.name,
+            "b": other.name,
+            "column": column,
+            "by": by,
+            "p50_ms_a": float(la["p50"]),
+            "p50_ms_b": float(lb["p50"]),
+            "speedup_p50": float(la["p50"] / lb["p50"]) if lb["p50"] else math.nan,
+            "matched_layers": int(merged[[col_a, col_b]].notna().all(axis=1).sum()),
+        }
+        return merged
+
+    def _compare_by_name(self, other: ProfileReport, column: str) -> pd.DataFrame:
         a = self.layers[["name", "op_type", column]]
         b = other.layers[["name", "op_type", column]]
         merged = a.merge(b, on="name", how="outer", suffixes=("_a", "_b"), sort=False)
@@ -293,18 +324,7 @@ class ProfileReport:
         merged["speedup"] = merged[col_a] / merged[col_b]
         merged = merged[["name", "op_type", col_a, col_b, "delta_ms", "speedup"]]
         merged = merged.reindex(merged["delta_ms"].abs().sort_values(ascending=False).index)
-        merged = merged.reset_index(drop=True)
-        la, lb = self.latency, other.latency
-        merged.attrs = {
-            "a": self.name,
-            "b": other.name,
-            "column": column,
-            "p50_ms_a": float(la["p50"]),
-            "p50_ms_b": float(lb["p50"]),
-            "speedup_p50": float(la["p50"] / lb["p50"]) if lb["p50"] else math.nan,
-            "matched_layers": int(merged[[col_a, col_b]].notna().all(axis=1).sum()),
-        }
-        return merged
+        return merged.reset_index(drop=True)
 
     # ---- views ----------------------------------------------------------------------------
 

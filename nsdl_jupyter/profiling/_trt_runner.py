@@ -97,7 +97,8 @@ _STRONG_ONLY = {
     "int8_calibration_cache": "quantize the model with explicit QuantizeLinear/DequantizeLinear "
     "nodes instead of calibrating",
     "layer_precisions": "set the precision through the model's types instead (convert_tensors, "
-    "convert_to_fp16), or build with TensorRT 10",
+    "convert_to_fp16) and clear the constraints (doc.tensorrt.clear_layer_precisions()), or "
+    "build with TensorRT 10",
 }
 _TYPING_REFUSED = (
     "set typing='strong' (or 'default'): precision constraints need precision flags, and "
@@ -539,8 +540,9 @@ def _calibrator(trt: Any, path: str) -> Any:
 def _profiles(
     trt: Any, builder: Any, network: Any, config: Any, settings: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """Optimization profiles from the settings; a dynamic input they do not cover gets the
-    inferred batch size for its first dimension (other free dimensions need a profile)."""
+    """Optimization profiles from the settings, added to `config`, as the builder's profile
+    objects hold them (read back); a dynamic input they do not cover gets the inferred batch
+    size for its first dimension (other free dimensions need a profile)."""
     given = list(settings.get("optimization_profiles") or [])
     batch = int(settings.get("inferred_batch_size", 1))
     inputs = [network.get_input(i) for i in range(network.num_inputs)]
@@ -549,6 +551,7 @@ def _profiles(
         return []
     if not given:
         given = [{}]
+    held: list[dict[str, Any]] = []
     for profile in given:
         for name, shape in dynamic.items():
             if name in profile:
@@ -575,7 +578,15 @@ def _profiles(
         for name, dims in profile.items():
             trt_profile.set_shape(name, dims["min"], dims["opt"], dims["max"])
         config.add_optimization_profile(trt_profile)
-    return given
+        held.append(
+            {
+                name: dict(
+                    zip(("min", "opt", "max"), map(list, trt_profile.get_shape(name)), strict=True)
+                )
+                for name in profile
+            }
+        )
+    return held
 
 
 def _configure(trt: Any, builder: Any, network: Any, settings: dict[str, Any], fam: str) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from nsdl_jupyter.document import LayerPrecision, TensorRtProperties
 from nsdl_jupyter.profiling._errors import TrtSettingsError
 from nsdl_jupyter.profiling._settings import replace_known
 
@@ -21,9 +22,6 @@ Backend = Literal["auto", "tensorrt", "tensorrt_rtx", "trtexec"]
 Typing = Literal["default", "strong", "obey", "prefer"]
 Refit = Literal["none", "refittable", "stripped"]
 EngineMetadata = Literal["detailed", "none"]
-LayerPrecision = Literal[
-    "fp32", "fp16", "bf16", "fp8", "int64", "int32", "int8", "int4", "uint8", "bool"
-]
 RUNNER = Path(__file__).with_name("_trt_runner.py")
 SCHEMA = "nsdl.trt_settings/1"
 _RUNNER_MODULE: list[Any] = []
@@ -238,6 +236,26 @@ class TrtSettings:
         refused = runner_module().refusals(self.to_request(), backend, version)
         if refused:
             raise TrtSettingsError("; ".join(refused))
+
+    def with_model_properties(self, properties: TensorRtProperties) -> TrtSettings:
+        """These settings plus a model's TensorRT properties (`doc.tensorrt`): its optimization
+        profiles where these give none, its layer precisions under these ones; with precisions,
+        typing 'default' becomes 'obey' (a constraint TensorRT may ignore constrains nothing)."""
+        changes: dict[str, Any] = {}
+        if not self.optimization_profiles and properties.profiles:
+            changes["optimization_profiles"] = tuple(properties.profiles)
+        precisions = {**properties.layer_precisions, **self.layer_precisions}
+        if precisions != self.layer_precisions:
+            changes["layer_precisions"] = precisions
+            if self.typing == "default":
+                changes["typing"] = "obey"
+            elif self.typing == "strong":
+                raise TrtSettingsError(
+                    f"the model has layer precision constraints ({len(precisions)} nodes) but "
+                    "typing='strong' ignores them: pick typing='obey' or 'prefer', or clear them "
+                    "with doc.tensorrt.clear_layer_precisions()"
+                )
+        return dataclasses.replace(self, **changes) if changes else self
 
     def trtexec_argv(
         self,

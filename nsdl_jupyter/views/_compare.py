@@ -33,11 +33,13 @@ def compare_table(
     *,
     times: str | None = None,
     hide_non_compute: bool = False,
+    by: str | None = None,
 ) -> pd.DataFrame:
     """Per layer: time in a and b (GPU kernel time when both reports have it; `times` 'gpu'
-    or 'host' picks), delta (b - a), speed-up (a / b); see ProfileReport.compare."""
+    or 'host' picks), delta (b - a), speed-up (a / b); `by` 'name' or 'onnx_node' (default:
+    per ONNX node when the runtimes differ); see ProfileReport.compare."""
     column = _column(a, b, times)
-    return shown(a, hide_non_compute).compare(shown(b, hide_non_compute), column)
+    return shown(a, hide_non_compute).compare(shown(b, hide_non_compute), column, by=by)
 
 
 def compare_figure(
@@ -47,10 +49,12 @@ def compare_figure(
     *,
     times: str | None = None,
     hide_non_compute: bool = False,
+    by: str | None = None,
 ) -> Any:
-    """Grouped bars of the n layers whose time changed most, plus end-to-end p50 of both."""
+    """Grouped bars of the n layers (or ONNX node groups, `by`) whose time changed most, plus
+    end-to-end p50 of both."""
     graph_objects = go()
-    table = compare_table(a, b, times=times, hide_non_compute=hide_non_compute)
+    table = compare_table(a, b, times=times, hide_non_compute=hide_non_compute, by=by)
     column = table.attrs["column"]
     col_a, col_b = f"{column}_a", f"{column}_b"
     matched = table.dropna(subset=[col_a, col_b]).head(n).iloc[::-1]

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
     from nsdl_jupyter.widgets._profile_view import ProfileView
     from nsdl_jupyter.widgets._target_picker import TargetPicker
+    from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
     from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 _MODULES = {
@@ -33,6 +34,7 @@ _MODULES = {
     "ParameterEditor": "_parameter_editor",
     "ProfileView": "_profile_view",
     "TargetPicker": "_target_picker",
+    "OptimizationProfileForm": "_trt_profile_form",
     "TypeCheckPanel": "_type_check_panel",
 }
 
@@ -44,6 +46,7 @@ __all__ = [
     "LayerExplorer",
     "LayerPalette",
     "LogView",
+    "OptimizationProfileForm",
     "ParameterEditor",
     "ProfileView",
     "TargetPicker",

@@ -1,4 +1,5 @@
-"""ActivityPanel: the "Profile Model" dialog as a widget, running `start_profile_ort`.
+"""ActivityPanel: the "Profile Model" dialog as a widget, running `start_profile_ort`, and the
+"Export TensorRT Engine" dialog running `start_export_engine` (framework ONNX Runtime / TensorRT).
 
 Built from ipywidgets only. The settings mirror OrtProfileSettings; execution providers the
 target's onnxruntime lacks are shown disabled with the reason. Run starts the child process;
@@ -6,6 +7,9 @@ a progress bar follows it, Cancel ends it, a failure shows the error and the run
 and a finished run shows a ProfileView of the report (bound to `graph_view`, if given).
 At the top a TargetPicker chooses where it runs (this machine or an SSH connection); the
 runner's log, streamed from the target, is shown below the progress bar.
+With TensorRT, the TrtSettingsForm shows every engine setting (defaults of the seed), gated by
+the TensorRT the target has (probed when TensorRT is first chosen); Export builds the engine
+with progress and cancel. The settings are kept per model in its companion file.
 """
 
 from __future__ import annotations
@@ -19,26 +23,37 @@ import traitlets
 
 from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter._static_export import StaticPictureMixin
+from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import (
+    EngineExport,
+    EngineJob,
     OrtProfileSettings,
     ProfileCancelledError,
     ProfileJob,
     ProfileReport,
     Progress,
     TargetLostError,
+    TrtSettings,
+    TrtSettingsError,
     probe_runtime,
+    start_export_engine,
     start_profile_ort,
+    start_profile_trt,
+    trt_backends,
 )
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._profile_view import ProfileView
 from nsdl_jupyter.widgets._target_picker import TargetPicker
+from nsdl_jupyter.widgets._trt_settings_form import TrtSettingsForm
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
 GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
 _GPU_OFF = "GPU timing, metrics and clocks apply to the CUDA and TensorRT providers"
+TRT_SETTINGS_KEY = "trt_settings"  # the companion file's entry for the TensorRT form
+_AUTO_ORDER = ("tensorrt", "tensorrt_rtx", "trtexec")  # TrtSettings backend='auto'
 
 
 def parse_dim_sizes(text: str) -> dict[str, int]:
@@ -80,6 +95,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     status = traitlets.Unicode("idle", help="idle, running, done, failed or cancelled")
     provider = traitlets.Unicode("CPUExecutionProvider")
+    framework = traitlets.Enum(("ort", "tensorrt"), "ort", help="ONNX Runtime or TensorRT")
 
     def __init__(
         self,
@@ -88,6 +104,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         target: Target | None = None,
         graph_view: Any = None,
         settings: OrtProfileSettings | None = None,
+        framework: str = "ort",
+        trt_settings: TrtSettings | None = None,
         **kwargs: Any,
     ) -> None:
         self.model = model
@@ -97,6 +115,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.view: ProfileView | None = None
         self.job: ProfileJob | None = None
         self.error: BaseException | None = None
+        self.engine: EngineExport | None = None
+        self.backends: dict[str, dict[str, str]] | None = None  # the target's TensorRT, probed
         self._thread: threading.Thread | None = None
         source = model_source(model)
         self._source_name = source.name
@@ -146,14 +166,45 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._message.add_class("nsdl-activity-message")
         self._log = LogView()
         self._result = widgets.VBox([])
+        self._build_trt(trt_settings, source.name)
         self._run.on_click(lambda _b: self.run())
         self._cancel.on_click(lambda _b: self.cancel())
         self._input_mode.observe(self._on_input_mode, names="value")
         self._on_input_mode({"new": self._input_mode.value})
 
+        self._ort_box = self._ort_controls(gpu_row)
         super().__init__(
             children=[
                 self.target_picker,
+                self._framework,
+                self._ort_box,
+                self._trt_box,
+                widgets.HBox(
+                    [
+                        self._run,
+                        self._export,
+                        self._trt_profile,
+                        self._cancel,
+                        self._progress,
+                        self._phase,
+                    ]
+                ),
+                self._message,
+                self._log,
+                self._result,
+            ],
+            **kwargs,
+        )
+        self.add_class("nsdl-activity-panel")
+        self._on_provider({"new": self.provider})
+        traitlets.link((self._framework, "value"), (self, "framework"))
+        self.framework = framework
+        self._on_framework({"new": self.framework})
+
+    def _ort_controls(self, gpu_row: widgets.HBox) -> widgets.VBox:
+        """The ONNX Runtime settings (shown with framework ORT)."""
+        return widgets.VBox(
+            [
                 self._title,
                 widgets.HBox([self._iterations, self._warmup]),
                 widgets.HTML("Execution provider:"),
@@ -165,15 +216,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self._dims,
                 self._folder,
                 self._trace,
-                widgets.HBox([self._run, self._cancel, self._progress, self._phase]),
-                self._message,
-                self._log,
-                self._result,
-            ],
-            **kwargs,
+            ]
         )
-        self.add_class("nsdl-activity-panel")
-        self._on_provider({"new": self.provider})
 
     def _show_runtime(self, target: Target | None, wanted: str) -> None:
         """The title and provider buttons for `target`'s onnxruntime (probed once per target)."""
@@ -203,8 +247,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         """The picker connected another target (never during a run: `set_busy`): its
         providers, and runs go there."""
         self.target = target
+        self.backends = None
         try:
             self._show_runtime(target, self.provider)
+            if self.framework == "tensorrt":
+                self._probe_trt()
         except Exception as exc:  # the target has no usable Python/onnxruntime: say why
             self._fail(exc)
 
@@ -281,6 +328,150 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             lock_clocks=bool(self._lock_clocks.value),
         )  # fmt: skip
 
+    # ---- TensorRT -------------------------------------------------------------------------
+
+    def _build_trt(self, settings: TrtSettings | None, name: str) -> None:
+        """The framework choice; the TensorRT form, engine path, Export and Profile buttons."""
+        self._framework = widgets.ToggleButtons(
+            options=[("ONNX Runtime", "ort"), ("TensorRT", "tensorrt")], value="ort"
+        )
+        self._framework.add_class("nsdl-activity-framework")
+        stored = None
+        if settings is None and isinstance(self.model, ModelDocument):
+            stored = self.model.companion.get(TRT_SETTINGS_KEY)
+        note = ""
+        if stored is not None:
+            try:
+                settings = TrtSettings.from_json(stored)
+            except TrtSettingsError as error:  # a newer version's file: start from defaults
+                note = f"the model's saved TensorRT settings were not used: {error}"
+        self.trt_form = TrtSettingsForm(settings)
+        self._trt_title = widgets.HTML("")
+        self._trt_title.add_class("nsdl-trt-title")
+        self._engine_path = widgets.Text(
+            f"{name}.engine", description="Engine file", layout=widgets.Layout(width="70%")
+        )
+        self._model_note = widgets.HTML(f"<small>{html_text(note)}</small>" if note else "")
+        self._export = widgets.Button(description="Export", button_style="primary", icon="cogs")
+        self._export.add_class("nsdl-activity-export")
+        self._export.on_click(lambda _b: self.export())
+        self._trt_profile = widgets.Button(description="Profile", icon="play")
+        self._trt_profile.add_class("nsdl-activity-trt-profile")
+        self._trt_profile.on_click(lambda _b: self.profile_trt())
+        self._trt_profile.tooltip = "build and profile the engine per layer (nj.profile_trt)"
+        self.trt_form.controls["backend"].observe(lambda _c: self._gate_trt(), names="value")
+        self._trt_box = widgets.VBox(
+            [self._trt_title, self._model_note, self.trt_form, self._engine_path]
+        )
+
+    @traitlets.observe("framework")
+    def _on_framework(self, change: dict[str, Any]) -> None:
+        if not hasattr(self, "_trt_box"):
+            return
+        trt = change["new"] == "tensorrt"
+        self._ort_box.layout.display = "none" if trt else None
+        self._trt_box.layout.display = None if trt else "none"
+        self._run.layout.display = "none" if trt else None
+        self._export.layout.display = None if trt else "none"
+        self._trt_profile.layout.display = None if trt else "none"
+        if trt and self.backends is None:
+            self._probe_trt()
+
+    def _probe_trt(self) -> None:
+        """Which TensorRT the target has (a child process, once per target), then the gate."""
+        try:
+            self.backends = trt_backends(target=self.target)
+        except Exception as exc:  # no usable Python on the target: say why, keep the form
+            self.backends = {}
+            self._fail(exc)
+        self._gate_trt()
+
+    def trt_backend(self) -> tuple[str, str | None]:
+        """The backend the form's choice resolves to on the target, and its version (None:
+        not installed there)."""
+        backends = self.backends or {}
+        chosen = self.trt_form.controls["backend"].value
+        for name in _AUTO_ORDER if chosen == "auto" else (chosen,):
+            version = backends.get(name, {}).get("version")
+            if version:
+                return name, version
+        return ("tensorrt_rtx" if chosen == "auto" else chosen), None
+
+    def _gate_trt(self) -> None:
+        backend, version = self.trt_backend()
+        found = ", ".join(
+            f"{name} {info.get('version') or '(not installed)'}"
+            for name, info in sorted((self.backends or {}).items())
+        )
+        where = html_text(_where(self.target))
+        if version is None:
+            self._trt_title.value = (
+                f"<b>Export a TensorRT engine of {html_text(self._source_name)}</b> on {where}: "
+                f"{html_text(backend)} is not installed there ({html_text(found or 'none')})"
+            )
+            return
+        self.trt_form.gate(backend, version)
+        self._trt_title.value = (
+            f"<b>Export a TensorRT engine of {html_text(self._source_name)}</b> with "
+            f"{html_text(backend)} {html_text(version)} on {where}"
+        )
+
+    def trt_settings(self) -> TrtSettings:
+        """The TensorRT form's settings (the model's profiles and precisions join at export)."""
+        return self.trt_form.settings()
+
+    def export(self) -> None:
+        """Build the engine with the form's settings (returns at once; see `wait`)."""
+        if self.status == "running":
+            return
+        self.error, self.engine = None, None
+        self._message.value = ""
+        try:
+            settings = self.trt_settings()
+            output = Path(self._engine_path.value.strip() or "model.engine").expanduser()
+            job = start_export_engine(self.model, output, settings, target=self.target,
+                                      progress=self._on_progress)  # fmt: skip
+        except Exception as exc:  # a settings error: nothing started
+            self._fail(exc)
+            return
+        if isinstance(self.model, ModelDocument):  # kept per model, saved with it
+            self.model.update_companion(TRT_SETTINGS_KEY, settings.to_json())
+        self._start_job(job, self._wait_export)
+
+    def _wait_export(self, job: EngineJob) -> None:
+        try:
+            engine = job.wait()
+        except ProfileCancelledError as exc:
+            self._finish("cancelled", "warning", html_text(f"Cancelled: {exc}"))
+            return
+        except Exception as exc:  # shown in the panel: this thread has no caller to raise to
+            self._fail(exc)
+            return
+        self.engine = engine
+        ignored = (
+            f"; not held by the builder: {', '.join(engine.ignored)}" if engine.ignored else ""
+        )
+        self._finish(
+            "done",
+            "success",
+            f"Engine written: {html_text(shown_path(engine.engine))} ({engine.engine_bytes:,} "
+            f"bytes, built in {engine.build_s:.1f} s with {html_text(engine.backend)} "
+            f"{html_text(engine.version)}{html_text(ignored)}) (<code>panel.engine</code>)",
+        )
+
+    def profile_trt(self) -> None:
+        """Profile the engine per layer with TensorRT through `nj.profile_trt`."""
+        if self.status == "running":
+            return
+        self.error, self.report = None, None
+        try:
+            job = start_profile_trt(self.model, self.trt_settings(), target=self.target,
+                                    progress=self._on_progress)  # fmt: skip
+        except Exception as exc:
+            self._fail(exc)
+            return
+        self._start_job(job, self._wait_job)
+
     # ---- running --------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -296,16 +487,22 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         except Exception as exc:  # a settings or input error: nothing started
             self._fail(exc)
             return
+        self._start_job(job, self._wait_job)
+
+    def _start_job(self, job: Any, wait: Any) -> None:
+        """Follow a started job (profile or export): log, progress, cancel; `wait` runs in a
+        thread and shows its end."""
         self.job = job
         self._log.follow(job)
         self.target_picker.set_busy(True)
         self.status = "running"
-        self._run.disabled = True
+        for start in (self._run, self._export, self._trt_profile):
+            start.disabled = True
         self._cancel.disabled = False
         self._progress.value = 0.0
         self._progress.bar_style = ""
         self._phase.value = "starting"
-        self._thread = threading.Thread(target=self._wait_job, args=(job,), daemon=True,
+        self._thread = threading.Thread(target=wait, args=(job,), daemon=True,
                                         name="nsdl-activity")  # fmt: skip
         self._thread.start()
 
@@ -360,6 +557,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._log.redraw()
         self.target_picker.set_busy(False)
         self._run.disabled = False
+        self._export.disabled = False
+        self._trt_profile.disabled = False
         self._cancel.disabled = True
         self._progress.bar_style = style
         if status == "done":
@@ -369,12 +568,13 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.status = status
 
     def cancel(self) -> None:
-        """End the running profile's child process."""
+        """End the running profile's (or engine build's) child process."""
         if self.job is not None and self.status == "running":
             self.job.cancel()
 
     def wait(self, timeout: float | None = None) -> ProfileReport | None:
-        """Block until the current run ends; the report, or None if it failed or was cancelled."""
+        """Block until the current run (or export: see `engine`) ends; the report, or None if
+        it failed, was cancelled or was an export."""
         if self._thread is not None:
             self._thread.join(timeout)
         return self.report if self.status == "done" else None

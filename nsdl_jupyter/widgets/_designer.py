@@ -35,6 +35,7 @@ from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
 from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 _VALID_OPTIONS = ("height", "selected", "check_delay")
@@ -60,6 +61,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.initializers = InitializerEditor(doc)
         self.palette = LayerPalette(doc)
         self.explorer = LayerExplorer(doc)
+        self.trt_profiles = OptimizationProfileForm(doc)
         self.type_check = TypeCheckPanel(
             doc, graph_view=self.graph, delay=float(options.get("check_delay", 0.4))
         )
@@ -69,6 +71,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.palette,
             self.explorer,
             self.type_check,
+            self.trt_profiles,
         )
         self._links = [
             traitlets.link((self.graph, "selected"), (tool, "selected")) for tool in self.tools
@@ -88,15 +91,17 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         left.set_title(0, "Palette")
         left.set_title(1, "Layers")
         right = widgets.Tab(
-            children=[self.parameters, self.initializers],
+            children=[self.parameters, self.initializers, self.trt_profiles],
             layout=widgets.Layout(width="380px", min_width="380px"),
         )
         right.set_title(0, "Parameters")
         right.set_title(1, "Initializers")
+        right.set_title(2, "TensorRT")
         self.initializers.active = False
         right.observe(self._on_right_tab, names="selected_index")
         self.left, self.right = left, right
-        for pane in (self.palette, self.explorer, self.parameters, self.initializers):
+        panes = (self.palette, self.explorer, self.parameters, self.initializers, self.trt_profiles)
+        for pane in panes:
             pane.layout.max_height = f"{height + 40}px"  # scroll inside, beside the graph
             pane.layout.overflow_y = "auto"
         self.graph.layout.flex = "1 1 auto"

@@ -4,6 +4,9 @@ name, by type and by attribute values (the Filters button shows how many are act
 Choosing a row and pressing "Go to" (or double-clicking it inside the Designer) selects the
 node, which the graph view brings into sight. Group headers open and close their group.
 Constants are hidden by default; the toggle's last state is kept in the user settings.
+The TRT-Prec column shows each node's TensorRT layer precision constraint (`doc.tensorrt`);
+the Filters panel filters by it, and "Set TRT precision" sets or clears it for the chosen row
+(or, with none chosen, for the selected nodes: one undo step).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text, neutralize
-from nsdl_jupyter.document import ChangeEvent, ModelDocument
+from nsdl_jupyter.document import NO_CONSTRAINT, ChangeEvent, DocumentError, ModelDocument
 from nsdl_jupyter.editors import (
     COMPARISONS,
     AttributeCondition,
@@ -64,6 +67,16 @@ class LayerExplorer(ToolWindow):
         self.page_label = widgets.HTML()
         self.go_button = button("Go to", "select the node and bring it into view")
         self.go_button.add_class("nsdl-go-to")
+        self.precision_choice = widgets.Dropdown(
+            options=[("no constraint", NO_CONSTRAINT)]
+            + [(p, p) for p in self.state.precision_choices()[1:]],
+            value=NO_CONSTRAINT, description="TRT precision", layout=widgets.Layout(width="230px"),
+        )  # fmt: skip
+        self.precision_choice.add_class("nsdl-trt-precision")
+        self.set_precision_button = button(
+            "Set", "set (or clear) the TensorRT layer precision of the chosen row or selection"
+        )
+        self.set_precision_button.add_class("nsdl-set-trt-precision")
         self.message = MessageLine()
         self.advanced = self._build_advanced()
 
@@ -75,14 +88,18 @@ class LayerExplorer(ToolWindow):
         self.previous_page.on_click(lambda _b: self._turn(-1))
         self.next_page.on_click(lambda _b: self._turn(1))
         self.go_button.on_click(lambda _b: self.go_to())
+        self.set_precision_button.on_click(lambda _b: self.set_precision())
+        self.observe(lambda c: self._show_precision(c["new"][:1]), names="selected")
         self.children = [
             style_widget(),
             widgets.HBox([self.filter_box, self.filters_button]),
             self.advanced,
             self.group_by,
             self.show_constants,
+            widgets.HTML("<span class='nsdl-note'>layer  ·  type  ·  TRT-Prec</span>"),
             self.list,
             widgets.HBox([self.go_button, self.previous_page, self.page_label, self.next_page]),
+            widgets.HBox([self.precision_choice, self.set_precision_button]),
             self.summary,
             self.message,
         ]
@@ -97,6 +114,11 @@ class LayerExplorer(ToolWindow):
             placeholder="op types",
         )  # fmt: skip
         self.type_filter.add_class("nsdl-type-filter")
+        self.precision_filter = widgets.TagsInput(
+            value=[], allowed_tags=self.state.precision_choices(), allow_duplicates=False,
+            placeholder="TRT precisions (none: no constraint)",
+        )  # fmt: skip
+        self.precision_filter.add_class("nsdl-precision-filter")
         self.condition_attribute = widgets.Combobox(
             options=self.state.attribute_names(), placeholder="attribute",
             layout=widgets.Layout(width="130px"),
@@ -115,6 +137,7 @@ class LayerExplorer(ToolWindow):
         self.remove_condition = button("Remove", "remove the chosen conditions")
         self.clear_filters = button("Clear all", "remove every filter")
         self.type_filter.observe(lambda _c: self._apply_filter(), names="value")
+        self.precision_filter.observe(lambda _c: self._apply_filter(), names="value")
         self.add_condition.on_click(lambda _b: self._add_condition())
         self.remove_condition.on_click(lambda _b: self._remove_conditions())
         self.clear_filters.on_click(lambda _b: self.clear())
@@ -122,6 +145,8 @@ class LayerExplorer(ToolWindow):
             [
                 widgets.HTML("<span class='nsdl-note'>types</span>"),
                 self.type_filter,
+                widgets.HTML("<span class='nsdl-note'>TensorRT layer precisions</span>"),
+                self.precision_filter,
                 widgets.HTML("<span class='nsdl-note'>attribute values</span>"),
                 widgets.HBox([self.condition_attribute, self.condition_op, self.condition_value,
                               self.add_condition]),
@@ -138,6 +163,7 @@ class LayerExplorer(ToolWindow):
             self.state.filter,
             text=self.filter_box.value,
             op_types=frozenset(self.type_filter.value),
+            precisions=frozenset(self.precision_filter.value),
             conditions=self.state.filter.conditions if conditions is None else conditions,
         )
         self.state.set_filter(flt)
@@ -172,6 +198,7 @@ class LayerExplorer(ToolWindow):
         try:
             self.filter_box.value = ""
             self.type_filter.value = []
+            self.precision_filter.value = []
         finally:
             self._binding = False
         self._apply_filter(())
@@ -215,10 +242,19 @@ class LayerExplorer(ToolWindow):
         self.next_page.disabled = self.state.page >= pages - 1
         self.summary.value = f"<span class='nsdl-note'>{html_text(self.state.summary())}</span>"
 
+    def _show_precision(self, nodes: list[str]) -> None:
+        """The dropdown shows the precision of the chosen node, ready to change or clear."""
+        if nodes:
+            self.precision_choice.value = (
+                self.doc.tensorrt.layer_precision(nodes[0]) or NO_CONSTRAINT
+            )
+
     def _on_list(self, change: dict[str, Any]) -> None:
         if self._binding or change["new"] is None:
             return
         entry = self.entries[change["new"]]
+        if entry.node is not None:
+            self._show_precision([entry.node])
         if entry.node is None and entry.group is not None:
             self.state.toggle(entry.group)
             self._render()
@@ -252,6 +288,21 @@ class LayerExplorer(ToolWindow):
             return
         self.message.show(None)
         self.selected = [target]
+
+    def set_precision(self, precision: str | None = None) -> None:
+        """Set the TensorRT layer precision (default: the dropdown's; 'none' clears) of the
+        chosen row, else of the selected nodes, as one undo step."""
+        wanted = self.precision_choice.value if precision is None else precision
+        nodes = [self.current] if self.current is not None else list(self.selected)
+        if not nodes:
+            self.message.show("choose a layer in the list (or select nodes) first")
+            return
+        try:
+            self.doc.tensorrt.set_layer_precisions(nodes, wanted)
+        except DocumentError as error:
+            self.message.show(str(error))
+            return
+        self.message.show(None)
 
     # ------------------------------------------------------------------ follow
     def _on_document_event(self, event: ChangeEvent) -> None:

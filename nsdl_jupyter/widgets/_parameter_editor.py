@@ -18,7 +18,13 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._display import html_text, shown_path
-from nsdl_jupyter.document import ChangeEvent, ModelDocument
+from nsdl_jupyter.document import (
+    NO_CONSTRAINT,
+    PRECISIONS,
+    ChangeEvent,
+    DocumentError,
+    ModelDocument,
+)
 from nsdl_jupyter.editors import (
     AttributeRow,
     ModelInfo,
@@ -131,6 +137,14 @@ class ParameterEditor(ToolWindow):
         self.name_box.add_class("nsdl-mono")
         self.name_box.add_class("nsdl-node-name")
         self.name_error = MessageLine("nsdl-name-error")
+        self.trt_precision = widgets.Dropdown(
+            options=[("no constraint", NO_CONSTRAINT)] + [(p, p) for p in PRECISIONS],
+            value=NO_CONSTRAINT, description="TRT precision",
+            tooltip="TensorRT layer precision constraint (TensorRT <= 10), kept beside the model",
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
+        self.trt_precision.add_class("nsdl-trt-precision")
+        self.trt_precision.observe(self._on_trt_precision, names="value")
         self.set_rows = widgets.VBox()
         self.set_rows.add_class("nsdl-set-attributes")
         self.default_rows = widgets.VBox()
@@ -148,6 +162,7 @@ class ParameterEditor(ToolWindow):
             self.header,
             self.name_box,
             self.name_error,
+            self.trt_precision,
             self.set_rows,
             self.defaults,
             self.connections,
@@ -176,7 +191,7 @@ class ParameterEditor(ToolWindow):
             self.selected = followed  # renders
             return
         touched = event.changed | event.removed | {new for _, new in event.renamed}
-        if event.source == "load" or not current or touched & set(current):
+        if event.source == "load" or not current or touched & set(current) or event.tensorrt:
             self.render()
 
     # ------------------------------------------------------------------ render
@@ -195,6 +210,7 @@ class ParameterEditor(ToolWindow):
         for part in (
             self.name_box,
             self.name_error,
+            self.trt_precision,
             self.set_rows,
             self.defaults,
             self.connections,
@@ -239,6 +255,7 @@ class ParameterEditor(ToolWindow):
             self._binding = False
         self.name_box.layout.display = "none" if form.multiple else ""
         self.name_error.show(None)
+        self._show_trt_precision(form)
         cursors: dict[str, int] = {}
         self.set_rows.children = [self._bound(row, form, cursors).box for row in form.set_rows]
         self.default_rows.children = [
@@ -298,6 +315,27 @@ class ParameterEditor(ToolWindow):
         problem = reset_attribute(self.doc, self._names(), row.name)
         if problem:
             row_widgets.error.show(problem)
+
+    def _show_trt_precision(self, form: NodeForm) -> None:
+        """The constraint of the selected top-level nodes (the first one's when they differ)."""
+        top_level = all(name in self.doc.nodes for name in form.names)
+        self.trt_precision.layout.display = "" if top_level else "none"
+        if top_level:
+            self._binding = True
+            try:
+                precision = self.doc.tensorrt.layer_precision(form.names[0])
+                self.trt_precision.value = precision or NO_CONSTRAINT
+            finally:
+                self._binding = False
+
+    def _on_trt_precision(self, change: dict[str, Any]) -> None:
+        """Set or clear the selected nodes' TensorRT layer precision: one undo step."""
+        if self._binding or not isinstance(self.form, NodeForm):
+            return
+        try:
+            self.doc.tensorrt.set_layer_precisions(self.form.names, change["new"])
+        except DocumentError as error:
+            self.name_error.show(str(error))
 
     def _on_rename(self, change: dict[str, Any]) -> None:
         names = self._names()

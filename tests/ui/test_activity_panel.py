@@ -129,3 +129,57 @@ def test_static_html_export_renders_offline(browser: Any, tmp_path: Path) -> Non
         page.screenshot(path=str(shots / "static_export.png"), full_page=False)
     finally:
         context.close()
+
+
+TRT_SETUP = """
+import tempfile, onnx
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import resnet18
+folder = tempfile.mkdtemp()
+onnx.save(resnet18(image_size=32, num_classes=10), folder + "/r.onnx")
+panel = nj.ActivityPanel(folder + "/r.onnx")
+panel._engine_path.value = folder + "/r.engine"
+panel
+"""
+
+
+def test_tensorrt_form_gates_and_exports(notebook: Any) -> None:
+    pytest.importorskip("tensorrt_rtx", reason="needs TensorRT-RTX: pip install -e '.[trt-rtx]'")
+    nb = notebook([TRT_SETUP,
+                   "print('STATUS=' + panel.status, 'FW=' + panel.framework, "
+                   "'LEVEL=%d' % panel.engine.applied['builder_optimization_level'])"])  # fmt: skip
+    nb.run_cell(0)
+    nb.wait_for(PANEL)
+    assert nb.error_outputs() == []
+    form = f"{PANEL} .nsdl-trt-form"
+    assert not nb.page.locator(form).first.is_visible()  # ONNX Runtime first
+    nb.page.locator(f"{PANEL} .nsdl-activity-framework button", has_text="TensorRT").first.click()
+    nb.wait_for(form, timeout_ms=120_000)
+    title = nb.wait_for(f"{PANEL} .nsdl-trt-title b")
+    nb.page.wait_for_function(
+        "() => document.querySelector('.nsdl-trt-title').innerText.includes('tensorrt_rtx')",
+        timeout=120_000,
+    )
+    assert "Export a TensorRT engine" in title.inner_text()
+    # FP16 is version-gated on TensorRT-RTX: drawn disabled, with the reason beside it
+    fp16 = nb.page.locator(f"{form} .nsdl-trt-fp16 input").first
+    nb.page.wait_for_function(
+        "() => document.querySelector('.nsdl-trt-form .nsdl-trt-fp16 input').disabled",
+        timeout=30_000,
+    )
+    assert fp16.is_disabled()
+    reasons = nb.page.locator(f"{form} .nsdl-trt-reason").all_inner_texts()
+    assert any("convert_to_fp16" in r for r in reasons)
+    assert not nb.page.locator(f"{form} .nsdl-trt-tf32 input").first.is_disabled()
+    level = nb.page.locator(f"{form} .nsdl-trt-optimization-level input").first
+    level.fill("1")
+    level.press("Enter")
+    nb.screenshot("tensorrt_form", PANEL)
+    nb.page.locator(f"{PANEL} .nsdl-activity-export").first.click()
+    nb.page.wait_for_function(
+        "() => (document.querySelector('.nsdl-activity-message') || {innerText: ''})"
+        ".innerText.includes('Engine written')",
+        timeout=300_000,
+    )
+    nb.screenshot("exported", PANEL)
+    assert "STATUS=done FW=tensorrt LEVEL=1" in nb.run_cell(1)
