@@ -1,7 +1,7 @@
 """Imports run down the layers of DESIGN.md, and nothing crosses them unnoticed.
 
     base (_atomic, _display, _isolated, ...) < ops < document < graph, transforms, targets
-    < profiling < views < editors < _static_export < widgets < cli < nbconvert
+    < profiling < figures < editors < _static_export < widgets < cli < nbconvert
 
 Peers (graph, transforms, targets) do not import each other. Every import of the package is
 read from the source (module level and inside functions alike).
@@ -15,7 +15,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "nsdl_jupyter"
 
 BASE = 0
-RANKS = {
+RANKS: dict[str, float] = {
     "ops": 1,
     "examples": 1,  # models built in code: onnx only
     "document": 2,
@@ -23,7 +23,8 @@ RANKS = {
     "transforms": 3,
     "targets": 3,
     "profiling": 4,
-    "views": 5,
+    "figures": 5,
+    "views": 5.5,  # deprecated alias of figures (renamed)
     "editors": 6,
     "_static_export": 7,  # the widgets drawn as HTML (widgets attach their pictures)
     "widgets": 8,
@@ -35,7 +36,6 @@ RANKS = {
 # removed one must leave this list.
 KNOWN = {
     ("transforms", "cli"),  # the CLI's argparse code still lives in transforms/_commands.py
-    ("profiling", "views"),  # ProfileReport.timeline() and friends draw through views
 }
 
 
@@ -44,7 +44,7 @@ def _layer(parts: tuple[str, ...]) -> str:
     return parts[0].removesuffix(".py") if parts else "__init__"
 
 
-def _rank(layer: str) -> int:
+def _rank(layer: str) -> float:
     return RANKS.get(layer, BASE if layer.startswith("_") else -1)
 
 

@@ -53,7 +53,7 @@ from nsdl_jupyter.profiling._providers import (
     available_providers,
     probe_runtime,
 )
-from nsdl_jupyter.profiling._report import ProfileReport
+from nsdl_jupyter.profiling._report import REPORT_FIGURES, ProfileReport, register_report_figure
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_settings import TrtSettings
@@ -61,6 +61,7 @@ from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
     "NODE_TIME_NOTE",
+    "REPORT_FIGURES",
     "CheckRow",
     "EngineBuildError",
     "EngineExport",
@@ -98,6 +99,7 @@ __all__ = [
     "probe_runtime",
     "profile_ort",
     "provider_name",
+    "register_report_figure",
     "start_export_engine",
     "start_profile_ort",
     "trt_backends",

@@ -19,8 +19,7 @@ import traitlets
 
 from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter._static_export import StaticPictureMixin
-from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.views import (
+from nsdl_jupyter.figures import (
     compute_only,
     kernels_table,
     latency_figure,
@@ -31,7 +30,8 @@ from nsdl_jupyter.views import (
     timeline_figure,
     top_layers_figure,
 )
-from nsdl_jupyter.views._filters import time_shares
+from nsdl_jupyter.figures._filters import time_shares
+from nsdl_jupyter.profiling import ProfileReport
 
 # The Select widget is a <select>: a monospace font keeps the columns aligned.
 _STYLE = """<style>

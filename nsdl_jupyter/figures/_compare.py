@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.views._filters import shown, time_label
-from nsdl_jupyter.views._plotly import go
+from nsdl_jupyter.figures._filters import shown, time_label
+from nsdl_jupyter.figures._plotly import go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport

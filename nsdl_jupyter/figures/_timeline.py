@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.views._filters import shown, time_column
-from nsdl_jupyter.views._plotly import colour_map, go
+from nsdl_jupyter.figures._filters import shown, time_column
+from nsdl_jupyter.figures._plotly import colour_map, go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport

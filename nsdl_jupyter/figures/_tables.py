@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdl_jupyter.views._filters import hidden_layer_names, shown, time_column
+from nsdl_jupyter.figures._filters import hidden_layer_names, shown, time_column
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
