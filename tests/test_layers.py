@@ -3,8 +3,10 @@
     base (_atomic, _display, _isolated, ...) < ops < document < graph, transforms, targets
     < profiling < figures < editors < _static_export < widgets < cli < nbconvert
 
-Peers (graph, transforms, targets) do not import each other. Every import of the package is
-read from the source (module level and inside functions alike).
+Peers (graph, transforms, targets) do not import each other, and a layer imports another only
+through its public names: no `_private` module or name of another package (the base modules
+nsdl_jupyter/_*.py are shared helpers, open to all). Every import of the package is read from
+the source (module level and inside functions alike).
 """
 
 from __future__ import annotations
@@ -68,6 +70,31 @@ def _imports() -> set[tuple[str, str, str]]:
     return found
 
 
+def _private_imports() -> list[str]:
+    """`file:line module name` for each private module or name imported from another layer."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        here = _layer(path.relative_to(PACKAGE).parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = [(node.module, [alias.name for alias in node.names])]
+            elif isinstance(node, ast.Import):
+                modules = [(alias.name, []) for alias in node.names]
+            else:
+                continue
+            for module, names in modules:
+                parts = module.split(".")
+                if parts[0] != "nsdl_jupyter" or len(parts) < 2 or parts[1] == here:
+                    continue
+                if (PACKAGE / f"{parts[1]}.py").is_file():  # a base module: shared helpers
+                    continue
+                private = [p for p in parts[2:] + names if p.startswith("_")]
+                if private:
+                    where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+                    found.append(f"{where} {module} {private}")
+    return sorted(found)
+
+
 def test_every_layer_has_a_rank() -> None:
     unknown = {a for a, b, _ in _imports() for a in (a, b) if _rank(a) < 0}
     assert not unknown, f"give these packages a layer in tests/test_layers.py: {unknown}"
@@ -96,3 +123,10 @@ def test_base_modules_import_no_layer() -> None:
         if _rank(here) == BASE and _rank(there) > BASE
     )
     assert not above, above
+
+
+def test_layers_import_only_public_names_of_each_other() -> None:
+    """Another package's private modules and names are its own: make the name public in its
+    package `__init__` (with `__all__`) or move the code where it belongs."""
+    private = _private_imports()
+    assert not private, "\n".join(private)

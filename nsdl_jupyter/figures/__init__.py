@@ -18,13 +18,12 @@ from nsdl_jupyter.figures._filters import (
     non_compute_mask,
     time_column,
     time_label,
+    time_shares,
 )
 from nsdl_jupyter.figures._static import use_static_renderer
 from nsdl_jupyter.figures._tables import kernels_table, layers_table
 from nsdl_jupyter.figures._timeline import MAX_LAYER_ROWS, timeline_figure
 from nsdl_jupyter.profiling import register_report_figure
-
-register_report_figure("timeline", timeline_figure)
 
 __all__ = [
     "MAX_LAYER_ROWS",
@@ -39,7 +38,10 @@ __all__ = [
     "op_type_share_figure",
     "time_column",
     "time_label",
+    "time_shares",
     "timeline_figure",
     "top_layers_figure",
     "use_static_renderer",
 ]
+
+register_report_figure("timeline", timeline_figure)

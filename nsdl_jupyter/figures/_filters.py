@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
+from nsdl_jupyter.profiling import INPUT_COPY, OUTPUT_COPY
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport

@@ -3,12 +3,30 @@ hierarchy with grouping of oversized levels, layered layout (python-igraph), edi
 and SVG export."""
 
 from nsdl_jupyter.graph._columns import decode_columns, encode_columns
-from nsdl_jupyter.graph._extract import GraphTable, build_table, scope_of
-from nsdl_jupyter.graph._hierarchy import Hierarchy, build_hierarchy
-from nsdl_jupyter.graph._layout import LayoutEngine, LayoutResult
+from nsdl_jupyter.graph._extract import (
+    CONSTANT,
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
+    PSEUDO,
+    GraphTable,
+    build_table,
+    scope_of,
+    short_name,
+)
+from nsdl_jupyter.graph._hierarchy import Hierarchy, build_hierarchy, is_group_ref
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutEngine, LayoutResult
 from nsdl_jupyter.graph._scene import EditSummary, GraphScene, NeedsRebuild
+from nsdl_jupyter.graph._svg import MARGIN, scene_svg, visible_edges
 
 __all__ = [
+    "CONSTANT",
+    "GRAPH_INPUT",
+    "GRAPH_OUTPUT",
+    "HEADER",
+    "KIND_FRAME",
+    "KIND_GROUP",
+    "MARGIN",
+    "PSEUDO",
     "EditSummary",
     "GraphScene",
     "GraphTable",
@@ -20,5 +38,9 @@ __all__ = [
     "build_table",
     "decode_columns",
     "encode_columns",
+    "is_group_ref",
+    "scene_svg",
     "scope_of",
+    "short_name",
+    "visible_edges",
 ]

@@ -44,8 +44,10 @@ from nsdl_jupyter.profiling._errors import (
     TrtexecFormatError,
     TrtSettingsError,
 )
+from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
+from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,
@@ -60,7 +62,9 @@ from nsdl_jupyter.profiling._trt_settings import TrtSettings
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
+    "INPUT_COPY",
     "NODE_TIME_NOTE",
+    "OUTPUT_COPY",
     "REPORT_FIGURES",
     "CheckRow",
     "EngineBuildError",
@@ -95,6 +99,7 @@ __all__ = [
     "input_file_name",
     "load_ort_profile",
     "load_trtexec",
+    "model_source",
     "parse_ort_trace",
     "probe_runtime",
     "profile_ort",

@@ -15,7 +15,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.document._data_files import external_tensors
+from nsdl_jupyter.document import external_tensors
 
 
 @dataclass(frozen=True)

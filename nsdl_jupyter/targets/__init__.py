@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsdl_jupyter.targets._base import JobResult, RunnerJob, Target
+from nsdl_jupyter.targets._base import EventListener, JobResult, RunnerJob, Target
 from nsdl_jupyter.targets._connections import Connections, ConnectionTest, connections
 from nsdl_jupyter.targets._errors import (
     DeployDirError,
@@ -21,6 +21,7 @@ __all__ = [
     "ConnectionTest",
     "Connections",
     "DeployDirError",
+    "EventListener",
     "HostKeyChangedError",
     "HostKeyError",
     "JobResult",

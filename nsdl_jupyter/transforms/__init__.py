@@ -20,7 +20,10 @@ from nsdl_jupyter.transforms._tensor_dtype import (
     replace_initializer_value,
 )
 from nsdl_jupyter.transforms._tools import (
+    MAX_LOG_LINES,
+    Throttle,
     ToolError,
+    ToolLog,
     ToolRun,
     ToolStore,
     UserTool,
@@ -32,11 +35,14 @@ from nsdl_jupyter.transforms._working_copy import TransformError
 __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
     "FP16_TOLERANCE",
+    "MAX_LOG_LINES",
     "OPSET_TOLERANCE",
     "ConversionItem",
     "ConversionPreview",
     "TensorRef",
+    "Throttle",
     "ToolError",
+    "ToolLog",
     "ToolRun",
     "ToolStore",
     "TransformError",

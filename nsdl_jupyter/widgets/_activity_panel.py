@@ -26,10 +26,10 @@ from nsdl_jupyter.profiling import (
     ProfileReport,
     Progress,
     TargetLostError,
+    model_source,
     probe_runtime,
     start_profile_ort,
 )
-from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._profile_view import ProfileView

@@ -21,10 +21,13 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
-from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
-from nsdl_jupyter._static_export._graph_picture import graph_view_html
-from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
-from nsdl_jupyter.graph._svg import scene_svg
+from nsdl_jupyter._static_export import (
+    GraphViewState,
+    StaticPictureMixin,
+    graph_view_html,
+    track_static_picture,
+)
+from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild, scene_svg
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
@@ -100,9 +103,21 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._save_companion()
         self.on_msg(self._on_custom_msg)
         self.observe(self._on_view_option, names=["direction", "show_constants"])
-        track_static_picture(self, lambda: graph_view_html(self))
+        track_static_picture(self, lambda: graph_view_html(self.picture_state()))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
+
+    def picture_state(self) -> GraphViewState:
+        """What the view shows now, for its static picture (HTML export without JavaScript)."""
+        return GraphViewState(
+            scene=self._scene,
+            selected=tuple(self.selected),
+            marks=dict(self._marks),
+            overlay=dict(self._overlay),
+            overlay_values=bytes(self._overlay_values),
+            show_grid=bool(self.show_grid),
+            height=int(self.height),
+        )
 
     # ------------------------------------------------------------------ sources
     def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:

@@ -27,10 +27,10 @@ from nsdl_jupyter.figures import (
     op_type_share_figure,
     time_column,
     time_label,
+    time_shares,
     timeline_figure,
     top_layers_figure,
 )
-from nsdl_jupyter.figures._filters import time_shares
 from nsdl_jupyter.profiling import ProfileReport
 
 # The Select widget is a <select>: a monospace font keeps the columns aligned.

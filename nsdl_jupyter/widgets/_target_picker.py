@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter.profiling._target_check import TargetCheck, check_target
+from nsdl_jupyter.profiling import TargetCheck, check_target
 from nsdl_jupyter.targets import (
     Connections,
     HostKeyError,
