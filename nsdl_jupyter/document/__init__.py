@@ -21,6 +21,7 @@ from nsdl_jupyter.document._errors import (
     InvalidNameError,
     ModelLoadError,
     ModelSaveError,
+    UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
 from nsdl_jupyter.document._loading import resolve_inside
@@ -45,6 +46,7 @@ __all__ = [
     "ModelLoadError",
     "ModelSaveError",
     "UnknownDataTypeError",
+    "UnknownNodeError",
     "as_data_type",
     "check_proto",
     "external_tensors",

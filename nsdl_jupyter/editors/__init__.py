@@ -8,6 +8,7 @@ Each module holds what one tool window shows and the document edits it sends:
 
 from __future__ import annotations
 
+from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.editors._initializers import (
     CREATE_DTYPES,
     FILL_METHODS,
@@ -75,6 +76,7 @@ __all__ = [
     "FILL_METHODS",
     "AttributeCondition",
     "AttributeRow",
+    "EditorError",
     "GridPage",
     "InitializerRow",
     "InputSlot",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from nsdl_jupyter.figures._charts import latency_figure, op_type_share_figure, top_layers_figure
 from nsdl_jupyter.figures._compare import compare_figure, compare_table
+from nsdl_jupyter.figures._errors import FigureError
 from nsdl_jupyter.figures._filters import (
     NON_COMPUTE_OP_TYPES,
     compute_only,
@@ -28,6 +29,7 @@ from nsdl_jupyter.profiling import register_report_figure
 __all__ = [
     "MAX_LAYER_ROWS",
     "NON_COMPUTE_OP_TYPES",
+    "FigureError",
     "compare_figure",
     "compare_table",
     "compute_only",

@@ -3,6 +3,7 @@ hierarchy with grouping of oversized levels, layered layout (python-igraph), edi
 and SVG export."""
 
 from nsdl_jupyter.graph._columns import decode_columns, encode_columns
+from nsdl_jupyter.graph._errors import GraphDataError
 from nsdl_jupyter.graph._extract import (
     CONSTANT,
     GRAPH_INPUT,
@@ -28,6 +29,7 @@ __all__ = [
     "MARGIN",
     "PSEUDO",
     "EditSummary",
+    "GraphDataError",
     "GraphScene",
     "GraphTable",
     "Hierarchy",

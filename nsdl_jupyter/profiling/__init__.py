@@ -56,7 +56,7 @@ from nsdl_jupyter.profiling._providers import (
     probe_runtime,
 )
 from nsdl_jupyter.profiling._report import REPORT_FIGURES, ProfileReport, register_report_figure
-from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
+from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_settings import TrtSettings
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
@@ -73,6 +73,7 @@ __all__ = [
     "InputFolderError",
     "OnnxParseError",
     "OrtProfileSettings",
+    "OrtSettingsKwargs",
     "ProfileCancelledError",
     "ProfileError",
     "ProfileFileError",

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.profiling._errors import TrtexecFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._model_source import model_source
@@ -213,7 +214,9 @@ def load_trtexec(
     The metadata records file names only unless `full_paths` (absolute paths) is set.
     """
     if profile is None and layer_info is None and times is None:
-        raise TypeError("load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)")
+        raise ArgumentError(
+            "load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)"
+        )
     profile_path = Path(profile) if profile is not None else None
     graph_nodes = model_source(model).node_names if model is not None else None
 

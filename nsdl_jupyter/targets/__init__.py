@@ -12,6 +12,7 @@ from nsdl_jupyter.targets._errors import (
     TargetConnectionError,
     TargetError,
     TargetSettingsError,
+    UnknownConnectionError,
     UnknownHostKeyError,
 )
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
@@ -35,6 +36,7 @@ __all__ = [
     "TargetConnectionError",
     "TargetError",
     "TargetSettingsError",
+    "UnknownConnectionError",
     "UnknownHostKeyError",
     "connections",
 ]

@@ -2,6 +2,7 @@
 
 from nsdl_jupyter.widgets._activity_panel import ActivityPanel
 from nsdl_jupyter.widgets._designer import Designer
+from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
@@ -24,4 +25,6 @@ __all__ = [
     "ProfileView",
     "TargetPicker",
     "TypeCheckPanel",
+    "WidgetError",
+    "WidgetLookupError",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import traitlets
@@ -20,10 +20,12 @@ import traitlets
 from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.profiling import (
+    InputFolderError,
     OrtProfileSettings,
     ProfileCancelledError,
     ProfileJob,
     ProfileReport,
+    ProfileSettingsError,
     Progress,
     TargetLostError,
     model_source,
@@ -32,8 +34,12 @@ from nsdl_jupyter.profiling import (
 )
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._log_view import LogView
+from nsdl_jupyter.widgets._options import BoxOptions, check_options
 from nsdl_jupyter.widgets._profile_view import ProfileView
 from nsdl_jupyter.widgets._target_picker import TargetPicker
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
@@ -47,7 +53,9 @@ def parse_dim_sizes(text: str) -> dict[str, int]:
     for part in filter(None, (p.strip() for p in text.replace(";", ",").split(","))):
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip().isdigit():
-            raise ValueError(f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)")
+            raise ProfileSettingsError(
+                f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)"
+            )
         sizes[name.strip()] = int(value)
     return sizes
 
@@ -88,8 +96,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         target: Target | None = None,
         graph_view: Any = None,
         settings: OrtProfileSettings | None = None,
-        **kwargs: Any,
+        **box: Unpack[BoxOptions],
     ) -> None:
+        check_options("ActivityPanel", box, BoxOptions, ("target", "graph_view", "settings"))
         self.model = model
         self.target = target
         self.graph_view = graph_view
@@ -170,7 +179,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self._log,
                 self._result,
             ],
-            **kwargs,
+            **box,
         )
         self.add_class("nsdl-activity-panel")
         self._on_provider({"new": self.provider})
@@ -266,7 +275,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         random = self._input_mode.value == "random"
         folder = self._folder.value.strip()
         if not random and not folder:
-            raise ValueError("input folder: give the folder that holds one .pb file per input")
+            raise InputFolderError(
+                "input folder: give the folder that holds one .pb file per input"
+            )
         return OrtProfileSettings(
             iterations=int(self._iterations.value),
             warmup=int(self._warmup.value),

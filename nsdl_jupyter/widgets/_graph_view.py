@@ -12,7 +12,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import anywidget
 import numpy as np
@@ -21,18 +21,24 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import (
     GraphViewState,
     StaticPictureMixin,
     graph_view_html,
     track_static_picture,
 )
+from nsdl_jupyter.document import UnknownNodeError
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
+from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
 _MAX_PATCHES = 64
-_VALID_OPTIONS = ("height", "direction", "show_constants", "show_grid", "selected")
 
 
 @runtime_checkable
@@ -69,13 +75,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, source: Any, **options: Any) -> None:
-        unknown = sorted(set(options) - set(_VALID_OPTIONS))
-        if unknown:
-            raise TypeError(
-                f"GraphView() got unexpected keyword argument(s) {', '.join(unknown)}; "
-                f"valid ones are: {', '.join(_VALID_OPTIONS)}"
-            )
+    def __init__(self, source: Any, **options: Unpack[GraphViewOptions]) -> None:
+        check_options("GraphView", options, GraphViewOptions)
         self._doc: _DocumentLike | None = None
         graph, functions = self._resolve(source)
         companion = self._companion()
@@ -136,7 +137,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             model = getattr(source, "model", None)
             functions = list(model.functions) if model is not None else []
             return source.graph, functions
-        raise TypeError(
+        raise ArgumentError(
             f"GraphView() cannot show a {type(source).__name__}: pass a ModelDocument "
             "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto "
             "or a path"
@@ -186,7 +187,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         missing = [k for k in keys if k not in by_key]
         if missing:
             sample = ", ".join(repr(k) for k in list(by_key)[1:6])
-            raise KeyError(
+            raise WidgetLookupError(
                 f"no group {missing[0]!r}; groups are keyed by name scope, e.g. {sample}"
             )
         return [by_key[k] for k in keys]
@@ -237,7 +238,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         bad = {k: v for k, v in marks.items() if v not in ("error", "warning")}
         if bad:
             name, level = next(iter(bad.items()))
-            raise ValueError(f"mark {level!r} for {name!r}: use 'error' or 'warning'")
+            raise WidgetError(f"mark {level!r} for {name!r}: use 'error' or 'warning'")
         self._marks = dict(marks)
 
     def set_overlay(
@@ -251,7 +252,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     ) -> None:
         """Colour nodes by a per-node value (e.g. profiled time) with a legend."""
         if colormap not in _COLORMAPS:
-            raise ValueError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
+            raise WidgetError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
         table = self._scene.table
         array = np.full(len(table.items), np.nan, dtype=np.float32)
         for name, value in values.items():
@@ -276,7 +277,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         name = node if isinstance(node, str) else node.name
         found = next((n for n in self._scene.graph if n.name == name), None)
         if found is None:
-            raise KeyError(f"no node named {name!r} in this graph")
+            raise UnknownNodeError(f"no node named {name!r} in this graph")
         graphs = {
             key: a.value
             for key, a in found.attributes.items()
@@ -284,21 +285,21 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         }
         if attr is not None:
             if attr not in graphs:
-                raise KeyError(
+                raise WidgetLookupError(
                     f"node {name!r} has no graph attribute {attr!r}; it has {sorted(graphs)}"
                 )
             return GraphView(graphs[attr])
         if len(graphs) == 1:
             return GraphView(next(iter(graphs.values())))
         if graphs:
-            raise ValueError(
+            raise WidgetError(
                 f"node {name!r} has several subgraphs; pass attr= one of {sorted(graphs)}"
             )
         model = getattr(self._doc, "model", None)
         functions = model.functions if model is not None else {}
         function = functions.get((found.domain, found.op_type, found.overload))
         if function is None:
-            raise ValueError(
+            raise WidgetError(
                 f"node {name!r} ({found.op_type}) has no subgraph and calls no local function"
             )
         return GraphView(function)
@@ -324,7 +325,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         fmt = (format or target.suffix.lstrip(".") or "png").lower()
         fmt = "jpeg" if fmt == "jpg" else fmt
         if fmt not in ("png", "jpeg", "svg"):
-            raise ValueError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
+            raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         if fmt == "svg":
             atomic_write_bytes(
