@@ -50,7 +50,7 @@ def replace_known(base: _Settings, kwargs: Mapping[str, Any]) -> _Settings:
 
 class OrtSettingsKwargs(TypedDict, total=False):
     """OrtProfileSettings' fields as keyword arguments of `profile_ort` and `ActivityPanel`'s
-    runs, typed for the caller (tests/test_profiling_settings.py keeps the two equal)."""
+    runs, typed for the caller (tests/test_profiling_activity.py keeps the two equal)."""
 
     iterations: int
     warmup: int
