@@ -58,7 +58,7 @@ from nsdl_jupyter.profiling._providers import (
 from nsdl_jupyter.profiling._report import REPORT_FIGURES, ProfileReport, register_report_figure
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
-from nsdl_jupyter.profiling._trt_settings import TrtSettings
+from nsdl_jupyter.profiling._trt_settings import TrtSettings, TrtSettingsKwargs
 from nsdl_jupyter.profiling._trtexec import load_trtexec, trt_layer_nodes
 
 __all__ = [
@@ -92,6 +92,7 @@ __all__ = [
     "TrtCapability",
     "TrtSettings",
     "TrtSettingsError",
+    "TrtSettingsKwargs",
     "TrtexecFormatError",
     "available_providers",
     "check_target",
