@@ -18,6 +18,8 @@ def provide(point: str, loader: Callable[[], object]) -> None:
 
 
 def load(point: str) -> None:
-    """Run, once, every loader provided for `point`."""
-    for loader in _LOADERS.pop(point, []):
-        loader()
+    """Run every loader provided for `point` once (one that raised is tried again next time)."""
+    loaders = _LOADERS.get(point, [])
+    while loaders:
+        loaders[0]()
+        loaders.pop(0)
