@@ -140,7 +140,7 @@ def _load_figures() -> None:
 
 
 # Profiling names the extension point; only this package, which knows every layer, fills it.
-_plugins.provide("nsdl_jupyter.profiling.report_figures", _load_figures)
+_plugins.provide(_plugins.REPORT_FIGURES, _load_figures)
 
 
 def __getattr__(name: str) -> Any:

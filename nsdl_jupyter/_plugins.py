@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# ProfileReport's figure shortcuts (`report.timeline()`): profiling asks, figures registers.
+REPORT_FIGURES = "report_figures"
+
 _LOADERS: dict[str, list[Callable[[], object]]] = {}
 
 

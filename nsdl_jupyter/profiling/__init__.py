@@ -55,7 +55,7 @@ from nsdl_jupyter.profiling._providers import (
     available_providers,
     probe_runtime,
 )
-from nsdl_jupyter.profiling._report import REPORT_FIGURES, ProfileReport, register_report_figure
+from nsdl_jupyter.profiling._report import ProfileReport, register_report_figure
 from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_settings import TrtSettings, TrtSettingsKwargs
@@ -65,7 +65,6 @@ __all__ = [
     "INPUT_COPY",
     "NODE_TIME_NOTE",
     "OUTPUT_COPY",
-    "REPORT_FIGURES",
     "CheckRow",
     "EngineBuildError",
     "EngineExport",

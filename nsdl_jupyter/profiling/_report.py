@@ -22,7 +22,7 @@ import pandas as pd
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
-from nsdl_jupyter._plugins import load
+from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling._errors import ReportFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
@@ -30,8 +30,7 @@ from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-# The extension point of the report's figure shortcuts; nsdl_jupyter.figures fills it.
-REPORT_FIGURES = "nsdl_jupyter.profiling.report_figures"
+# The figures behind the report's shortcuts, registered by nsdl_jupyter.figures.
 _FIGURES: dict[str, Callable[..., go.Figure]] = {}
 
 FORMAT = "nsdl-profile-report"
