@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nsdl_jupyter import _plugins
 from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._version import __version__
 
@@ -141,6 +142,14 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "ProfileView",
     "export_notebook_html",
 ]
+
+
+def _load_figures() -> None:
+    import nsdl_jupyter.figures  # noqa: F401 - registers ProfileReport.timeline() and friends
+
+
+# Profiling names the extension point; only this package, which knows every layer, fills it.
+_plugins.provide(_plugins.REPORT_FIGURES, _load_figures)
 
 
 def __getattr__(name: str) -> Any:

@@ -34,6 +34,7 @@ from nsdl_jupyter._static_export import Replaced, replace_widget_outputs
 
 __all__ = [
     "NotebookExportError",
+    "NotebookPathError",
     "StaticHTMLExporter",
     "StaticWidgetsPreprocessor",
     "export_notebook_html",
@@ -42,6 +43,10 @@ __all__ = [
 
 class NotebookExportError(NsdlError):
     """A notebook could not be exported; the message says why and what to do."""
+
+
+class NotebookPathError(NotebookExportError, ValueError):
+    """The paths given cannot work (the HTML would overwrite the notebook)."""
 
 
 class StaticWidgetsPreprocessor(Preprocessor):  # type: ignore[misc]
@@ -120,7 +125,9 @@ def export_notebook_html(
         raise FileNotFoundError(f"no notebook at {source}: pass the path of an .ipynb file")
     target = Path(html_path) if html_path is not None else source.with_suffix(".html")
     if target.resolve() == source.resolve():
-        raise ValueError(f"the HTML would overwrite the notebook {source}: choose another path")
+        raise NotebookPathError(
+            f"the HTML would overwrite the notebook {source}: choose another path"
+        )
     try:
         nb = nbformat.read(source, as_version=4)  # type: ignore[no-untyped-call]
     except Exception as error:

@@ -354,3 +354,22 @@ def test_batch_edits_see_names_made_earlier_in_the_batch(doc: nj.ModelDocument) 
     with pytest.raises(GraphEditError):
         half_way()
     assert "gone" not in doc.nodes  # reverted, and the index knows it
+
+
+def test_one_condition_one_error_type(doc: nj.ModelDocument) -> None:
+    """An unknown attribute is refused alike by set and reset; an unknown node is a KeyError too."""
+    from nsdl_jupyter.document import AttributeEditError, UnknownNodeError
+
+    for edit in (
+        lambda: doc.set_attribute("conv", "padz", [0, 0, 0, 0]),
+        lambda: doc.reset_attribute("conv", "padz"),
+    ):
+        with pytest.raises(AttributeEditError, match="Conv has no attribute 'padz'"):
+            edit()
+    doc.add_node("Cast", name="cast", inputs=["y"], attributes={"to": 10})
+    with pytest.raises(AttributeEditError, match="'to' of Cast is required"):
+        doc.reset_attribute("cast", "to")
+    with pytest.raises(UnknownNodeError, match="no node named 'conf'") as lookup:
+        doc.node("conf")
+    assert isinstance(lookup.value, KeyError) and isinstance(lookup.value, GraphEditError)
+    assert str(lookup.value).startswith("no node")  # not quoted as KeyError would

@@ -192,3 +192,18 @@ def test_patch_list_is_folded_into_a_new_topology_after_many_edits(doc: Any) -> 
     assert len(view._edits) < 64
     assert decode_columns(view._topology)[0]["version"] == 2
     assert name in view._scene.table.by_key and first not in view._scene.table.by_key
+
+
+def test_view_lookups_raise_the_document_error_types(doc: Any) -> None:
+    """An unknown node name is UnknownNodeError in a view as in the document (a KeyError)."""
+    from nsdl_jupyter.document import UnknownNodeError
+    from nsdl_jupyter.widgets import WidgetError, WidgetLookupError
+
+    view = GraphView(doc)
+    with pytest.raises(UnknownNodeError, match="no node named 'nope'"):
+        view.open_subgraph("nope")
+    with pytest.raises(WidgetLookupError, match="no group 'nope'") as missing:
+        view.expand("nope")
+    assert isinstance(missing.value, KeyError)
+    with pytest.raises(WidgetError, match="unknown image format"):
+        view.export_image("x.gif")

@@ -190,3 +190,18 @@ def test_runtime_errors_carry_the_runners_stderr(tmp_path: Path) -> None:
     with pytest.raises(ProfileError) as info:
         profile_ort(doc_like, iterations=1, warmup=0, trace_path=tmp_path / "t.json")
     assert "NoSuchOp" in str(info.value)
+
+
+def test_keyword_settings_are_typed_as_the_settings_fields() -> None:
+    """OrtSettingsKwargs (profile_ort's **kwargs) names exactly the OrtProfileSettings fields."""
+    import dataclasses
+    from typing import get_type_hints
+
+    from nsdl_jupyter.profiling import OrtSettingsKwargs
+
+    hints = get_type_hints(OrtSettingsKwargs)
+    fields = {f.name: f.type for f in dataclasses.fields(OrtProfileSettings)}
+    assert list(hints) == list(fields)
+    for name, annotation in fields.items():
+        if "Path" not in str(annotation):  # paths are also given as str
+            assert hints[name] == get_type_hints(OrtProfileSettings)[name], name

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from test_profiling_helpers import shared_fixture
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.views import compare_figure, compare_table
+from nsdl_jupyter.figures import compare_figure, compare_table
 
 pytestmark = pytest.mark.may_skip  # the trtexec samples live beside the repository
 

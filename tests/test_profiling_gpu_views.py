@@ -14,7 +14,7 @@ import traitlets
 from test_profiling_helpers import OWN_FIXTURES, mlp_model, shared_fixture
 
 import nsdl_jupyter as nj
-from nsdl_jupyter import views
+from nsdl_jupyter import figures
 from nsdl_jupyter._static_export import static_html
 from nsdl_jupyter.profiling import OrtProfileSettings, ProfileReport, load_trtexec
 from nsdl_jupyter.widgets._activity_panel import ActivityPanel
@@ -86,30 +86,30 @@ def test_timeline_draws_kernels_per_layer_and_stream_with_metrics_below(
     bottom = fig.layout[f"xaxis{len({t.xaxis for t in fig.data})}"]
     assert "measured pass (100 inferences)" in bottom.title.text
     # host windows on request, metrics still below; none at all without metrics
-    host = views.timeline_figure(vit, times="host")
+    host = figures.timeline_figure(vit, times="host")
     assert sum(len(t.y) for t in bars(host)) == len(vit.timeline_events)
     assert "host time" in host.layout.title.text
-    assert not [t for t in views.timeline_figure(vit, metrics=False).data if t.type != "bar"]
+    assert not [t for t in figures.timeline_figure(vit, metrics=False).data if t.type != "bar"]
 
 
 def test_per_layer_views_use_gpu_time_and_say_so(resnet: ProfileReport) -> None:
     assert resnet.time_column == "gpu_ms"
-    top = views.top_layers_figure(resnet, n=5)
+    top = figures.top_layers_figure(resnet, n=5)
     expected = resnet.layers.nlargest(5, "gpu_ms")
     assert list(top.data[0].x)[::-1] == pytest.approx(list(expected["gpu_ms"]))
     assert "GPU kernel time" in top.layout.xaxis.title.text
     assert top.data[0].error_x.array is None  # no min/max spread for kernel sums
-    host = views.top_layers_figure(resnet, n=5, times="host")
+    host = figures.top_layers_figure(resnet, n=5, times="host")
     assert list(host.data[0].y)[::-1] == list(resnet.top(5, "mean_ms")["name"])
     assert "host time" in host.layout.xaxis.title.text
-    share = views.op_type_share_figure(resnet)
+    share = figures.op_type_share_figure(resnet)
     assert sum(share.data[0].values) == pytest.approx(resnet.layers["gpu_ms"].sum())
     assert share.layout.title.text.startswith("GPU kernel time by op type")
-    table = views.compare_table(resnet, resnet)
+    table = figures.compare_table(resnet, resnet)
     assert table.attrs["column"] == "gpu_ms" and "gpu_ms_a" in table
-    fig = views.compare_figure(resnet, resnet, n=5)
+    fig = figures.compare_figure(resnet, resnet, n=5)
     assert "GPU kernel time" in fig.layout.xaxis.title.text
-    table = views.layers_table(resnet, limit=3)
+    table = figures.layers_table(resnet, limit=3)
     assert {"gpu_ms", "kernels", "mapped_as"} <= set(table.columns)
     assert list(table["gpu_ms"]) == sorted(resnet.layers["gpu_ms"], reverse=True)[:3]
 
@@ -121,36 +121,36 @@ def test_views_of_a_report_without_gpu_times(
     fig = host_only.timeline()
     assert sum(len(t.y) for t in fig.data) == len(host_only.timeline_events)
     assert all(t.type == "bar" for t in fig.data)  # no metrics, no kernels
-    assert "host time" in views.top_layers_figure(host_only).layout.xaxis.title.text
+    assert "host time" in figures.top_layers_figure(host_only).layout.xaxis.title.text
     with pytest.raises(ValueError, match="no per-layer GPU times"):
-        views.timeline_figure(host_only, times="gpu")
+        figures.timeline_figure(host_only, times="gpu")
     with pytest.raises(ValueError, match="times='cpu'"):
-        views.top_layers_figure(host_only, times="cpu")
+        figures.top_layers_figure(host_only, times="cpu")
     # a GPU report against a host-only one compares host times; GPU on request fails
-    assert views.compare_table(resnet, host_only).attrs["column"] == "mean_ms"
+    assert figures.compare_table(resnet, host_only).attrs["column"] == "mean_ms"
     with pytest.raises(ValueError, match="no per-layer GPU times"):
-        views.compare_figure(resnet, host_only, times="gpu")
-    empty = views.kernels_table(host_only)
+        figures.compare_figure(resnet, host_only, times="gpu")
+    empty = figures.kernels_table(host_only)
     assert empty.empty and "kernel" in empty.columns
 
 
 def test_kernels_table_of_one_layer_and_of_all(resnet: ProfileReport) -> None:
     layer = resnet.layers.set_index("name").loc["/conv1/Conv"]
-    table = views.kernels_table(resnet, "/conv1/Conv")
+    table = figures.kernels_table(resnet, "/conv1/Conv")
     assert (table["layer"] == "/conv1/Conv").all()
     assert table["calls"].sum() == layer["kernels"] == 5
     assert table["total_ms"].sum() == pytest.approx(layer["gpu_ms"], rel=1e-6)
     assert list(table["total_ms"]) == sorted(table["total_ms"], reverse=True)
     assert table["share"].sum() == pytest.approx(1.0)
-    everything = views.kernels_table(resnet)
+    everything = figures.kernels_table(resnet)
     assert everything["total_ms"].sum() == pytest.approx(resnet.layers["gpu_ms"].sum(), rel=1e-6)
-    assert views.kernels_table(resnet, "/Flatten").empty  # a layer that launched nothing
+    assert figures.kernels_table(resnet, "/Flatten").empty  # a layer that launched nothing
     with pytest.raises(ValueError, match="no layer of that name"):
-        views.kernels_table(resnet, "/nope")
+        figures.kernels_table(resnet, "/nope")
 
 
 def test_hide_non_compute(vit: ProfileReport, resnet: ProfileReport) -> None:
-    mask = views.non_compute_mask(vit.layers)
+    mask = figures.non_compute_mask(vit.layers)
     hidden = vit.layers[mask]
     assert set(hidden["op_type"]) == {"Reshape", "Squeeze", "Memcpy"}
     assert "/Gather" not in set(hidden["name"])  # a gather of float data computes
@@ -159,26 +159,26 @@ def test_hide_non_compute(vit: ProfileReport, resnet: ProfileReport) -> None:
         {"name": ["g", "h"], "op_type": ["Gather", "Gather"],
          "input_shapes": ["int64[4], int64[]", "float[8,197,768], int64[]"]}
     )  # fmt: skip
-    assert list(views.non_compute_mask(shape_gather)) == [True, False]
-    table = views.layers_table(vit, hide_non_compute=True)
+    assert list(figures.non_compute_mask(shape_gather)) == [True, False]
+    table = figures.layers_table(vit, hide_non_compute=True)
     assert len(table) == len(vit.layers) - int(mask.sum())
-    assert not set(table["op_type"]) & views.NON_COMPUTE_OP_TYPES
+    assert not set(table["op_type"]) & figures.NON_COMPUTE_OP_TYPES
     # the copy is resnet's slowest GPU layer; hidden, it leaves every view
     assert resnet.layers.nlargest(1, "gpu_ms")["name"].item() == "(input copy)"
-    top = views.top_layers_figure(resnet, hide_non_compute=True)
+    top = figures.top_layers_figure(resnet, hide_non_compute=True)
     assert "(input copy)" not in set(top.data[0].y)
     assert "non-compute layers hidden" in top.layout.title.text
     # shares stay those of the whole report
-    full = views.top_layers_figure(resnet)
+    full = figures.top_layers_figure(resnet)
     conv = {y: c[1] for y, c in zip(full.data[0].y, full.data[0].customdata, strict=True)}
     kept = {y: c[1] for y, c in zip(top.data[0].y, top.data[0].customdata, strict=True)}
     assert kept["/conv1/Conv"] == pytest.approx(conv["/conv1/Conv"])
-    timeline = views.timeline_figure(vit, hide_non_compute=True)
+    timeline = figures.timeline_figure(vit, hide_non_compute=True)
     rows = set(timeline.layout.yaxis.categoryarray)
     assert "(input copy)" not in rows and not rows & set(hidden["name"])
     kernels = sum(len(t.y) for t in bars(timeline))
     assert kernels == 2 * int((~vit.kernel_timeline["layer"].isin(hidden["name"])).sum())
-    share = views.op_type_share_figure(vit, hide_non_compute=True)
+    share = figures.op_type_share_figure(vit, hide_non_compute=True)
     assert not set(share.data[0].labels) & {"Reshape", "Squeeze", "Memcpy"}
 
 
@@ -187,7 +187,7 @@ def test_hide_non_compute_drops_tensorrt_reformats() -> None:
     prefix = "mobilenet.qat.onnx.engine."
     report = load_trtexec(profile=shared_fixture("trtexec", prefix + "profile.json"),
                           layer_info=shared_fixture("trtexec", prefix + "graph.json"))  # fmt: skip
-    table = views.layers_table(report, hide_non_compute=True)
+    table = figures.layers_table(report, hide_non_compute=True)
     assert "Reformat" in set(report.layers["op_type"])
     assert not {"Reformat", "NoOp"} & set(table["op_type"])
     assert "CaskConvolution" in set(table["op_type"])
@@ -214,7 +214,7 @@ def test_missing_cupti_message_in_summary_and_html(resnet: ProfileReport) -> Non
     html = report._repr_html_()
     assert "&lt;x&gt;" in html and "<x>" not in html
     with pytest.raises(ValueError, match="cupti-python is not installed"):
-        views.timeline_figure(report, times="gpu")
+        figures.timeline_figure(report, times="gpu")
 
 
 # ---- widgets -------------------------------------------------------------------------------
@@ -269,7 +269,7 @@ def test_profile_view_opens_the_kernel_table_of_the_selected_layer(
     view.selected = "/conv1/Conv"
     assert view._kernel_box.selected_index == 0
     table = view.kernel_table()
-    assert len(table) == len(views.kernels_table(resnet, "/conv1/Conv"))
+    assert len(table) == len(figures.kernels_table(resnet, "/conv1/Conv"))
     assert view._kernel_box.get_title(0) == f"GPU kernels of /conv1/Conv ({len(table)})"
     for name in table["kernel"]:
         assert name[:40] in view._kernels.value
@@ -295,7 +295,7 @@ def test_profile_view_hides_non_compute(vit: ProfileReport) -> None:
     view.selected = "(input copy)"
     view._hide.value = True
     assert view.hide_non_compute
-    hidden = int(views.non_compute_mask(vit.layers).sum())
+    hidden = int(figures.non_compute_mask(vit.layers).sum())
     assert len(view._table.options) == len(vit.layers) - hidden
     assert f"{hidden} non-compute hidden" in view._count.value
     assert view._table.value is None  # the selected copy is hidden from the table

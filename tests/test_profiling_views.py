@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from test_profiling_helpers import OWN_FIXTURES, shared_fixture
 
-from nsdl_jupyter import views
+from nsdl_jupyter import figures
 from nsdl_jupyter.profiling import ProfileReport, load_trtexec
 
 GPU_OPT = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"
@@ -55,18 +55,18 @@ def test_timeline_of_a_big_model_keeps_the_slowest_layers_and_fits_a_screen(
 
 
 def test_latency_marks_do_not_overlap(gpu: ProfileReport) -> None:
-    marks = [a for a in views.latency_figure(gpu).layout.annotations if " ms" in (a.text or "")]
+    marks = [a for a in figures.latency_figure(gpu).layout.annotations if " ms" in (a.text or "")]
     places = {(a.x, a.xanchor, a.yshift) for a in marks}
     assert len(marks) == 3 and len({(xanchor, shift) for _, xanchor, shift in places}) == 3
 
 
 def test_timeline_of_a_big_model_uses_op_type_lanes(gpu: ProfileReport) -> None:
-    fig = views.timeline_figure(gpu, rows="op_type")
+    fig = figures.timeline_figure(gpu, rows="op_type")
     assert set(fig.layout.yaxis.categoryarray) == set(gpu.layers["op_type"])
     with pytest.raises(ValueError, match="rows="):
-        views.timeline_figure(gpu, rows="nodes")
+        figures.timeline_figure(gpu, rows="nodes")
     with pytest.raises(ValueError, match="color_by="):
-        views.timeline_figure(gpu, color_by="colour")
+        figures.timeline_figure(gpu, color_by="colour")
 
 
 @pytest.mark.may_skip
@@ -81,11 +81,11 @@ def test_tensorrt_timeline_is_coloured_by_precision() -> None:
 
 
 def test_summary_figures(gpu: ProfileReport) -> None:
-    top = views.top_layers_figure(gpu, n=10)
+    top = figures.top_layers_figure(gpu, n=10)
     assert list(top.data[0].y)[::-1] == list(gpu.top(10)["name"])
-    share = views.op_type_share_figure(gpu)
+    share = figures.op_type_share_figure(gpu)
     assert set(share.data[0].labels) == set(gpu.layers["op_type"])
-    latency = views.latency_figure(gpu)
+    latency = figures.latency_figure(gpu)
     assert len(latency.data[0].x) == 100
     assert len(latency.data) == 2  # bare latencies + the profiled run times beside them
     assert any("p50" in (a.text or "") for a in latency.layout.annotations)
@@ -93,23 +93,23 @@ def test_summary_figures(gpu: ProfileReport) -> None:
 
 def test_comparison(gpu: ProfileReport) -> None:
     other = ProfileReport.load(GPU_NOOPT)
-    fig = views.compare_figure(gpu, other, n=12)
+    fig = figures.compare_figure(gpu, other, n=12)
     assert len(fig.data) == 2 and len(fig.data[0].y) == 12
     assert "speed-up" in fig.layout.title.text
-    table = views.compare_table(gpu, other)
+    table = figures.compare_table(gpu, other)
     assert {"delta_ms", "speedup"} <= set(table.columns)
 
 
 def test_layers_table(gpu: ProfileReport) -> None:
-    table = views.layers_table(gpu, filter_text="CONV", limit=5)
+    table = figures.layers_table(gpu, filter_text="CONV", limit=5)
     assert len(table) == 5 and (table["op_type"] == "Conv").all()
     assert "precision" not in table.columns  # empty for onnxruntime reports
     assert list(table["mean_ms"]) == sorted(table["mean_ms"], reverse=True)
     with pytest.raises(ValueError, match="sort_by"):
-        views.layers_table(gpu, sort_by="speed")
+        figures.layers_table(gpu, sort_by="speed")
     assert table["calls"].dtype == "int64"  # whole counts read 1, not 1.0
     halves = gpu.layers.assign(calls=0.5)
-    assert views.layers_table(_with_layers(gpu, halves))["calls"].dtype == "float64"
+    assert figures.layers_table(_with_layers(gpu, halves))["calls"].dtype == "float64"
 
 
 def _with_layers(report: ProfileReport, layers: Any) -> ProfileReport:
@@ -126,13 +126,13 @@ def test_figures_survive_a_static_html_export(tmp_path: Path) -> None:
                                  "language": "python"}  # fmt: skip
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from nsdl_jupyter import views\n"
+            "from nsdl_jupyter import figures\n"
             "from nsdl_jupyter.profiling import ProfileReport\n"
-            "views.use_static_renderer()\n"
+            "figures.use_static_renderer()\n"
             f"report = ProfileReport.load({str(GPU_OPT)!r})"
         ),
         nbformat.v4.new_code_cell("report.timeline().show()"),
-        nbformat.v4.new_code_cell("views.top_layers_figure(report).show()"),
+        nbformat.v4.new_code_cell("figures.top_layers_figure(report).show()"),
     ]
     source = tmp_path / "static.ipynb"
     source.write_text(json.dumps(nb))
@@ -148,3 +148,29 @@ def test_figures_survive_a_static_html_export(tmp_path: Path) -> None:
     # plotly.js itself is inlined: nothing to fetch from a CDN when read offline
     assert 'src="https://cdn.plot.ly' not in page
     assert len(page) > 3_000_000
+
+
+def test_report_shortcut_draws_without_importing_figures_first() -> None:
+    """profiling imports no figures: the package wires `report.timeline()` on first use."""
+    code = (
+        "import sys\n"
+        "from nsdl_jupyter.profiling import ProfileReport\n"
+        f"report = ProfileReport.load({str(GPU_OPT)!r})\n"
+        "assert 'nsdl_jupyter.figures' not in sys.modules\n"
+        "print(sum(len(trace.y) for trace in report.timeline().data))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["122"]
+
+
+def test_old_views_module_still_works_and_says_where_it_moved() -> None:
+    from nsdl_jupyter import views
+
+    with pytest.warns(DeprecationWarning, match=r"nsdl_jupyter\.figures\.layers_table"):
+        layers_table = views.layers_table
+    assert layers_table is figures.layers_table
+    with pytest.warns(DeprecationWarning, match="timeline_figure"):
+        from nsdl_jupyter.views import timeline_figure
+    assert timeline_figure is figures.timeline_figure
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        views.nope  # noqa: B018 - the attribute access is the test

@@ -189,3 +189,14 @@ def test_profile_view_with_a_real_graph_view(tmp_path: Path) -> None:
     assert np.isfinite(values).sum() == len(report.layers)
     view.selected = "fc1_matmul"
     assert graph.selected == ["fc1_matmul"]
+
+
+def test_panels_refuse_unknown_options_naming_the_valid_ones(mlp_path: Path) -> None:
+    """Box subclasses would take any name silently (traitlets only warns): they check once."""
+    with pytest.raises(TypeError, match="iterationz; valid ones are: target, graph_view, settings"):
+        ActivityPanel(mlp_path, iterationz=5)  # type: ignore[call-arg]
+    report = ProfileReport.load(OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json")
+    with pytest.raises(nj.NsdlError, match="valid ones are: graph_view, times, hide_non_compute"):
+        ProfileView(report, time="gpu")  # type: ignore[call-arg]
+    view = ProfileView(report, layout={"width": "500px"})
+    assert view.layout.width == "500px"

@@ -50,3 +50,30 @@ def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:
             ):
                 loose.append(f"{info.name}.{value.__name__}")
     assert set(loose) == internal, loose
+
+
+def test_the_package_raises_its_own_errors_not_bare_builtins() -> None:
+    """A refused input raises a domain error (which is also the built-in it replaces), so that
+    `except nsdl_jupyter.NsdlError` catches it and the same condition has the same type."""
+    import ast
+    from pathlib import Path
+
+    package = Path(nsdl_jupyter.__file__).parent
+    allowed = {
+        "_compare_child.py:ValueError",  # a spawned child: imports only numpy and onnxruntime
+    }
+    bare = []
+    for path in package.rglob("*.py"):
+        where = path.relative_to(package).as_posix()
+        # transforms/ is being rewritten as passes; runner scripts run without the package
+        if where.startswith("transforms/") or where.endswith("_runner.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Raise)
+                and isinstance(node.exc, ast.Call)
+                and isinstance(node.exc.func, ast.Name)
+                and node.exc.func.id in {"ValueError", "KeyError", "TypeError"}
+            ):
+                bare.append(f"{where}:{node.exc.func.id}")
+    assert sorted(bare) == sorted(allowed)

@@ -373,3 +373,18 @@ def test_timing_cache_lives_in_the_cache_folder_and_is_reused(
     no_cache = dataclasses.replace(settings, timing_cache=False)
     built = nj.export_engine(_relu_model(), tmp_path / "c.engine", no_cache)
     assert not any(a.startswith("--timingCacheFile=") for a in built.answer["argv"])
+
+
+def test_keyword_settings_are_typed_as_the_settings_fields() -> None:
+    """TrtSettingsKwargs (export_engine's **kwargs) names exactly the TrtSettings fields."""
+    import dataclasses
+    from typing import Literal, get_origin, get_type_hints
+
+    from nsdl_jupyter.profiling import TrtSettingsKwargs
+
+    hints = get_type_hints(TrtSettingsKwargs)
+    fields = get_type_hints(TrtSettings)
+    assert list(hints) == [f.name for f in dataclasses.fields(TrtSettings)]
+    for name, annotation in fields.items():
+        if annotation in (bool, int, str, int | None) or get_origin(annotation) is Literal:
+            assert hints[name] == annotation, name

@@ -5,6 +5,7 @@ that `nsdl_jupyter.nbconvert.StaticWidgetsPreprocessor` performs."""
 
 from __future__ import annotations
 
+from nsdl_jupyter._static_export._graph_picture import GraphViewState, graph_view_html
 from nsdl_jupyter._static_export._live import (
     StaticPictureMixin,
     refresh_static_picture,
@@ -15,8 +16,10 @@ from nsdl_jupyter._static_export._live import (
 from nsdl_jupyter._static_export._notebook import Replaced, replace_widget_outputs
 
 __all__ = [
+    "GraphViewState",
     "Replaced",
     "StaticPictureMixin",
+    "graph_view_html",
     "refresh_static_picture",
     "replace_widget_outputs",
     "static_html",

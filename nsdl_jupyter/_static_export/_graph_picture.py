@@ -14,11 +14,21 @@ import numpy as np
 import numpy.typing as npt
 
 from nsdl_jupyter._display import html_text as _e
-from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, short_name
-from nsdl_jupyter.graph._hierarchy import is_group_ref
-from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutResult
-from nsdl_jupyter.graph._scene import GraphScene
-from nsdl_jupyter.graph._svg import MARGIN, visible_edges
+from nsdl_jupyter.graph import (
+    CONSTANT,
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
+    HEADER,
+    KIND_FRAME,
+    KIND_GROUP,
+    MARGIN,
+    PSEUDO,
+    GraphScene,
+    LayoutResult,
+    is_group_ref,
+    short_name,
+    visible_edges,
+)
 
 # js/src/graph_view/colormap.ts
 COLORMAPS: dict[str, tuple[str, ...]] = {
@@ -316,12 +326,25 @@ _SCROLL_TO_SELECTION = (
 )
 
 
-def graph_view_html(view: Any) -> str:
+@dataclass(frozen=True)
+class GraphViewState:
+    """What a GraphView shows now, as its static picture needs it (`GraphView.picture_state()`)."""
+
+    scene: GraphScene
+    selected: tuple[str, ...]
+    marks: Mapping[str, str]
+    overlay: Mapping[str, Any]
+    overlay_values: bytes  # little-endian float32, one per overlay key
+    show_grid: bool
+    height: int
+
+
+def graph_view_html(view: GraphViewState) -> str:
     """What a GraphView shows now, as HTML that needs no JavaScript: the SVG in a scroll box of
     the widget's height, the overlay legend and a one-line caption."""
-    scene: GraphScene = view._scene
-    overlay = dict(view._overlay or {})
-    raw = bytes(view._overlay_values or b"")
+    scene = view.scene
+    overlay = dict(view.overlay)
+    raw = view.overlay_values
     values = np.frombuffer(raw, dtype="<f4") if overlay and raw else None
     result = scene.layout()
     boxes = int((result.kinds != KIND_FRAME).sum())
@@ -336,7 +359,7 @@ def graph_view_html(view: Any) -> str:
     svg = graph_svg(
         scene,
         selected=list(view.selected),
-        marks=dict(view._marks or {}),
+        marks=dict(view.marks),
         overlay=overlay,
         overlay_values=values,
         grid=bool(view.show_grid),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
 from nsdl_jupyter.document._companion import COMPANION_SUFFIX, CompanionWarning
+from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
     AttributeListing,
@@ -20,8 +21,10 @@ from nsdl_jupyter.document._errors import (
     InvalidNameError,
     ModelLoadError,
     ModelSaveError,
+    UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
+from nsdl_jupyter.document._loading import resolve_inside
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
@@ -55,9 +58,12 @@ __all__ = [
     "TensorRtProperties",
     "TensorRtPropertyError",
     "UnknownDataTypeError",
+    "UnknownNodeError",
     "as_data_type",
     "check_proto",
+    "external_tensors",
     "fill_methods",
     "new_model",
     "open_model",
+    "resolve_inside",
 ]

@@ -42,6 +42,7 @@ from nsdl_jupyter.document._errors import (
     InitializerError,
     ModelLoadError,
     ModelSaveError,
+    UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent, EventBus
 from nsdl_jupyter.document._history import Command, History
@@ -170,7 +171,7 @@ class ModelDocument:
             if ref.graph is None:
                 raise GraphEditError(f"node {ref.name!r} is not part of this model any more")
             return ref
-        return _lookup(self.nodes, ref, "node", GraphEditError)
+        return _lookup(self.nodes, ref, "node", UnknownNodeError)
 
     def schema(self, node: ir.Node | str) -> Any:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
@@ -428,13 +429,13 @@ class ModelDocument:
         schema = self.schema(target)
         info = schema.attributes.get(name) if schema is not None else None
         if info is not None and info.required:
-            raise DocumentError(
+            raise AttributeEditError(
                 f"attribute {name!r} of {target.op_type} is required and has no default: "
                 "set a value instead"
             )
         if name not in target.attributes:
             if schema is not None and info is None:
-                raise DocumentError(_unknown_attribute(target, name, schema))
+                raise AttributeEditError(_unknown_attribute(target, name, schema))
             return
         self.apply_edits(
             f"reset {target.name}.{name}",

@@ -30,4 +30,8 @@ class InitializerError(DocumentError):
 
 
 class AttributeEditError(DocumentError):
-    """An attribute value does not fit the schema (wrong type, bad literal, unknown name)."""
+    """An attribute edit is refused: unknown or required attribute, wrong type, bad literal."""
+
+
+class UnknownNodeError(GraphEditError, KeyError):
+    """No node of that name (a KeyError too: the name was looked up)."""

@@ -103,9 +103,9 @@ def check_external_data(proto: onnx.ModelProto, base_dir: Path, source: Path) ->
 def _stored_bytes(tensor: onnx.TensorProto) -> int:
     """Bytes a tensor's raw data takes, from its dtype and dims."""
     if tensor.data_type == onnx.TensorProto.STRING:
-        raise ValueError("string tensors cannot be stored as external data")
+        raise ModelLoadError("string tensors cannot be stored as external data")
     if any(dim < 0 for dim in tensor.dims):
-        raise ValueError(f"negative dimension in {list(tensor.dims)}")
+        raise ModelLoadError(f"negative dimension in {list(tensor.dims)}")
     count = int(math.prod(tensor.dims))
     bits: int = ir.DataType(tensor.data_type).bitwidth
     return -(-count * bits // 8)

@@ -13,6 +13,8 @@ from typing import Any
 
 import onnx_ir as ir
 
+from nsdl_jupyter.document._errors import GraphEditError
+
 
 class Edit(ABC):
     """One reversible change. `apply` then `revert` is the identity."""
@@ -166,7 +168,7 @@ def _previous_node(graph: ir.Graph, node: ir.Node) -> ir.Node | None:
         if candidate is node:
             return previous
         previous = candidate
-    raise ValueError(f"node {node.name!r} is not in graph {graph.name!r}")
+    raise GraphEditError(f"node {node.name!r} is not in graph {graph.name!r}")
 
 
 class SetField(Edit):

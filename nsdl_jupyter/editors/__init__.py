@@ -9,6 +9,7 @@ shared by them).
 
 from __future__ import annotations
 
+from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.editors._initializers import (
     CREATE_DTYPES,
     FILL_METHODS,
@@ -82,6 +83,7 @@ __all__ = [
     "FILL_METHODS",
     "AttributeCondition",
     "AttributeRow",
+    "EditorError",
     "GridPage",
     "InitializerRow",
     "InputSlot",

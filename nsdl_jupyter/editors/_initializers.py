@@ -14,7 +14,7 @@ from typing import Literal
 
 import onnx_ir as ir
 
-from nsdl_jupyter.document import DocumentError, ModelDocument, fill_methods
+from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownDataTypeError, fill_methods
 
 SourceKind = Literal["literal", "npy", "generate"]
 FILL_METHODS = ("zeros", "normal", "uniform")
@@ -113,7 +113,7 @@ def _data_type(dtype: str) -> ir.DataType:
     try:
         return ir.DataType[dtype.upper()]
     except KeyError:
-        raise DocumentError(
+        raise UnknownDataTypeError(
             f"unknown dtype {dtype!r}: use one of {', '.join(CREATE_DTYPES)}"
         ) from None
 

@@ -15,6 +15,7 @@ import numpy as np
 import onnx_ir as ir
 
 from nsdl_jupyter.document import NO_CONSTRAINT, PRECISIONS, ChangeEvent, ModelDocument
+from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.editors._settings import get_setting, set_setting
 from nsdl_jupyter.graph import scope_of
 from nsdl_jupyter.ops import LiteralSyntaxError, attribute_to_python, parse_literal
@@ -77,9 +78,9 @@ class AttributeCondition:
 
     def __post_init__(self) -> None:
         if self.op not in COMPARISONS:
-            raise ValueError(f"comparison {self.op!r}: use one of {', '.join(COMPARISONS)}")
+            raise EditorError(f"comparison {self.op!r}: use one of {', '.join(COMPARISONS)}")
         if not self.attribute.strip():
-            raise ValueError("give the attribute name to filter on, e.g. group")
+            raise EditorError("give the attribute name to filter on, e.g. group")
 
     @property
     def wanted(self) -> Any:
@@ -279,7 +280,7 @@ class LayerExplorerState:
 
     def set_group_by(self, group_by: GroupBy) -> None:
         if group_by not in ("none", "type", "scope"):
-            raise ValueError(f"group by {group_by!r}: use 'none', 'type' or 'scope'")
+            raise EditorError(f"group by {group_by!r}: use 'none', 'type' or 'scope'")
         self.group_by = group_by
         self.expanded.clear()
         self._flat = None

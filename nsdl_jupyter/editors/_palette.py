@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from nsdl_jupyter.document import DocumentError, ModelDocument
+from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownNodeError
+from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.ops import (
     OpSchemaInfo,
     UnknownOperatorError,
@@ -75,7 +76,7 @@ class PaletteIndex:
     ) -> list[tuple[str, list[PaletteEntry]]]:
         """(group title, entries sorted by name) for the entries matching `text`."""
         if by not in GROUPINGS:
-            raise ValueError(f"group by {by!r}: use one of {', '.join(GROUPINGS)}")
+            raise EditorError(f"group by {by!r}: use one of {', '.join(GROUPINGS)}")
         grouped: dict[str, list[PaletteEntry]] = {}
         for entry in self.filtered(text):
             if by == "category":
@@ -174,7 +175,7 @@ def add_operator(
         if link_from:
             source = doc.nodes.get(link_from[0])
             if source is None:
-                raise DocumentError(f"no node named {link_from[0]!r} to link from")
+                raise UnknownNodeError(f"no node named {link_from[0]!r} to link from")
             takes_inputs = get_schema(
                 entry.op_type, entry.domain, doc.opset_imports.get(entry.domain)
             ).max_input

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.ops import LiteralSyntaxError, format_literal, parse_literal
 
 ROWS_PER_PAGE = 12
 COLUMNS_PER_PAGE = 8
 
 
-class TensorEditError(NsdlError, ValueError):
+class TensorEditError(EditorError):
     """A cell value that does not fit the tensor's dtype; the tensor is unchanged."""
 
 

@@ -8,12 +8,14 @@ for quick tests and notebooks; `synthetic_dag` makes network-shaped graphs of an
 from __future__ import annotations
 
 from nsdl_jupyter.examples._bert import bert_base, small_transformer
+from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._resnet import resnet18, resnet50
 from nsdl_jupyter.examples._save import EXAMPLES, save_example
 from nsdl_jupyter.examples._synthetic import synthetic_dag
 
 __all__ = [
     "EXAMPLES",
+    "ExampleError",
     "bert_base",
     "resnet18",
     "resnet50",

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import onnx
 
+from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._graph_builder import Dim, GraphBuilder, check_opset
 
 _FLOAT = onnx.TensorProto.FLOAT
@@ -145,9 +146,9 @@ def bert_base(
     """
     check_opset("bert_base", opset, 13)
     if hidden % heads:
-        raise ValueError(f"bert_base: hidden={hidden} must be a multiple of heads={heads}")
+        raise ExampleError(f"bert_base: hidden={hidden} must be a multiple of heads={heads}")
     if seq > max_positions:
-        raise ValueError(f"bert_base: seq={seq} exceeds max_positions={max_positions}; raise it")
+        raise ExampleError(f"bert_base: seq={seq} exceeds max_positions={max_positions}; raise it")
     b = _BertBuilder(seed, opset)
     input_ids = b.input("input_ids", _INT64, (batch, seq))
     attention_mask = b.input("attention_mask", _INT64, (batch, seq))

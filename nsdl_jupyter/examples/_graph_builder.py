@@ -15,6 +15,8 @@ import numpy.typing as npt
 import onnx
 from onnx import helper, numpy_helper
 
+from nsdl_jupyter.examples._errors import ExampleError
+
 Dim = int | str
 
 
@@ -126,6 +128,6 @@ def check_opset(builder: str, opset: int, minimum: int) -> None:
     """Refuse opsets the builder cannot express, before any work is done."""
     latest = onnx.defs.onnx_opset_version()
     if not minimum <= opset <= latest:
-        raise ValueError(
+        raise ExampleError(
             f"{builder}: opset {opset} is not supported; use an opset from {minimum} to {latest}"
         )

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 import onnx
 
+from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._graph_builder import Dim, GraphBuilder, check_opset
 
 _FLOAT = onnx.TensorProto.FLOAT
@@ -132,7 +133,7 @@ def _resnet(
 ) -> onnx.ModelProto:
     check_opset(name, opset, 9)
     if image_size < 32:
-        raise ValueError(f"{name}: image_size {image_size} is too small; use 32 or more")
+        raise ExampleError(f"{name}: image_size {image_size} is too small; use 32 or more")
     b = _ResNetBuilder(seed, fold_batchnorm)
     x = b.input("input", _FLOAT, (batch, 3, image_size, image_size))
     x = b.conv_bn("/conv1", "/bn1", x, channels=(3, 64), kernel=7, stride=2)

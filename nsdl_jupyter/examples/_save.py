@@ -10,6 +10,7 @@ from typing import Any
 import onnx
 
 from nsdl_jupyter.examples._bert import bert_base, small_transformer
+from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._resnet import resnet18, resnet50
 from nsdl_jupyter.examples._synthetic import synthetic_dag
 
@@ -30,7 +31,7 @@ def save_example(name: str, path: str | os.PathLike[str], **kwargs: Any) -> Path
     """
     builder = EXAMPLES.get(name)
     if builder is None:
-        raise ValueError(f"unknown example {name!r}; choose one of {', '.join(EXAMPLES)}")
+        raise ExampleError(f"unknown example {name!r}; choose one of {', '.join(EXAMPLES)}")
     target = Path(path)
     if not target.parent.is_dir():
         raise FileNotFoundError(f"folder {target.parent} does not exist; create it first")

@@ -13,6 +13,7 @@ from typing import Any
 
 import onnx
 
+from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._graph_builder import GraphBuilder, check_opset
 
 _FLOAT = onnx.TensorProto.FLOAT
@@ -88,7 +89,7 @@ def synthetic_dag(
     """
     check_opset("synthetic_dag", opset, 13)
     if num_nodes < 1:
-        raise ValueError(f"synthetic_dag: num_nodes={num_nodes}; ask for at least 1 node")
+        raise ExampleError(f"synthetic_dag: num_nodes={num_nodes}; ask for at least 1 node")
     b = _SyntheticBuilder(seed, scoped, width, opset)
     current = layer_input = b.input("input", _FLOAT, (1, width))
     b.recent.append(current)

@@ -10,15 +10,35 @@ from nsdl_jupyter.graph._engine_layers import (
     precision_of,
     trt_layer_nodes,
 )
-from nsdl_jupyter.graph._extract import GraphTable, build_table, scope_of
-from nsdl_jupyter.graph._hierarchy import Hierarchy, build_hierarchy
-from nsdl_jupyter.graph._layout import LayoutEngine, LayoutResult
+from nsdl_jupyter.graph._errors import GraphDataError
+from nsdl_jupyter.graph._extract import (
+    CONSTANT,
+    GRAPH_INPUT,
+    GRAPH_OUTPUT,
+    PSEUDO,
+    GraphTable,
+    build_table,
+    scope_of,
+    short_name,
+)
+from nsdl_jupyter.graph._hierarchy import Hierarchy, build_hierarchy, is_group_ref
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutEngine, LayoutResult
 from nsdl_jupyter.graph._scene import EditSummary, GraphScene, NeedsRebuild
+from nsdl_jupyter.graph._svg import MARGIN, scene_svg, visible_edges
 
 __all__ = [
+    "CONSTANT",
+    "GRAPH_INPUT",
+    "GRAPH_OUTPUT",
+    "HEADER",
+    "KIND_FRAME",
+    "KIND_GROUP",
+    "MARGIN",
+    "PSEUDO",
     "EditSummary",
     "EngineGraph",
     "EngineGraphError",
+    "GraphDataError",
     "GraphScene",
     "GraphTable",
     "Hierarchy",
@@ -29,8 +49,12 @@ __all__ = [
     "build_table",
     "decode_columns",
     "encode_columns",
+    "is_group_ref",
     "open_engine_graph",
     "precision_of",
+    "scene_svg",
     "scope_of",
+    "short_name",
     "trt_layer_nodes",
+    "visible_edges",
 ]

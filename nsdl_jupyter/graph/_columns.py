@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from nsdl_jupyter.graph._errors import GraphDataError
+
 MAGIC = b"NSC1"
 _NUMERIC = {"u1": np.uint8, "i4": np.int32, "u4": np.uint32, "f4": np.float32, "f8": np.float64}
 
@@ -40,7 +42,7 @@ def encode_columns(meta: Mapping[str, Any], columns: Mapping[str, tuple[str, Col
             strings = list(values)
             joined = "\0".join(strings)
             if joined.count("\0") != max(len(strings) - 1, 0):  # one scan, not one per string
-                raise ValueError(f"column {name!r}: strings may not contain NUL characters")
+                raise GraphDataError(f"column {name!r}: strings may not contain NUL characters")
             raw = joined.encode()
             length = len(strings)
         elif dtype in _NUMERIC:
@@ -48,7 +50,7 @@ def encode_columns(meta: Mapping[str, Any], columns: Mapping[str, tuple[str, Col
             raw = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
             length = int(array.shape[0])
         else:
-            raise ValueError(f"column {name!r}: unknown dtype {dtype!r}")
+            raise GraphDataError(f"column {name!r}: unknown dtype {dtype!r}")
         entries.append(
             {"name": name, "dtype": dtype, "offset": offset, "length": length, "bytes": len(raw)}
         )
@@ -62,7 +64,7 @@ def encode_columns(meta: Mapping[str, Any], columns: Mapping[str, tuple[str, Col
 def decode_columns(buffer: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     """Inverse of `encode_columns` (tests and the SVG export read buffers back with it)."""
     if buffer[:4] != MAGIC:
-        raise ValueError("not an NSC1 column buffer")
+        raise GraphDataError("not an NSC1 column buffer")
     (header_len,) = struct.unpack_from("<I", buffer, 4)
     header = json.loads(buffer[8 : 8 + header_len])
     start = 8 + header_len + _pad8(8 + header_len)

@@ -26,7 +26,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._errors import ArgumentError, NsdlError
 
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
 _FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$")
@@ -155,6 +155,10 @@ class EngineGraphError(NsdlError, ValueError):
     """The layer JSON is not an engine inspector / trtexec --exportLayerInfo export."""
 
 
+class UnknownLayerError(EngineGraphError, KeyError):
+    """No layer of that name in the engine (a KeyError too)."""
+
+
 class EngineGraph(ir.Model):
     """A TensorRT engine as a read-only graph: one node per layer (named as the layer), one
     edge per tensor; draw it with `GraphView(engine_graph)`.
@@ -177,7 +181,7 @@ class EngineGraph(ir.Model):
         try:
             return dict(self._records[name])
         except KeyError:
-            raise KeyError(
+            raise UnknownLayerError(
                 f"no layer named {name!r}; layers: {list(self._records)[:5]}..."
             ) from None
 
@@ -286,7 +290,7 @@ def _graph_nodes(model: Any) -> set[str] | None:
     if isinstance(model, onnx.ModelProto):
         model = ir.from_proto(model)
     if not isinstance(model, ir.Model):
-        raise TypeError(
+        raise ArgumentError(
             f"model= must be an ONNX model (path, ModelProto, onnx_ir.Model, ModelDocument), "
             f"not {type(model).__name__}"
         )

@@ -27,6 +27,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.ops._errors import LiteralSyntaxError
 from nsdl_jupyter.ops._reference import AttributeReference
 
@@ -68,7 +69,7 @@ def parse_literal_with_positions(text: str) -> tuple[LiteralValue, LiteralPositi
     the positions to point at the offending item. Valid while the parsed value is alive.
     """
     if not isinstance(text, str):
-        raise TypeError(f"parse_literal expects str, got {type(text).__name__}")
+        raise ArgumentError(f"parse_literal expects str, got {type(text).__name__}")
     parser = _Parser(text)
     return parser.parse(), parser.positions
 
@@ -359,7 +360,7 @@ def _format_other(value: object, out: list[str]) -> None:
     elif isinstance(value, AttributeReference):
         out.append(f"<reference to the caller's attribute {value.name!r}>")
     else:
-        raise TypeError(
+        raise ArgumentError(
             f"format_literal cannot write a {type(value).__name__}: give a number, a str, "
             "a bool, a list, a numpy array or a tensor"
         )

@@ -49,8 +49,10 @@ from nsdl_jupyter.profiling._errors import (
     TrtSettingsError,
     TrtUnavailableError,
 )
+from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
+from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,
@@ -58,23 +60,35 @@ from nsdl_jupyter.profiling._providers import (
     available_providers,
     probe_runtime,
 )
-from nsdl_jupyter.profiling._report import ProfileReport
-from nsdl_jupyter.profiling._settings import OrtProfileSettings, provider_name
+from nsdl_jupyter.profiling._report import ProfileReport, register_report_figure
+from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs, provider_name
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
 from nsdl_jupyter.profiling._trt_profile import TrtProfileJob, profile_trt, start_profile_trt
-from nsdl_jupyter.profiling._trt_settings import TrtSettings
+from nsdl_jupyter.profiling._trt_settings import (
+    Backend,
+    EngineMetadata,
+    Refit,
+    TrtSettings,
+    TrtSettingsKwargs,
+    runner_module,
+)
 from nsdl_jupyter.profiling._trtexec import load_trtexec
 
 __all__ = [
+    "INPUT_COPY",
     "NODE_TIME_NOTE",
+    "OUTPUT_COPY",
+    "Backend",
     "CheckRow",
     "EngineBuildError",
     "EngineExport",
     "EngineJob",
+    "EngineMetadata",
     "EngineMismatchError",
     "InputFolderError",
     "OnnxParseError",
     "OrtProfileSettings",
+    "OrtSettingsKwargs",
     "ProfileCancelledError",
     "ProfileError",
     "ProfileFileError",
@@ -83,6 +97,7 @@ __all__ = [
     "ProfileSettingsError",
     "Progress",
     "ProviderStatus",
+    "Refit",
     "RejectedNode",
     "ReportFormatError",
     "RunnerCrashError",
@@ -94,6 +109,7 @@ __all__ = [
     "TrtProfileJob",
     "TrtSettings",
     "TrtSettingsError",
+    "TrtSettingsKwargs",
     "TrtUnavailableError",
     "TrtexecFormatError",
     "available_providers",
@@ -103,11 +119,14 @@ __all__ = [
     "input_file_name",
     "load_ort_profile",
     "load_trtexec",
+    "model_source",
     "parse_ort_trace",
     "probe_runtime",
     "profile_ort",
     "profile_trt",
     "provider_name",
+    "register_report_figure",
+    "runner_module",
     "start_export_engine",
     "start_profile_ort",
     "start_profile_trt",

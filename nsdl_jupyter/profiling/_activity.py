@@ -12,7 +12,7 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,8 +31,11 @@ from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._runners import RUNNER
-from nsdl_jupyter.profiling._settings import OrtProfileSettings
+from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _STDERR_IN_MESSAGE = 30  # lines of the runner's stderr quoted in an error message
 
@@ -277,7 +280,7 @@ def start_profile_ort(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     _debug_crash_at: str | None = None,
-    **kwargs: Any,
+    **kwargs: Unpack[OrtSettingsKwargs],
 ) -> ProfileJob:
     """Start profiling `model` with onnxruntime in a child process; returns the running job.
 
@@ -299,7 +302,7 @@ def profile_ort(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     timeout: float | None = None,
-    **kwargs: Any,
+    **kwargs: Unpack[OrtSettingsKwargs],
 ) -> ProfileReport:
     """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime.
 

@@ -13,7 +13,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling._errors import (
@@ -29,8 +29,11 @@ from nsdl_jupyter.profiling._errors import (
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._runners import start_runner
-from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings
+from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings, TrtSettingsKwargs
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 # what the runner writes beside the engine, by suffix, and the EngineExport field for it
 _SIDE_FILES = {".build.log": "log", ".build.metadata.json": "metadata", ".graph.json": "inspector"}
@@ -266,7 +269,7 @@ def start_export_engine(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     _debug_crash_at: str | None = None,
-    **kwargs: Any,
+    **kwargs: Unpack[TrtSettingsKwargs],
 ) -> EngineJob:
     """Start building a TensorRT engine of `model` into `output`; returns the running job."""
     settings = TrtSettings.from_kwargs(settings, **kwargs)
@@ -293,7 +296,7 @@ def export_engine(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     timeout: float | None = None,
-    **kwargs: Any,
+    **kwargs: Unpack[TrtSettingsKwargs],
 ) -> EngineExport:
     """Build a TensorRT engine of `model` (path, ModelProto, onnx_ir.Model or ModelDocument)
     into `output`, in a child process on `target` (default: this machine).
@@ -347,7 +350,7 @@ def check_trt_capability(
     *,
     target: Target | None = None,
     timeout: float | None = 300,
-    **kwargs: Any,
+    **kwargs: Unpack[TrtSettingsKwargs],
 ) -> TrtCapability:
     """The nodes the TensorRT ONNX parser rejects, with its messages, through the `tensorrt`
     or `tensorrt_rtx` module on `target` (TensorRT-RTX's parser runs without a GPU)."""

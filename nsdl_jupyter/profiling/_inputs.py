@@ -18,8 +18,7 @@ import onnx
 import onnx_ir as ir
 from onnx import numpy_helper
 
-from nsdl_jupyter.document._errors import ModelLoadError
-from nsdl_jupyter.document._loading import resolve_inside
+from nsdl_jupyter.document import ModelLoadError, resolve_inside
 from nsdl_jupyter.profiling._errors import InputFolderError, ProfileSettingsError
 from nsdl_jupyter.profiling._files import open_regular
 from nsdl_jupyter.profiling._model_source import GraphInput

@@ -15,7 +15,8 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.document._data_files import external_tensors
+from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter.document import external_tensors
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def model_source(model: Any) -> ModelSource:
         ir_model = model.model
         doc_name = Path(doc_path).name.removesuffix(".onnx") if doc_path else ""
         return ModelSource(doc_name or ir_model.graph.name or "model", None, ir_model)
-    raise TypeError(
+    raise ArgumentError(
         f"cannot profile a {type(model).__name__}: pass a path to an .onnx file, an "
         "onnx.ModelProto, an onnx_ir.Model or a ModelDocument (nsdl_jupyter.open_model)"
     )

@@ -2,7 +2,8 @@
 
 A report is data first: `layers` (one row per layer), `timeline_events` (one inference),
 `latencies_ms` (end-to-end, one value per iteration) and `metadata`. Figures come from
-`nsdl_jupyter.views`; the methods here are shortcuts to them. Reports save to one JSON file and
+`nsdl_jupyter.figures`, which registers the report's shortcuts to them (`timeline()`) with
+`register_report_figure`: profiling imports no layer above it. Reports save to one JSON file and
 load back without the runtime or the GPU that produced them.
 """
 
@@ -12,7 +13,7 @@ import datetime as _dt
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +22,17 @@ import pandas as pd
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
+from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling._compare_nodes import compare_by_onnx_node
-from nsdl_jupyter.profiling._errors import ReportFormatError
+from nsdl_jupyter.profiling._errors import ProfileSettingsError, ReportFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
 from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
+
+# The figures behind the report's shortcuts, registered by nsdl_jupyter.figures.
+_FIGURES: dict[str, Callable[..., go.Figure]] = {}
 
 FORMAT = "nsdl-profile-report"
 FORMAT_VERSION = 1
@@ -294,7 +299,9 @@ class ProfileReport:
             runtimes = {str(r.metadata.get("runtime", r.source)) for r in (self, other)}
             by = "onnx_node" if len(runtimes) > 1 else "name"
         if by not in ("name", "onnx_node"):
-            raise ValueError(f"by={by!r}: use 'name' or 'onnx_node' (or None: by the runtimes)")
+            raise ProfileSettingsError(
+                f"by={by!r}: use 'name' or 'onnx_node' (or None: by the runtimes)"
+            )
         col_a, col_b = f"{column}_a", f"{column}_b"
         if by == "onnx_node":
             merged = compare_by_onnx_node(self, other, column)
@@ -330,9 +337,7 @@ class ProfileReport:
 
     def timeline(self, color_by: str | None = None, **kwargs: Any) -> go.Figure:
         """Timeline of one inference (plotly Figure): a bar per layer at its start."""
-        from nsdl_jupyter.views import timeline_figure
-
-        return timeline_figure(self, color_by=color_by, **kwargs)
+        return _figure("timeline")(self, color_by=color_by, **kwargs)
 
     def summary(self) -> str:
         lat = self.latency
@@ -472,6 +477,16 @@ class ProfileReport:
         """Read a report written by `save`; ReportFormatError when the file is not one."""
         data = read_json(path, ReportFormatError, "a profile report")
         return cls.from_json(data, where=str(path))
+
+
+def register_report_figure(name: str, draw: Callable[..., go.Figure]) -> None:
+    """Make `draw(report, ...)` the figure behind the shortcut `ProfileReport.<name>()`."""
+    _FIGURES[name] = draw
+
+
+def _figure(name: str) -> Callable[..., go.Figure]:
+    load(REPORT_FIGURES)
+    return _FIGURES[name]
 
 
 def _columns(value: Any, where: str, *, required: bool) -> dict[str, list[Any]]:

@@ -6,8 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter.profiling._errors import ProfileError
-from nsdl_jupyter.targets import RunnerJob, Target
-from nsdl_jupyter.targets._base import EventListener
+from nsdl_jupyter.targets import EventListener, RunnerJob, Target
 
 RUNNER = Path(__file__).with_name("_ort_runner.py")
 # Every runner file. They load each other by path from their own folder (the TensorRT runner

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._report import recorded_path
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 # Short names users type -> onnxruntime provider names.
 PROVIDER_ALIASES = {
@@ -33,14 +38,34 @@ def provider_name(name: str) -> str:
 _Settings = TypeVar("_Settings")
 
 
-def replace_known(base: _Settings, kwargs: dict[str, Any]) -> _Settings:
+def replace_known(base: _Settings, kwargs: Mapping[str, Any]) -> _Settings:
     """`base` (a settings dataclass) with `kwargs` replaced; unknown names raise TypeError
     naming the valid ones."""
     valid = [f.name for f in dataclasses.fields(base)]  # type: ignore[arg-type]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
-        raise TypeError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
+        raise ArgumentError(f"unknown setting(s) {unknown}; valid settings: {', '.join(valid)}")
     return dataclasses.replace(base, **kwargs)  # type: ignore[type-var]
+
+
+class OrtSettingsKwargs(TypedDict, total=False):
+    """OrtProfileSettings' fields as keyword arguments of `profile_ort` and `ActivityPanel`'s
+    runs, typed for the caller (tests/test_profiling_activity.py keeps the two equal)."""
+
+    iterations: int
+    warmup: int
+    provider: str
+    provider_options: dict[str, Any]
+    graph_optimization: bool
+    dim_sizes: dict[str, int]
+    input_folder: str | os.PathLike[str] | None
+    trace_path: str | os.PathLike[str] | None
+    seed: int
+    intra_op_threads: int | None
+    full_paths: bool
+    gpu_timing: bool
+    metrics_interval_ms: float
+    lock_clocks: bool
 
 
 @dataclass(frozen=True)
@@ -94,7 +119,7 @@ class OrtProfileSettings:
 
     @classmethod
     def from_kwargs(
-        cls, base: OrtProfileSettings | None = None, **kwargs: Any
+        cls, base: OrtProfileSettings | None = None, **kwargs: Unpack[OrtSettingsKwargs]
     ) -> OrtProfileSettings:
         """Settings from keyword arguments; unknown names raise TypeError naming valid ones."""
         return replace_known(base or cls(), kwargs)

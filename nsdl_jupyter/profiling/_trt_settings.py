@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 
 from nsdl_jupyter.document import LayerPrecision, TensorRtProperties
 from nsdl_jupyter.profiling._errors import TrtSettingsError
 from nsdl_jupyter.profiling._settings import replace_known
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 Backend = Literal["auto", "tensorrt", "tensorrt_rtx", "trtexec"]
 Typing = Literal["default", "strong", "obey", "prefer"]
@@ -100,6 +105,43 @@ _FLAGS = (
 )
 
 
+_PathText = str | os.PathLike[str]
+
+
+class TrtSettingsKwargs(TypedDict, total=False):
+    """TrtSettings' fields as keyword arguments of `export_engine` and friends, typed for the
+    caller (tests/test_trt_settings.py keeps the two equal)."""
+
+    backend: Backend
+    trtexec_path: _PathText | None
+    device_index: int
+    plugins: Sequence[_PathText]
+    typing: Typing
+    tf32: bool
+    fp16: bool
+    bf16: bool
+    int8: bool
+    fp8: bool
+    sparsity: bool
+    cudnn_tactics: bool
+    cublas_tactics: bool
+    native_instance_norm: bool
+    optimization_level: int
+    max_aux_streams: int | None
+    inferred_batch_size: int
+    hardware_compatible: bool
+    version_compatible: bool
+    exclude_lean_runtime: bool
+    workspace_mib: int | None
+    int8_calibration_cache: _PathText | None
+    refit: Refit
+    engine_metadata: EngineMetadata
+    optimization_profiles: Sequence[Mapping[str, Mapping[str, Sequence[int]]]]
+    layer_precisions: Mapping[str, LayerPrecision]
+    timing_cache: bool
+    cache_dir: _PathText | None
+
+
 @dataclass(frozen=True)
 class TrtSettings:
     """One TensorRT engine build, as the export dialog sets it.
@@ -175,7 +217,9 @@ class TrtSettings:
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
-    def from_kwargs(cls, base: TrtSettings | None = None, **kwargs: Any) -> TrtSettings:
+    def from_kwargs(
+        cls, base: TrtSettings | None = None, **kwargs: Unpack[TrtSettingsKwargs]
+    ) -> TrtSettings:
         """Settings from keyword arguments; unknown names raise TypeError naming valid ones."""
         return replace_known(base or cls(), kwargs)
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.graph import precision_of, trt_layer_nodes
 from nsdl_jupyter.profiling._errors import TrtexecFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
@@ -127,7 +128,9 @@ def load_trtexec(
     count and time are kept in the metadata as `hidden_non_compute`).
     """
     if profile is None and layer_info is None and times is None:
-        raise TypeError("load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)")
+        raise ArgumentError(
+            "load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)"
+        )
     profile_path = Path(profile) if profile is not None else None
     graph_nodes = model_source(model).node_names if model is not None else None
 

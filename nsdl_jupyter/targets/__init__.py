@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsdl_jupyter.targets._base import JobResult, RunnerJob, Target
+from nsdl_jupyter.targets._base import EventListener, JobResult, RunnerJob, Target
 from nsdl_jupyter.targets._connections import Connections, ConnectionTest, connections
 from nsdl_jupyter.targets._errors import (
     DeployDirError,
@@ -12,6 +12,7 @@ from nsdl_jupyter.targets._errors import (
     TargetConnectionError,
     TargetError,
     TargetSettingsError,
+    UnknownConnectionError,
     UnknownHostKeyError,
 )
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
@@ -21,6 +22,7 @@ __all__ = [
     "ConnectionTest",
     "Connections",
     "DeployDirError",
+    "EventListener",
     "HostKeyChangedError",
     "HostKeyError",
     "JobResult",
@@ -34,6 +36,7 @@ __all__ = [
     "TargetConnectionError",
     "TargetError",
     "TargetSettingsError",
+    "UnknownConnectionError",
     "UnknownHostKeyError",
     "connections",
 ]

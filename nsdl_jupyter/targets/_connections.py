@@ -16,7 +16,7 @@ from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._paths import config_dir
-from nsdl_jupyter.targets._errors import TargetSettingsError
+from nsdl_jupyter.targets._errors import TargetSettingsError, UnknownConnectionError
 from nsdl_jupyter.targets._ssh import SshTarget
 
 _FORMAT_VERSION = 1
@@ -67,7 +67,7 @@ class Connections:
     def settings(self, name: str) -> dict[str, Any]:
         entries = self._load()
         if name not in entries:
-            raise KeyError(f"no saved connection {name!r}; saved: {sorted(entries)}")
+            raise UnknownConnectionError(f"no saved connection {name!r}; saved: {sorted(entries)}")
         return dict(entries[name])
 
     def get(
@@ -95,7 +95,7 @@ class Connections:
     def remove(self, name: str) -> None:
         entries = self._load()
         if name not in entries:
-            raise KeyError(f"no saved connection {name!r}; saved: {sorted(entries)}")
+            raise UnknownConnectionError(f"no saved connection {name!r}; saved: {sorted(entries)}")
         del entries[name]
         self._save(entries)
 

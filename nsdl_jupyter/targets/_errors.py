@@ -40,3 +40,7 @@ class HostKeyChangedError(HostKeyError):
 
 class DeployDirError(TargetError):
     """The deployment directory on the target cannot be created or written."""
+
+
+class UnknownConnectionError(TargetSettingsError, KeyError):
+    """No saved connection of that name (a KeyError too: the name was looked up)."""

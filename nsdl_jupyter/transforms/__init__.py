@@ -45,7 +45,10 @@ from nsdl_jupyter.transforms._tensor_dtype import (
     replace_initializer_value,
 )
 from nsdl_jupyter.transforms._tools import (
+    MAX_LOG_LINES,
+    Throttle,
     ToolError,
+    ToolLog,
     ToolRun,
     ToolStore,
     UserTool,
@@ -57,6 +60,7 @@ from nsdl_jupyter.transforms._working_copy import TransformError
 __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
     "FP16_TOLERANCE",
+    "MAX_LOG_LINES",
     "OPSET_TOLERANCE",
     "TRANSFORMS",
     "ConversionItem",
@@ -72,7 +76,9 @@ __all__ = [
     "SanitizePass",
     "TensorDtypePass",
     "TensorRef",
+    "Throttle",
     "ToolError",
+    "ToolLog",
     "ToolRun",
     "ToolStore",
     "TransformError",

@@ -1,41 +1,29 @@
-"""Views of a ProfileReport: plotly figures and pandas tables (no widget code).
+"""Deprecated: the profile figures and tables moved to `nsdl_jupyter.figures`.
 
-Widgets (`ProfileView`, `ActivityPanel`) are built from these; in a plain notebook, call them
-directly and `fig.show()`. For a static HTML export, call `use_static_renderer()` first.
-Per-layer views show GPU kernel time when the report has it (`times='host'` for the
-profiler's host times) and take `hide_non_compute=True` to leave out copies, layout reorders
-and shape-only ops (`NON_COMPUTE_OP_TYPES`).
+Kept so that notebooks written with `from nsdl_jupyter import views` still run; every name
+read from here warns once per use and comes from `nsdl_jupyter.figures`.
 """
 
 from __future__ import annotations
 
-from nsdl_jupyter.views._charts import latency_figure, op_type_share_figure, top_layers_figure
-from nsdl_jupyter.views._compare import compare_figure, compare_table
-from nsdl_jupyter.views._filters import (
-    NON_COMPUTE_OP_TYPES,
-    compute_only,
-    non_compute_mask,
-    time_column,
-    time_label,
-)
-from nsdl_jupyter.views._static import use_static_renderer
-from nsdl_jupyter.views._tables import kernels_table, layers_table
-from nsdl_jupyter.views._timeline import MAX_LAYER_ROWS, timeline_figure
+import warnings
+from typing import Any
 
-__all__ = [
-    "MAX_LAYER_ROWS",
-    "NON_COMPUTE_OP_TYPES",
-    "compare_figure",
-    "compare_table",
-    "compute_only",
-    "kernels_table",
-    "latency_figure",
-    "layers_table",
-    "non_compute_mask",
-    "op_type_share_figure",
-    "time_column",
-    "time_label",
-    "timeline_figure",
-    "top_layers_figure",
-    "use_static_renderer",
-]
+import nsdl_jupyter.figures as _figures
+
+__all__ = _figures.__all__  # the same public names as figures
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module 'nsdl_jupyter.views' has no attribute {name!r}")
+    warnings.warn(
+        f"nsdl_jupyter.views is renamed nsdl_jupyter.figures: use nsdl_jupyter.figures.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(_figures, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

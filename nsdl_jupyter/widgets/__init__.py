@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
+
 if TYPE_CHECKING:
     from nsdl_jupyter.widgets._activity_panel import ActivityPanel
     from nsdl_jupyter.widgets._designer import Designer
@@ -51,6 +53,8 @@ __all__ = [
     "ProfileView",
     "TargetPicker",
     "TypeCheckPanel",
+    "WidgetError",
+    "WidgetLookupError",
 ]
 
 

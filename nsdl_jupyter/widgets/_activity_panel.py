@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import traitlets
@@ -27,26 +27,32 @@ from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import (
     EngineExport,
     EngineJob,
+    InputFolderError,
     OrtProfileSettings,
     ProfileCancelledError,
     ProfileJob,
     ProfileReport,
+    ProfileSettingsError,
     Progress,
     TargetLostError,
     TrtSettings,
     TrtSettingsError,
+    model_source,
     probe_runtime,
     start_export_engine,
     start_profile_ort,
     start_profile_trt,
     trt_backends,
 )
-from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._log_view import LogView
+from nsdl_jupyter.widgets._options import BoxOptions, check_options
 from nsdl_jupyter.widgets._profile_view import ProfileView
 from nsdl_jupyter.widgets._target_picker import TargetPicker
 from nsdl_jupyter.widgets._trt_settings_form import TrtSettingsForm
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
@@ -62,7 +68,9 @@ def parse_dim_sizes(text: str) -> dict[str, int]:
     for part in filter(None, (p.strip() for p in text.replace(";", ",").split(","))):
         name, sep, value = part.partition("=")
         if not sep or not name.strip() or not value.strip().isdigit():
-            raise ValueError(f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)")
+            raise ProfileSettingsError(
+                f"dimension sizes: {part!r} is not name=integer (e.g. batch=8)"
+            )
         sizes[name.strip()] = int(value)
     return sizes
 
@@ -106,8 +114,14 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         settings: OrtProfileSettings | None = None,
         framework: str = "ort",
         trt_settings: TrtSettings | None = None,
-        **kwargs: Any,
+        **box: Unpack[BoxOptions],
     ) -> None:
+        check_options(
+            "ActivityPanel",
+            box,
+            BoxOptions,
+            ("target", "graph_view", "settings", "framework", "trt_settings"),
+        )
         self.model = model
         self.target = target
         self.graph_view = graph_view
@@ -193,7 +207,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self._log,
                 self._result,
             ],
-            **kwargs,
+            **box,
         )
         self.add_class("nsdl-activity-panel")
         self._on_provider({"new": self.provider})
@@ -313,7 +327,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         random = self._input_mode.value == "random"
         folder = self._folder.value.strip()
         if not random and not folder:
-            raise ValueError("input folder: give the folder that holds one .pb file per input")
+            raise InputFolderError(
+                "input folder: give the folder that holds one .pb file per input"
+            )
         return OrtProfileSettings(
             iterations=int(self._iterations.value),
             warmup=int(self._warmup.value),

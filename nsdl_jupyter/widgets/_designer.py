@@ -14,18 +14,18 @@ import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.widgets._designer_base import (
     MessageLine,
     button,
-    check_unknown_options,
     style_widget,
 )
 from nsdl_jupyter.widgets._designer_keys import DesignerKeys
@@ -34,28 +34,33 @@ from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
 from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd
+from nsdl_jupyter.widgets._options import DesignerOptions, check_options
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
 from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
-_VALID_OPTIONS = ("height", "selected", "check_delay")
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 _serial = itertools.count(1)
 
 
 class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     """``Designer(doc)``: edit a model with the graph and all tool windows around it."""
 
-    def __init__(self, doc: ModelDocument | str | os.PathLike[str], **options: Any) -> None:
-        check_unknown_options("Designer", options, _VALID_OPTIONS)
+    def __init__(
+        self, doc: ModelDocument | str | os.PathLike[str], **options: Unpack[DesignerOptions]
+    ) -> None:
+        check_options("Designer", options, DesignerOptions)
         if isinstance(doc, str | os.PathLike):
             doc = open_model(doc)
         if not isinstance(doc, ModelDocument):
-            raise TypeError(
+            raise ArgumentError(
                 "Designer() needs a ModelDocument (nsdl_jupyter.open_model(path)) or a path to "
                 f"an .onnx file, got {type(doc).__name__}"
             )
         self.doc = doc
-        height = int(options.get("height", 620))
+        height = options.get("height", 620)
         self.graph = GraphView(doc, height=height)
         self.parameters = ParameterEditor(doc)
         self.initializers = InitializerEditor(doc)
@@ -63,7 +68,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.explorer = LayerExplorer(doc)
         self.trt_profiles = OptimizationProfileForm(doc)
         self.type_check = TypeCheckPanel(
-            doc, graph_view=self.graph, delay=float(options.get("check_delay", 0.4))
+            doc, graph_view=self.graph, delay=options.get("check_delay", 0.4)
         )
         self.tools = (
             self.parameters,
@@ -115,8 +120,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.add_class(self.root_class)
         self._unsubscribe: Callable[[], None] | None = doc.subscribe(self._on_document_event)
         self._sync_toolbar()
-        if options.get("selected"):
-            self.graph.selected = list(options["selected"])
+        if selected := options.get("selected"):
+            self.graph.selected = list(selected)
 
     # ------------------------------------------------------------------ toolbar
     def _build_toolbar(self) -> None:

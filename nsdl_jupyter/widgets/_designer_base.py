@@ -12,6 +12,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 
@@ -71,7 +72,7 @@ class ToolWindow(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     def __init__(self, doc: ModelDocument, **kwargs: Any) -> None:
         if not isinstance(doc, ModelDocument):
-            raise TypeError(
+            raise ArgumentError(
                 f"{type(self).__name__}() needs a ModelDocument (nsdl_jupyter.open_model(path) "
                 f"or nsdl_jupyter.new_model()), got {type(doc).__name__}"
             )
@@ -102,12 +103,3 @@ def button(
     return widgets.Button(
         description=description, tooltip=tooltip or description, icon=icon, layout=layout
     )
-
-
-def check_unknown_options(owner: str, options: dict[str, Any], valid: tuple[str, ...]) -> None:
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(
-            f"{owner}() got unexpected keyword argument(s) {', '.join(unknown)}; "
-            f"valid ones are: {', '.join(valid) or 'none'}"
-        )

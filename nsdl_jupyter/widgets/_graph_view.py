@@ -11,7 +11,7 @@ import concurrent.futures
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import anywidget
 import numpy as np
@@ -20,10 +20,16 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
-from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
-from nsdl_jupyter._static_export._graph_picture import graph_view_html
-from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
-from nsdl_jupyter.graph._svg import scene_svg
+from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._static_export import (
+    GraphViewState,
+    StaticPictureMixin,
+    graph_view_html,
+    track_static_picture,
+)
+from nsdl_jupyter.document import UnknownNodeError
+from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
     Empty,
@@ -32,12 +38,15 @@ from nsdl_jupyter.widgets._messages import (
     Items,
     LayoutAnswer,
 )
+from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
 from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
 _MAX_PATCHES = 64
-_VALID_OPTIONS = ("height", "direction", "show_constants", "show_grid", "selected")
 
 
 @runtime_checkable
@@ -74,13 +83,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, source: Any, **options: Any) -> None:
-        unknown = sorted(set(options) - set(_VALID_OPTIONS))
-        if unknown:
-            raise TypeError(
-                f"GraphView() got unexpected keyword argument(s) {', '.join(unknown)}; "
-                f"valid ones are: {', '.join(_VALID_OPTIONS)}"
-            )
+    def __init__(self, source: Any, **options: Unpack[GraphViewOptions]) -> None:
+        check_options("GraphView", options, GraphViewOptions)
         self._doc: _DocumentLike | None = None
         graph, functions = self._resolve(source)
         companion = self._companion()
@@ -117,9 +121,21 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
-        track_static_picture(self, lambda: graph_view_html(self))
+        track_static_picture(self, lambda: graph_view_html(self.picture_state()))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
+
+    def picture_state(self) -> GraphViewState:
+        """What the view shows now, for its static picture (HTML export without JavaScript)."""
+        return GraphViewState(
+            scene=self._scene,
+            selected=tuple(self.selected),
+            marks=dict(self._marks),
+            overlay=dict(self._overlay),
+            overlay_values=bytes(self._overlay_values),
+            show_grid=bool(self.show_grid),
+            height=int(self.height),
+        )
 
     # ------------------------------------------------------------------ sources
     def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:
@@ -138,7 +154,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             model = getattr(source, "model", None)
             functions = list(model.functions) if model is not None else []
             return source.graph, functions
-        raise TypeError(
+        raise ArgumentError(
             f"GraphView() cannot show a {type(source).__name__}: pass a ModelDocument "
             "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto "
             "or a path"
@@ -188,7 +204,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         missing = [k for k in keys if k not in by_key]
         if missing:
             sample = ", ".join(repr(k) for k in list(by_key)[1:6])
-            raise KeyError(
+            raise WidgetLookupError(
                 f"no group {missing[0]!r}; groups are keyed by name scope, e.g. {sample}"
             )
         return [by_key[k] for k in keys]
@@ -239,7 +255,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         bad = {k: v for k, v in marks.items() if v not in ("error", "warning")}
         if bad:
             name, level = next(iter(bad.items()))
-            raise ValueError(f"mark {level!r} for {name!r}: use 'error' or 'warning'")
+            raise WidgetError(f"mark {level!r} for {name!r}: use 'error' or 'warning'")
         self._marks = dict(marks)
 
     def set_overlay(
@@ -253,7 +269,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     ) -> None:
         """Colour nodes by a per-node value (e.g. profiled time) with a legend."""
         if colormap not in _COLORMAPS:
-            raise ValueError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
+            raise WidgetError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
         table = self._scene.table
         array = np.full(len(table.items), np.nan, dtype=np.float32)
         for name, value in values.items():
@@ -278,7 +294,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         name = node if isinstance(node, str) else node.name
         found = next((n for n in self._scene.graph if n.name == name), None)
         if found is None:
-            raise KeyError(f"no node named {name!r} in this graph")
+            raise UnknownNodeError(f"no node named {name!r} in this graph")
         graphs = {
             key: a.value
             for key, a in found.attributes.items()
@@ -286,21 +302,21 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         }
         if attr is not None:
             if attr not in graphs:
-                raise KeyError(
+                raise WidgetLookupError(
                     f"node {name!r} has no graph attribute {attr!r}; it has {sorted(graphs)}"
                 )
             return GraphView(graphs[attr])
         if len(graphs) == 1:
             return GraphView(next(iter(graphs.values())))
         if graphs:
-            raise ValueError(
+            raise WidgetError(
                 f"node {name!r} has several subgraphs; pass attr= one of {sorted(graphs)}"
             )
         model = getattr(self._doc, "model", None)
         functions = model.functions if model is not None else {}
         function = functions.get((found.domain, found.op_type, found.overload))
         if function is None:
-            raise ValueError(
+            raise WidgetError(
                 f"node {name!r} ({found.op_type}) has no subgraph and calls no local function"
             )
         return GraphView(function)
@@ -326,7 +342,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         fmt = (format or target.suffix.lstrip(".") or "png").lower()
         fmt = "jpeg" if fmt == "jpg" else fmt
         if fmt not in ("png", "jpeg", "svg"):
-            raise ValueError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
+            raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         if fmt == "svg":
             atomic_write_bytes(

@@ -13,7 +13,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter.transforms._tools import MAX_LOG_LINES, Throttle, ToolLog
+from nsdl_jupyter.transforms import MAX_LOG_LINES, Throttle, ToolLog
 
 
 class LogView(widgets.HTML):  # type: ignore[misc]

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter._static_export import StaticPictureMixin
-from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.views import (
+from nsdl_jupyter.figures import (
     compute_only,
     kernels_table,
     latency_figure,
@@ -28,10 +27,16 @@ from nsdl_jupyter.views import (
     op_type_share_figure,
     time_column,
     time_label,
+    time_shares,
     timeline_figure,
     top_layers_figure,
 )
-from nsdl_jupyter.views._filters import time_shares
+from nsdl_jupyter.profiling import ProfileReport
+from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._options import BoxOptions, check_options
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 # The Select widget is a <select>: a monospace font keeps the columns aligned.
 _STYLE = """<style>
@@ -155,8 +160,9 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         *,
         times: str | None = None,
         hide_non_compute: bool = False,
-        **kwargs: Any,
+        **box: Unpack[BoxOptions],
     ) -> None:
+        check_options("ProfileView", box, BoxOptions, ("graph_view", "times", "hide_non_compute"))
         self.report = report
         self.graph_view = graph_view
         self._syncing = False
@@ -227,7 +233,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self._kernel_box,
                 charts,
             ],
-            **kwargs,
+            **box,
         )
         self.add_class("nsdl-profile-view")
         self._refresh_table()
@@ -451,7 +457,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         """Colour the GraphView's nodes by their time per inference (GPU or host, as
         `times` says; without the non-compute rows when they are hidden)."""
         if self.graph_view is None or not hasattr(self.graph_view, "set_overlay"):
-            raise ValueError("no GraphView bound: ProfileView(report, graph_view=view)")
+            raise WidgetError("no GraphView bound: ProfileView(report, graph_view=view)")
         report = compute_only(self.report) if self.hide_non_compute else self.report
         self.graph_view.set_overlay(report.node_times(self._column), label=self.overlay_label(),
                                     colormap=colormap)  # fmt: skip

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._errors import ArgumentError, NsdlError
+from nsdl_jupyter.widgets._errors import WidgetError
 
 REQUEST = "nsdl.request"
 ANSWER = "nsdl.answer"
@@ -77,7 +78,7 @@ class Endpoint:
     def __init__(self, widget: _Comm, catalog: Catalog, handlers: Mapping[str, Handler]) -> None:
         expected = set(catalog.sent_to("kernel"))
         if set(handlers) != expected:
-            raise ValueError(
+            raise WidgetError(
                 f"{catalog.name}: handlers for {sorted(handlers)} but the kinds sent to the "
                 f"kernel are {sorted(expected)}"
             )
@@ -98,7 +99,7 @@ class Endpoint:
         """
         kind = self._kind(name, "browser")
         if kind.answer is None:
-            raise ValueError(f"{self._catalog.name}: {name!r} is an event: use notify()")
+            raise WidgetError(f"{self._catalog.name}: {name!r} is an event: use notify()")
         check(payload, kind.payload, name)
         request_id = f"{self._prefix}:{next(self._count)}"
         future: concurrent.futures.Future[Reply] = concurrent.futures.Future()
@@ -110,14 +111,14 @@ class Endpoint:
         """Send an event to every view (no answer)."""
         kind = self._kind(name, "browser")
         if kind.answer is not None:
-            raise ValueError(f"{self._catalog.name}: {name!r} is a request: use request()")
+            raise WidgetError(f"{self._catalog.name}: {name!r} is a request: use request()")
         check(payload, kind.payload, name)
         self._widget.send({"kind": EVENT, "name": name, "payload": payload})
 
     def _kind(self, name: str, to: Direction) -> Kind:
         kind = self._catalog.sent_to(to).get(name)
         if kind is None:
-            raise ValueError(f"{self._catalog.name} declares no message {name!r} to the {to}")
+            raise WidgetError(f"{self._catalog.name} declares no message {name!r} to the {to}")
         return kind
 
     # ------------------------------------------------------------------ browser -> kernel
@@ -229,7 +230,7 @@ def _mismatch(value: Any, annotation: Any, at: str) -> str | None:
         return None
     expected = _SCALARS.get(annotation)
     if expected is None:
-        raise TypeError(f"message field type {annotation!r} is not supported by the protocol")
+        raise ArgumentError(f"message field type {annotation!r} is not supported by the protocol")
     if isinstance(value, bool) and annotation is not bool:
         return f"{at.rstrip('.')} should be {_TS[annotation]}, not a boolean"
     if not isinstance(value, expected):

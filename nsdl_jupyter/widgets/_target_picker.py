@@ -13,12 +13,12 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter.profiling._target_check import TargetCheck, check_target
+from nsdl_jupyter.profiling import TargetCheck, check_target
 from nsdl_jupyter.targets import (
     Connections,
     HostKeyError,
@@ -29,6 +29,10 @@ from nsdl_jupyter.targets import (
     TargetSettingsError,
     connections,
 )
+from nsdl_jupyter.widgets._options import BoxOptions, check_options
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 LOCAL = ""  # the selector's value for this machine (no saved connection has an empty name)
 _STATUS_COLOURS = {"ok": "#2e7d32", "warning": "#ef6c00", "missing": "#c62828"}
@@ -71,8 +75,9 @@ class TargetPicker(widgets.VBox):  # type: ignore[misc]
         *,
         on_target: TargetListener | None = None,
         store: Connections | None = None,
-        **kwargs: Any,
+        **box: Unpack[BoxOptions],
     ) -> None:
+        check_options("TargetPicker", box, BoxOptions, ("on_target", "store"))
         self.store = store or connections()
         self.target: Target = target or LocalTarget()
         self.check: TargetCheck | None = None
@@ -117,7 +122,7 @@ class TargetPicker(widgets.VBox):  # type: ignore[misc]
                 self._message,
                 self._table,
             ],
-            **kwargs,
+            **box,
         )
         self.add_class("nsdl-target-picker")
         self._form.layout.display = "none"

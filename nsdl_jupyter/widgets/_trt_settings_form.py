@@ -14,8 +14,8 @@ from typing import Any, get_args
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter.profiling import TrtSettings
-from nsdl_jupyter.profiling._trt_settings import Backend, EngineMetadata, Refit, runner_module
+from nsdl_jupyter.profiling import Backend, EngineMetadata, Refit, TrtSettings, runner_module
+from nsdl_jupyter.widgets._errors import WidgetError
 
 _LABELS = {
     "backend": "TensorRT",
@@ -172,7 +172,7 @@ class TrtSettingsForm(widgets.VBox):  # type: ignore[misc]
             elif name in _OPTIONAL_INT:
                 text = value.strip()
                 if text and not text.isdigit():
-                    raise ValueError(f"{_LABELS[name]}: {text!r} is not a whole number")
+                    raise WidgetError(f"{_LABELS[name]}: {text!r} is not a whole number")
                 value = int(text) if text else None
             elif name in _OPTIONAL_TEXT:
                 value = value.strip() or None

@@ -104,11 +104,11 @@ def test_static_html_export_renders_offline(browser: Any, tmp_path: Path) -> Non
                                  "language": "python"}  # fmt: skip
     nb.cells = [
         nbformat.v4.new_code_cell(
-            "from nsdl_jupyter import views\nfrom nsdl_jupyter.profiling import ProfileReport\n"
-            f"views.use_static_renderer()\nreport = ProfileReport.load({str(GPU_REPORT)!r})"
+            "from nsdl_jupyter import figures\nfrom nsdl_jupyter.profiling import ProfileReport\n"
+            f"figures.use_static_renderer()\nreport = ProfileReport.load({str(GPU_REPORT)!r})"
         ),
         nbformat.v4.new_code_cell("report.timeline().show()"),
-        nbformat.v4.new_code_cell("views.op_type_share_figure(report).show()"),
+        nbformat.v4.new_code_cell("figures.op_type_share_figure(report).show()"),
     ]
     source = tmp_path / "shared.ipynb"
     source.write_text(json.dumps(nb))

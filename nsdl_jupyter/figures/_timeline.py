@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.views._filters import shown, time_column
-from nsdl_jupyter.views._plotly import colour_map, go
+from nsdl_jupyter.figures._errors import FigureError
+from nsdl_jupyter.figures._filters import shown, time_column
+from nsdl_jupyter.figures._plotly import colour_map, go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -130,14 +131,14 @@ def timeline_figure(
     names = report.kernel_timeline["layer"] if kernels else events["name"]
     rows = rows or ("layer" if names.nunique() <= MAX_LAYER_ROWS else "top")
     if rows not in ("layer", "top", "op_type"):
-        raise ValueError(f"rows={rows!r}: use 'layer', 'top' or 'op_type'")
+        raise FigureError(f"rows={rows!r}: use 'layer', 'top' or 'op_type'")
     row_key = "op_type" if rows == "op_type" else "name"
     bars = _kernel_bars(report, row_key) if kernels else _host_bars(events, row_key)
     if rows == "top":
         bars = _top_rows(bars, top_n)
     color_by = color_by or _default_colour(bars)
     if color_by not in bars or color_by == "row":
-        raise ValueError(f"color_by={color_by!r}: use one of {list(bars.columns[:-1])}")
+        raise FigureError(f"color_by={color_by!r}: use one of {list(bars.columns[:-1])}")
     categories = [str(c) for c in pd.unique(bars[color_by])]
     colours = colour_map(categories, color_by)
     # Rows top to bottom: stream lanes, then layers in order of first start.

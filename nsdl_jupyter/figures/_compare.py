@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.views._filters import shown, time_label
-from nsdl_jupyter.views._plotly import go
+from nsdl_jupyter.figures._errors import FigureError
+from nsdl_jupyter.figures._filters import shown, time_label
+from nsdl_jupyter.figures._plotly import go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -22,9 +23,9 @@ def _column(a: ProfileReport, b: ProfileReport, times: str | None) -> str | None
     if times == "gpu":
         if not (a.has_gpu_times and b.has_gpu_times):
             missing = a.name if not a.has_gpu_times else b.name
-            raise ValueError(f"times='gpu': {missing} has no per-layer GPU times")
+            raise FigureError(f"times='gpu': {missing} has no per-layer GPU times")
         return "gpu_ms"
-    raise ValueError(f"times={times!r}: use 'gpu', 'host' or None (GPU when both have it)")
+    raise FigureError(f"times={times!r}: use 'gpu', 'host' or None (GPU when both have it)")
 
 
 def compare_table(

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
+from nsdl_jupyter.figures._errors import FigureError
+from nsdl_jupyter.profiling import INPUT_COPY, OUTPUT_COPY
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -113,9 +114,9 @@ def time_column(report: ProfileReport, times: str | None = None) -> str:
         if not report.has_gpu_times:
             timing = (report.metadata.get("gpu") or {}).get("timing") or {}
             why = timing.get("message") or "the run had no GPU timing"
-            raise ValueError(f"times='gpu': this report has no per-layer GPU times ({why})")
+            raise FigureError(f"times='gpu': this report has no per-layer GPU times ({why})")
         return "gpu_ms"
-    raise ValueError(f"times={times!r}: use 'gpu', 'host' or None (GPU when the report has it)")
+    raise FigureError(f"times={times!r}: use 'gpu', 'host' or None (GPU when the report has it)")
 
 
 def time_label(report: ProfileReport, column: str) -> str:

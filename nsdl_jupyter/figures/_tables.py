@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdl_jupyter.views._filters import hidden_layer_names, shown, time_column
+from nsdl_jupyter.figures._errors import FigureError
+from nsdl_jupyter.figures._filters import hidden_layer_names, shown, time_column
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -64,7 +65,7 @@ def layers_table(
         layers = layers[~layers["name"].isin(hidden_layer_names(report))]
     columns = [c for c in TABLE_COLUMNS if c in layers and not _empty(layers[c])]
     if sort_by not in layers:
-        raise ValueError(f"sort_by={sort_by!r}: use one of {columns}")
+        raise FigureError(f"sort_by={sort_by!r}: use one of {columns}")
     table = layers
     if filter_text:
         needle = filter_text.lower()
@@ -84,7 +85,7 @@ def kernels_table(
     inference, and `share` of the rows shown. Empty (same columns) for a report without GPU
     kernel times; ValueError for a layer the report does not have."""
     if layer is not None and not (report.layers["name"] == layer).any():
-        raise ValueError(f"layer={layer!r}: no layer of that name in {report.name}")
+        raise FigureError(f"layer={layer!r}: no layer of that name in {report.name}")
     kernels = shown(report, hide_non_compute).kernels
     if kernels.empty:
         return pd.DataFrame(columns=KERNEL_TABLE_COLUMNS)

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nsdl_jupyter.views._filters import shown, time_column, time_label, time_shares
-from nsdl_jupyter.views._plotly import colour_map, go
+from nsdl_jupyter.figures._filters import shown, time_column, time_label, time_shares
+from nsdl_jupyter.figures._plotly import colour_map, go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
