@@ -22,12 +22,12 @@ import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
-from nsdl_jupyter._static_export._graph_picture import graph_view_html
+from nsdl_jupyter._static_export._graph_picture import graph_view_html, overlay_of
 from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
+from nsdl_jupyter.graph._drawing import COLORMAPS
 from nsdl_jupyter.graph._svg import scene_svg
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
-_COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
 _MAX_PATCHES = 64
 _VALID_OPTIONS = ("height", "direction", "show_constants", "show_grid", "selected")
 
@@ -235,8 +235,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         vmax: float | None = None,
     ) -> None:
         """Colour nodes by a per-node value (e.g. profiled time) with a legend."""
-        if colormap not in _COLORMAPS:
-            raise ValueError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
+        if colormap not in COLORMAPS:
+            raise ValueError(f"unknown colormap {colormap!r}; use one of {', '.join(COLORMAPS)}")
         table = self._scene.table
         array = np.full(len(table.items), np.nan, dtype=np.float32)
         for name, value in values.items():
@@ -312,9 +312,15 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             raise ValueError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         if fmt == "svg":
-            atomic_write_bytes(
-                target, scene_svg(self._scene, background=background, grid=grid).encode()
+            svg = scene_svg(
+                self._scene,
+                selected=list(self.selected),
+                marks=dict(self._marks or {}),
+                overlay=overlay_of(self._overlay, bytes(self._overlay_values or b"")),
+                background=background,
+                grid=grid,
             )
+            atomic_write_bytes(target, svg.encode())
             future.set_result(target)
             return future
         request = next(self._requests)
