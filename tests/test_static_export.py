@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-import numpy as np
 import onnx
 import pytest
 from nbclient import NotebookClient
