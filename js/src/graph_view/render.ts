@@ -24,8 +24,10 @@ import {
   type Layout,
   OPTIONAL_INPUT,
   PSEUDO,
+  representatives,
   shortName,
   type VisibleEdges,
+  visibleEdges,
 } from "./graph";
 import { categoryFill, countText, fitText, font, lineWidth, V } from "./vocabulary";
 
@@ -42,6 +44,17 @@ export interface Scene {
   rep: Int32Array;
   edges: VisibleEdges;
   initCount: Map<number, number>; // slot -> number of initializer inputs
+}
+
+/** The scene of a topology and a layout: boxes standing for hidden items, merged edges. */
+export function buildScene(graph: Graph, layout: Layout): Scene {
+  const rep = representatives(graph, layout);
+  const initCount = new Map<number, number>();
+  for (const item of graph.initItem) {
+    const s = layout.itemSlot.get(item);
+    if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
+  }
+  return { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
 }
 
 export interface DrawOptions {
