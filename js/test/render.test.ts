@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { categoryFill, V } from "../src/graph_view/vocabulary";
+import { layoutCollapsed, topology } from "./fixtures";
+import { type DrawRecord, recordDraw } from "./recording";
+
+function drawFixture(scale: number, selected: string[] = []): DrawRecord[] {
+  return recordDraw({
+    topology: topology(),
+    layout: layoutCollapsed(),
+    selected,
+    marks: { "/a/Conv": "warning" },
+    overlay: null,
+    camera: { scale, tx: 0, ty: 0 },
+    width: 2000,
+    height: 1000,
+  }).records;
+}
+
+describe("canvas drawing in the vocabulary", () => {
+  it("fills boxes by op category and collapsed groups in the group colour", () => {
+    const fills = drawFixture(1).filter((r) => r.kind === "fill");
+    const at = (x: number) => fills.find((r) => r.kind === "fill" && r.x === x)?.style;
+    expect(at(314)).toBe(categoryFill("Math")); // /b/Add
+    expect(at(120)).toBe(V.group.fill); // /a collapsed
+    expect(at(0)).toBe(V.node.fill.pseudo); // graph input
+  });
+
+  it("outlines the box of a selected node, its collapsed group for a hidden one", () => {
+    const strokes = drawFixture(1, ["/a/Relu"]).filter(
+      (r) => r.kind === "stroke" && r.style === V.selection.stroke,
+    );
+    const pad = V.selection.pad;
+    expect(strokes).toEqual([
+      expect.objectContaining({ x: 120 - pad, y: -pad, w: 170 + 2 * pad, h: 44 + 2 * pad }),
+    ]);
+  });
+
+  it("marks the group holding a marked node and drops labels when zoomed out", () => {
+    const near = drawFixture(1);
+    expect(near.filter((r) => r.kind === "circle").map((r) => r.style)).toEqual([V.mark.warning]);
+    expect(near.some((r) => r.kind === "text" && r.text === `${V.label.collapsed}a`)).toBe(true);
+    expect(drawFixture(V.label.minScale / 2).some((r) => r.kind === "text")).toBe(false);
+  });
+});
