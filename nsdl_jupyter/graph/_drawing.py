@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -49,16 +49,24 @@ def font(spec: dict[str, Any], size: float | None = None) -> str:
     return f"{spec['weight']} {size if size is not None else spec['size']}px {VOCABULARY['font']}"
 
 
-def color_at(colormap: str, t: float) -> str:
-    """Colour of `t` in [0, 1] on the named map (linear between its stops), as ``rgb(r,g,b)``."""
+def colors_at(colormap: str, t: npt.NDArray[np.float64]) -> list[str]:
+    """Colours of `t` in [0, 1] on the named map (linear between its stops), as
+    ``rgb(r,g,b)``; a value that is not finite takes the low end (colormap.ts colorAt)."""
     maps: dict[str, list[str]] = VOCABULARY["colormaps"]
     stops = maps.get(colormap, maps["viridis"])
-    u = min(1.0, max(0.0, t if math.isfinite(t) else 0.0)) * (len(stops) - 1)
-    k = min(len(stops) - 2, math.floor(u))
-    f = u - k
-    a, b = (tuple(int(s[i : i + 2], 16) for i in (1, 3, 5)) for s in stops[k : k + 2])
-    r, g, bl = (js_round(x + (y - x) * f) for x, y in zip(a, b, strict=True))
-    return f"rgb({r},{g},{bl})"
+    rgb = np.array([[int(s[i : i + 2], 16) for i in (1, 3, 5)] for s in stops], dtype=np.float64)
+    u = np.clip(np.where(np.isfinite(t), t, 0.0), 0.0, 1.0) * (len(stops) - 1)
+    k = np.minimum(len(stops) - 2, np.floor(u)).astype(np.intp)
+    f = (u - k)[:, None]
+    a, b = rgb[k], rgb[k + 1]
+    # Math.round: halves go up
+    c = np.floor(a + (b - a) * f + 0.5).astype(np.int64).tolist()
+    return [f"rgb({r},{g},{bl})" for r, g, bl in c]
+
+
+def color_at(colormap: str, t: float) -> str:
+    """Colour of one `t` on the named map (see `colors_at`)."""
+    return colors_at(colormap, np.array([t], dtype=np.float64))[0]
 
 
 def js_round(value: float) -> int:
@@ -66,6 +74,7 @@ def js_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
+@lru_cache(maxsize=4096)
 def text_on(rgb: str) -> str:
     """Readable text colour on a background made by `color_at`."""
     text = VOCABULARY["text"]
@@ -95,11 +104,15 @@ class Overlay:
     low: float = 0.0
     high: float = 1.0
 
+    @cached_property
+    def colors(self) -> list[str | None]:
+        """The colour of every item, None where it has no value."""
+        values = self.values.astype(np.float64)
+        painted = colors_at(self.colormap, (values - self.low) / (self.high - self.low or 1.0))
+        return [None if math.isnan(v) else c for v, c in zip(values.tolist(), painted, strict=True)]
+
     def color(self, item: int) -> str | None:
-        if item >= len(self.values) or math.isnan(float(self.values[item])):
-            return None
-        span = self.high - self.low or 1.0
-        return color_at(self.colormap, (float(self.values[item]) - self.low) / span)
+        return self.colors[item] if item < len(self.values) else None
 
 
 def box_fill(op: str, flags: int, kind: int, overlay_color: str | None) -> str:

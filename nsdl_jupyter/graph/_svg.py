@@ -42,22 +42,26 @@ class VisibleEdge:
 
 
 def visible_edges(scene: GraphScene, rep: npt.NDArray[np.int32]) -> list[VisibleEdge]:
-    """Edges between visible boxes, merged through collapsed groups (graph.ts visibleEdges)."""
-    found: dict[tuple[int, int], list[int]] = {}
-    repl = rep.tolist()
-    for k, edge in enumerate(scene.table.edges):
-        a, b = repl[edge.src], repl[edge.dst]
-        if a < 0 or b < 0 or a == b:
-            continue
-        known = found.get((a, b))
-        if known is None:
-            found[(a, b)] = [k, edge.flags & OPTIONAL_INPUT]
-        else:
-            known[1] &= edge.flags
-    return [VisibleEdge(a, b, k, bool(f)) for (a, b), (k, f) in found.items()]
+    """Edges between visible boxes, merged through collapsed groups (graph.ts visibleEdges),
+    in the order of their first edge."""
+    edges = scene.table.edges
+    m = len(edges)
+    src = rep[np.fromiter((e.src for e in edges), np.int64, m)].astype(np.int64)
+    dst = rep[np.fromiter((e.dst for e in edges), np.int64, m)].astype(np.int64)
+    optional = np.fromiter((e.flags & OPTIONAL_INPUT for e in edges), np.int64, m)
+    keep = np.flatnonzero((src >= 0) & (dst >= 0) & (src != dst))
+    keys = src[keep] * (len(rep) + 1) + dst[keep]
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    every = np.ones(len(first), dtype=np.int64)
+    np.minimum.at(every, inverse, optional[keep])
+    order = np.argsort(first, kind="stable")
+    return [
+        VisibleEdge(int(src[keep[f]]), int(dst[keep[f]]), int(keep[f]), bool(every[u]))
+        for u, f in zip(order.tolist(), first[order].tolist(), strict=True)
+    ]
 
 
-def edge_curve(rects: npt.NDArray[np.float64], a: int, b: int, lr: bool) -> list[float]:
+def edge_curve(rects: Sequence[Sequence[float]], a: int, b: int, lr: bool) -> list[float]:
     """[x0, y0, c1x, c1y, c2x, c2y, x1, y1] as geometry.ts edgeCurve."""
     ax, ay, aw, ah = rects[a]
     bx, by, bw, bh = rects[b]
@@ -80,14 +84,14 @@ def _n(v: float) -> str:
 
 def _rect(box: Box, attrs: str) -> str:
     x, y, w, h = box
-    return f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" {attrs}/>'
+    return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" {attrs}/>'
 
 
 def _text(text: str, at: tuple[float, float], spec: Mapping[str, Any], fill: str) -> str:
     """A line of text centred vertically on `at` (the canvas' textBaseline "middle")."""
     anchor = ' text-anchor="middle"' if spec.get("align") == "center" else ""
     return (
-        f'<text x="{_n(at[0])}" y="{_n(at[1])}" font-size="{spec["size"]}" '
+        f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" font-size="{spec["size"]}" '
         f'font-weight="{spec["weight"]}" fill="{fill}" dominant-baseline="central"{anchor}>'
         f"{_e(text)}</text>"
     )
@@ -116,7 +120,7 @@ class _Picture:
     ) -> None:
         self.scene = scene
         self.result = result
-        self.rects = result.rects.astype(np.float64)
+        self.rects: list[list[float]] = result.rects.astype(np.float64).tolist()
         self.refs = result.refs.tolist()
         self.kinds = result.kinds.tolist()
         h = scene.hierarchy
@@ -175,12 +179,18 @@ class _Picture:
         plain: list[str] = []
         optional: list[str] = []
         hot: list[str] = []
+        tips: dict[int, str] = {}
         for edge in visible_edges(self.scene, self.rep):
-            c = [_n(v) for v in edge_curve(self.rects, edge.src, edge.dst, lr)]
-            tensor = table.tensors[table.edges[edge.edge].tensor]
+            x0, y0, x1, y1, x2, y2, x3, y3 = edge_curve(self.rects, edge.src, edge.dst, lr)
+            index = table.edges[edge.edge].tensor
+            tip = tips.get(index)
+            if tip is None:
+                tensor = table.tensors[index]
+                tip = tips[index] = _e(f"{tensor.name} {tensor.dtype} {tensor.shape}")
             path = (
-                f'<path d="M{c[0]},{c[1]} C{c[2]},{c[3]} {c[4]},{c[5]} {c[6]},{c[7]}"><title>'
-                f"{_e(tensor.name)} {_e(tensor.dtype)} {_e(tensor.shape)}</title></path>"
+                f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} '
+                f'{x3:.1f},{y3:.1f}"><title>'
+                f"{tip}</title></path>"
             )
             hit = edge.src in chosen or edge.dst in chosen
             (hot if hit else optional if edge.optional else plain).append(path)
@@ -207,7 +217,7 @@ class _Picture:
 
     def box(self, slot: int, ref: int, kind: int) -> str:
         """A node, a collapsed group or a graph input/output with its labels."""
-        x, y, w, h = (float(v) for v in self.rects[slot])
+        x, y, w, h = self.rects[slot]
         box = (x, y, w, h)
         label, text = V["label"], V["text"]
         if kind == KIND_GROUP:
@@ -226,7 +236,7 @@ class _Picture:
             )
         item = self.scene.table.items[ref]
         paint = self.overlay.color(ref) if self.overlay is not None else None
-        tip = f"{item.name} ({item.op})"
+        tip = f" ({item.op})"
         fg = text["dark"] if paint is None else text_on(paint)
         if paint is not None and self.overlay is not None:
             tip += f": {float(self.overlay.values[ref]):.6g}"
@@ -249,7 +259,8 @@ class _Picture:
         if not pseudo and item.flags & (HAS_SUBGRAPH | FUNCTION_CALL):
             b = V["badge"]
             lines += _text(b["subgraph"], (x + w + b["dx"], y + h + b["dy"]), b, b["fill"])
-        return f'<g data-name="{_e(item.name)}"><title>{_e(tip)}</title>{shape}{lines}</g>'
+        name = _e(item.name)
+        return f'<g data-name="{name}"><title>{name}{_e(tip)}</title>{shape}{lines}</g>'
 
     @staticmethod
     def two_lines(box: Box, title: str, sub: str, fg: str) -> str:
@@ -272,7 +283,7 @@ class _Picture:
             f'stroke-width="{_width(sel)}"'
         )
         for slot in self.selected:
-            x, y, w, h = (float(v) for v in self.rects[slot])
+            x, y, w, h = self.rects[slot]
             yield _rect((x - pad, y - pad, w + 2 * pad, h + 2 * pad), attrs)
 
     def problem_marks(self) -> Iterator[str]:
@@ -280,7 +291,7 @@ class _Picture:
         r = max(m["radius"], m["screenRadius"])
         spec = {"size": js_round(r * 1.5), "weight": m["weight"], "align": "center"}
         for slot, level in self.marks.items():
-            x, y, w, _h = (float(v) for v in self.rects[slot])
+            x, y, w, _h = self.rects[slot]
             cx, cy = x + w + m["dx"], y + m["dy"]
             bang = _text("!", (cx, cy + 0.5), spec, m["text"]) if r >= m["minTextRadius"] else ""
             yield (
@@ -300,7 +311,7 @@ class _Picture:
                 counts[s] = counts.get(s, 0) + 1
         attrs = f'class="nsdl-init" fill="{init["fill"]}"'
         for s, count in counts.items():
-            x, y = (float(v) for v in self.rects[s][:2])
+            x, y = self.rects[s][:2]
             for j in range(min(count, init["max"])):
                 at = (x + side["x"] + j * side["dx"], y + side["y"] + j * side["dy"])
                 yield _rect((*at, init["w"], init["h"]), attrs)
@@ -320,7 +331,7 @@ def scene_svg(
     layout's natural size: what the canvas shows at zoom 1, without viewport or hover."""
     result = scene.layout() if result is None else result
     picture = _Picture(scene, result, selected, marks or {}, overlay)
-    rects = picture.rects
+    rects = result.rects.astype(np.float64)
     if len(rects):
         x0, y0 = float(rects[:, 0].min()), float(rects[:, 1].min())
         width = float((rects[:, 0] + rects[:, 2]).max()) - x0 + 2 * MARGIN
