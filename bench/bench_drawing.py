@@ -15,6 +15,7 @@ from _common import emit_json, median_seconds, print_table
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.examples import synthetic_dag
+from nsdl_jupyter.graph._layout import KIND_FRAME
 
 
 def measure(n: int, repeat: int, folder: Path) -> list[dict[str, object]]:
@@ -27,8 +28,8 @@ def measure(n: int, repeat: int, folder: Path) -> list[dict[str, object]]:
         if state == "expanded":
             view.expand()
         target = folder / f"{state}.svg"
-        seconds = median_seconds(lambda: view.export_image(target).result(), repeat=repeat)
-        boxes = int((view._scene.layout().kinds != 2).sum())
+        seconds = median_seconds(lambda t=target: view.export_image(t).result(), repeat=repeat)
+        boxes = int((view._scene.layout().kinds != KIND_FRAME).sum())
         rows.append(
             {
                 "model": f"synthetic_{n}",
