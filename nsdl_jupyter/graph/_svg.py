@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from nsdl_jupyter._display import html_text as _e
+from nsdl_jupyter._display import html_text
 from nsdl_jupyter.graph._drawing import (
     VOCABULARY,
     Overlay,
@@ -31,6 +32,8 @@ from nsdl_jupyter.graph._scene import GraphScene
 
 MARGIN = 20.0
 V = VOCABULARY
+# op types, tooltips and labels repeat across thousands of boxes
+_e = lru_cache(maxsize=8192)(html_text)
 
 
 @dataclass(frozen=True)
