@@ -21,11 +21,13 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
-from nsdl_jupyter._static_export import StaticPictureMixin, track_static_picture
-from nsdl_jupyter._static_export._graph_picture import graph_view_html, overlay_of
-from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild
-from nsdl_jupyter.graph._drawing import COLORMAPS
-from nsdl_jupyter.graph._svg import scene_svg
+from nsdl_jupyter._static_export import (
+    StaticPictureMixin,
+    graph_view_html,
+    overlay_of,
+    track_static_picture,
+)
+from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
 _MAX_PATCHES = 64
@@ -301,7 +303,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     ) -> concurrent.futures.Future[Path]:
         """Write the whole graph as PNG, JPEG or SVG; returns a Future of the path.
 
-        SVG is written at once, from the layout in Python. PNG and JPEG are rendered by the
+        SVG is written at once by the Python renderer that draws what the canvas draws (op
+        colours, overlay, selection, marks) for the whole layout. PNG and JPEG are rendered by the
         browser and written when its answer arrives: in a notebook that is right after the
         running cell finishes (a kernel handles widget messages between cells).
         """
