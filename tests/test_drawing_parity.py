@@ -201,3 +201,14 @@ def test_every_op_category_has_a_colour() -> None:
 
     assert set(VOCABULARY["category"]) == set(CATEGORIES)
     assert len(set(np.unique(list(VOCABULARY["category"].values())))) >= 12
+
+
+def test_op_categories_travel_with_the_topology(view: nj.GraphView) -> None:
+    from nsdl_jupyter.graph import decode_columns, op_category
+
+    meta, _ = decode_columns(view._topology)
+    assert len(meta["categories"]) == len(meta["ops"])
+    by_op = dict(zip(meta["ops"], meta["categories"], strict=True))
+    assert by_op["MatMul"] == "Math" and by_op["Softmax"] == "Activation"
+    assert op_category("com.microsoft::FusedMatMul") == "Contrib"
+    assert op_category("my.custom::Thing") == op_category("NoSuchOp") == "Other"

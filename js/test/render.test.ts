@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { applyPatch, decodeGraph, type Patch } from "../src/graph_view/graph";
 import { categoryFill, V } from "../src/graph_view/vocabulary";
 import { layoutCollapsed, topology } from "./fixtures";
 import { type DrawRecord, recordDraw } from "./recording";
@@ -40,5 +41,26 @@ describe("canvas drawing in the vocabulary", () => {
     expect(near.filter((r) => r.kind === "circle").map((r) => r.style)).toEqual([V.mark.warning]);
     expect(near.some((r) => r.kind === "text" && r.text === `${V.label.collapsed}a`)).toBe(true);
     expect(drawFixture(V.label.minScale / 2).some((r) => r.kind === "text")).toBe(false);
+  });
+});
+
+describe("op categories", () => {
+  it("come with the topology and with patches that bring new ops", () => {
+    const g = decodeGraph(topology());
+    expect(g.category.get("Conv")).toBe("Convolution");
+    const patch: Patch = {
+      seq: 1,
+      topology: 1,
+      items: { "1": ["/a/Conv", "com.microsoft::FusedConv", 0, 1] },
+      edges_of: [],
+      edges: [],
+      tensors: {},
+      inits: [],
+      categories: { "com.microsoft::FusedConv": "Contrib" },
+      groups: {},
+      layout: false,
+    };
+    applyPatch(g, patch);
+    expect(g.category.get(g.ops[1])).toBe("Contrib");
   });
 });
