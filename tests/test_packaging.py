@@ -60,7 +60,12 @@ def test_wheel_carries_every_bundle(wheel: Path) -> None:
     assert "graph_view.js" in bundles
     missing = [b for b in bundles if f"nsdl_jupyter/static/{b}" not in names]
     assert not missing, f"bundles not in the wheel: {missing}"
-    assert {"nsdl_jupyter/py.typed", "nsdl_jupyter/examples/__init__.py"} <= names
+    # drawing.json: the drawing vocabulary the SVG renderer reads at import
+    assert {
+        "nsdl_jupyter/py.typed",
+        "nsdl_jupyter/examples/__init__.py",
+        "nsdl_jupyter/graph/drawing.json",
+    } <= names
     assert not [n for n in names if n.startswith(("tests/", "js/", "bench/"))]
 
 
@@ -116,6 +121,7 @@ def test_sdist_carries_the_sources_to_rebuild(tmp_path: Path) -> None:
         "js/package.json",
         "js/package-lock.json",
         "js/build.mjs",
+        "nsdl_jupyter/graph/drawing.json",  # the canvas bundle imports it
         "README.md",
         "pyproject.toml",
     }

@@ -17,6 +17,7 @@ export function topology() {
       n_items: 6,
       n_groups: 3,
       ops: ["Input", "Conv", "Relu", "Add", "Constant", "Output"],
+      categories: ["Other", "Convolution", "Activation", "Math", "Tensor/Shape", "Other"],
       dtypes: ["float"],
       shapes: ["[1,3]"],
     },

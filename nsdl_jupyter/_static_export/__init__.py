@@ -5,7 +5,7 @@ that `nsdl_jupyter.nbconvert.StaticWidgetsPreprocessor` performs."""
 
 from __future__ import annotations
 
-from nsdl_jupyter._static_export._graph_picture import GraphViewState, graph_view_html
+from nsdl_jupyter._static_export._graph_picture import GraphViewState, graph_view_html, overlay_of
 from nsdl_jupyter._static_export._live import (
     StaticPictureMixin,
     refresh_static_picture,
@@ -20,6 +20,7 @@ __all__ = [
     "Replaced",
     "StaticPictureMixin",
     "graph_view_html",
+    "overlay_of",
     "refresh_static_picture",
     "replace_widget_outputs",
     "static_html",

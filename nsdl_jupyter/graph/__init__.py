@@ -1,8 +1,10 @@
 """Graph data for views, without widget code: extraction into binary columns, name-scope
 hierarchy with grouping of oversized levels, layered layout (python-igraph), edit patches,
-and SVG export; a TensorRT engine's layer JSON as a graph."""
+the drawing vocabulary shared with the canvas (drawing.json) and the one SVG renderer; a
+TensorRT engine's layer JSON as a graph."""
 
 from nsdl_jupyter.graph._columns import decode_columns, encode_columns
+from nsdl_jupyter.graph._drawing import COLORMAPS, VOCABULARY, Overlay, op_category
 from nsdl_jupyter.graph._engine_layers import (
     EngineGraph,
     EngineGraphError,
@@ -27,6 +29,7 @@ from nsdl_jupyter.graph._scene import EditSummary, GraphScene, NeedsRebuild
 from nsdl_jupyter.graph._svg import MARGIN, scene_svg, visible_edges
 
 __all__ = [
+    "COLORMAPS",
     "CONSTANT",
     "GRAPH_INPUT",
     "GRAPH_OUTPUT",
@@ -35,6 +38,7 @@ __all__ = [
     "KIND_GROUP",
     "MARGIN",
     "PSEUDO",
+    "VOCABULARY",
     "EditSummary",
     "EngineGraph",
     "EngineGraphError",
@@ -45,11 +49,13 @@ __all__ = [
     "LayoutEngine",
     "LayoutResult",
     "NeedsRebuild",
+    "Overlay",
     "build_hierarchy",
     "build_table",
     "decode_columns",
     "encode_columns",
     "is_group_ref",
+    "op_category",
     "open_engine_graph",
     "precision_of",
     "scene_svg",

@@ -16,6 +16,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.graph._columns import encode_columns
+from nsdl_jupyter.graph._drawing import op_category
 from nsdl_jupyter.graph._extract import (
     CONSTANT,
     FROM_CONSTANT,
@@ -187,7 +188,12 @@ class GraphScene:
             "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
             "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
         }
-        meta.update(ops=list(ops), dtypes=list(dtypes), shapes=list(shapes))
+        meta.update(
+            ops=list(ops),
+            categories=[op_category(op) for op in ops],
+            dtypes=list(dtypes),
+            shapes=list(shapes),
+        )
         return encode_columns(meta, columns)
 
     def layout_bytes(self, result: LayoutResult | None = None) -> bytes:
@@ -320,6 +326,7 @@ class GraphScene:
                 for i, t in enumerate(table.tensors[tensors_before:], start=tensors_before)
             },
             "inits": [list(s) for s in table.initializer_inputs if s[0] in edge_refresh],
+            "categories": {table.items[i].op: op_category(table.items[i].op) for i in touched},
             "groups": {str(g): h.groups[g].size for g in sorted(groups_changed)},
             "layout": bool(edit.added or edit.removed),
         }

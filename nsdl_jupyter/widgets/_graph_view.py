@@ -25,10 +25,11 @@ from nsdl_jupyter._static_export import (
     GraphViewState,
     StaticPictureMixin,
     graph_view_html,
+    overlay_of,
     track_static_picture,
 )
 from nsdl_jupyter.document import UnknownNodeError
-from nsdl_jupyter.graph import EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 _STATIC = Path(__file__).resolve().parent.parent / "static"
-_COLORMAPS = ("viridis", "magma", "reds", "blues", "coolwarm")
 _MAX_PATCHES = 64
 
 
@@ -268,8 +268,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         vmax: float | None = None,
     ) -> None:
         """Colour nodes by a per-node value (e.g. profiled time) with a legend."""
-        if colormap not in _COLORMAPS:
-            raise WidgetError(f"unknown colormap {colormap!r}; use one of {', '.join(_COLORMAPS)}")
+        if colormap not in COLORMAPS:
+            raise WidgetError(f"unknown colormap {colormap!r}; use one of {', '.join(COLORMAPS)}")
         table = self._scene.table
         array = np.full(len(table.items), np.nan, dtype=np.float32)
         for name, value in values.items():
@@ -334,7 +334,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     ) -> concurrent.futures.Future[Path]:
         """Write the whole graph as PNG, JPEG or SVG; returns a Future of the path.
 
-        SVG is written at once, from the layout in Python. PNG and JPEG are rendered by the
+        SVG is written at once by the Python renderer that draws what the canvas draws (op
+        colours, overlay, selection, marks) for the whole layout. PNG and JPEG are rendered by the
         browser and written when its answer arrives: in a notebook that is right after the
         running cell finishes (a kernel handles widget messages between cells).
         """
@@ -345,9 +346,15 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         if fmt == "svg":
-            atomic_write_bytes(
-                target, scene_svg(self._scene, background=background, grid=grid).encode()
+            svg = scene_svg(
+                self._scene,
+                selected=list(self.selected),
+                marks=dict(self._marks or {}),
+                overlay=overlay_of(self._overlay, bytes(self._overlay_values or b"")),
+                background=background,
+                grid=grid,
             )
+            atomic_write_bytes(target, svg.encode())
             future.set_result(target)
             return future
         payload: ExportImage = {

@@ -1,11 +1,8 @@
-// Colour maps for overlays (profiling times, any per-node value) and op-type colours.
-const MAPS: Record<string, string[]> = {
-  viridis: ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"],
-  magma: ["#000004", "#51127c", "#b73779", "#fc8961", "#fcfdbf"],
-  reds: ["#fff5f0", "#fcbba1", "#fb6a4a", "#cb181d", "#67000d"],
-  blues: ["#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"],
-  coolwarm: ["#3b4cc0", "#8db0fe", "#dddddd", "#f49a7b", "#b40426"],
-};
+// Colour maps for overlays (profiling times, any per-node value); the stops live in the
+// drawing vocabulary (nsdl_jupyter/graph/drawing.json).
+import { V } from "./vocabulary";
+
+const MAPS: Record<string, string[]> = V.colormaps;
 
 export const COLORMAPS = Object.keys(MAPS);
 
@@ -35,27 +32,7 @@ export function gradientCss(name: string): string {
 /** Readable text colour on a background produced by colorAt. */
 export function textOn(rgb: string): string {
   const m = /rgb\((\d+),(\d+),(\d+)\)/.exec(rgb);
-  if (!m) return "#1f2328";
+  if (!m) return V.text.dark;
   const lum = 0.299 * Number(m[1]) + 0.587 * Number(m[2]) + 0.114 * Number(m[3]);
-  return lum > 140 ? "#1f2328" : "#ffffff";
-}
-
-const CATEGORY: [RegExp, string][] = [
-  [/^(Conv|ConvTranspose|QLinearConv|ConvInteger)$/, "#dbeafe"],
-  [/^(MatMul|Gemm|MatMulInteger|QLinearMatMul|Einsum|Attention|MultiHeadAttention)/, "#e0e7ff"],
-  [/(Relu|Sigmoid|Tanh|Gelu|Softmax|LeakyRelu|Elu|Selu|HardSwish|Erf|Clip)/, "#fce7f3"],
-  [/(Norm|Normalization)/, "#dcfce7"],
-  [/(Pool)/, "#cffafe"],
-  [
-    /^(Reshape|Transpose|Flatten|Squeeze|Unsqueeze|Concat|Split|Slice|Gather|Expand|Shape|Cast)$/,
-    "#f3f4f6",
-  ],
-  [/^(Add|Sub|Mul|Div|Pow|Sqrt|Exp|Log|Neg|Abs|Reciprocal)$/, "#fef9c3"],
-  [/^(If|Loop|Scan)$/, "#ffedd5"],
-];
-
-export function opColor(op: string): string {
-  const bare = op.includes("::") ? op.slice(op.indexOf("::") + 2) : op;
-  for (const [pattern, color] of CATEGORY) if (pattern.test(bare)) return color;
-  return "#ede9fe";
+  return lum > V.text.lightBelow ? V.text.dark : V.text.light;
 }

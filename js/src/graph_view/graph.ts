@@ -22,6 +22,7 @@ export interface TopologyMeta {
   n_items: number;
   n_groups: number;
   ops: string[];
+  categories?: string[]; // op category of each op, as nsdl_jupyter/graph/_drawing.py op_category
   dtypes: string[];
   shapes: string[];
 }
@@ -30,6 +31,7 @@ export interface Graph {
   version: number;
   names: string[];
   ops: string[];
+  category: Map<string, string>; // op -> op category (drawing colour)
   flags: number[];
   group: number[];
   groupKey: string[];
@@ -59,6 +61,7 @@ export interface Patch {
   edges: [number, number, number, number][];
   tensors: Record<string, [string, string, string]>;
   inits: [number, number, number][];
+  categories?: Record<string, string>;
   groups: Record<string, number>;
   layout: boolean;
 }
@@ -87,6 +90,7 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
     version: meta.version,
     names,
     ops: opCodes.map((k) => meta.ops[k]),
+    category: new Map(meta.ops.map((op, k) => [op, meta.categories?.[k] ?? "Other"])),
     flags,
     group,
     groupKey: strs(c["group.key"]),
@@ -124,6 +128,9 @@ export function applyPatch(graph: Graph, patch: Patch): void {
     graph.flags[i] = flags;
     graph.group[i] = group;
     if (group >= 0 && !(flags & PSEUDO)) graph.nameIndex.set(name, i);
+  }
+  for (const [op, category] of Object.entries(patch.categories ?? {})) {
+    graph.category.set(op, category);
   }
   for (const [key, [name, dtype, shape]] of Object.entries(patch.tensors)) {
     const t = Number(key);

@@ -1,6 +1,8 @@
 // Canvas2D renderer: viewport culling and level of detail, so the cost of a frame follows what
 // is on screen, not the size of the model. Edges and boxes are batched into a few Path2D's.
-import { colorAt, opColor, textOn } from "./colormap";
+// Colours, sizes and label rules come from the drawing vocabulary (vocabulary.ts), shared with
+// the Python SVG renderer (nsdl_jupyter/graph/_svg.py draws the same scene at zoom 1).
+import { colorAt, textOn } from "./colormap";
 import {
   type Camera,
   curveBounds,
@@ -22,9 +24,12 @@ import {
   type Layout,
   OPTIONAL_INPUT,
   PSEUDO,
+  representatives,
   shortName,
   type VisibleEdges,
+  visibleEdges,
 } from "./graph";
+import { categoryFill, countText, fitText, font, lineWidth, V } from "./vocabulary";
 
 export interface Overlay {
   values: Float32Array; // per item, NaN = no value
@@ -39,6 +44,17 @@ export interface Scene {
   rep: Int32Array;
   edges: VisibleEdges;
   initCount: Map<number, number>; // slot -> number of initializer inputs
+}
+
+/** The scene of a topology and a layout: boxes standing for hidden items, merged edges. */
+export function buildScene(graph: Graph, layout: Layout): Scene {
+  const rep = representatives(graph, layout);
+  const initCount = new Map<number, number>();
+  for (const item of graph.initItem) {
+    const s = layout.itemSlot.get(item);
+    if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
+  }
+  return { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
 }
 
 export interface DrawOptions {
@@ -61,10 +77,18 @@ export interface DrawStats {
   ms: number;
 }
 
-const FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif";
+/** What one frame needs besides the scene: the view rectangle in world units and the scale. */
+interface Frame {
+  ctx: CanvasRenderingContext2D;
+  scene: Scene;
+  o: DrawOptions;
+  view: Rect;
+  s: number;
+  n: number;
+}
 
 function drawGrid(ctx: CanvasRenderingContext2D, view: Rect, scale: number): void {
-  let step = 40;
+  let step = V.grid.step;
   while (step * scale < 12) step *= 5;
   ctx.beginPath();
   const x0 = Math.floor(view.x / step) * step;
@@ -77,7 +101,7 @@ function drawGrid(ctx: CanvasRenderingContext2D, view: Rect, scale: number): voi
     ctx.moveTo(view.x, y);
     ctx.lineTo(view.x + view.w, y);
   }
-  ctx.strokeStyle = "rgba(100,116,139,0.15)";
+  ctx.strokeStyle = V.grid.stroke;
   ctx.lineWidth = 1 / scale;
   ctx.stroke();
 }
@@ -86,246 +110,306 @@ function roundRect(path: Path2D, x: number, y: number, w: number, h: number, r: 
   path.roundRect(x, y, w, h, Math.min(r, w / 2, h / 2));
 }
 
-function fitText(text: string, width: number, charWidth: number): string {
-  const max = Math.floor(width / charWidth);
-  if (text.length <= max) return text;
-  return max > 1 ? `${text.slice(0, max - 1)}…` : "";
+function visible(f: Frame, k: number): boolean {
+  const { layout } = f.scene;
+  return intersects(f.view, layout.x[k], layout.y[k], layout.w[k], layout.h[k]);
 }
 
+/** Title and subtitle of a box: (group label, node count) or (short name, op). */
 export function slotLabel(scene: Scene, s: number): [string, string] {
   const { graph, layout } = scene;
   const ref = layout.ref[s];
   if (ref < 0) {
     const g = ~ref;
-    const size = graph.groupSize[g];
-    return [graph.groupLabel[g], `${size} node${size === 1 ? "" : "s"}`];
+    return [graph.groupLabel[g], countText(graph.groupSize[g])];
   }
   const flags = graph.flags[ref];
   if (flags & PSEUDO) return [graph.names[ref], graph.ops[ref]];
   return [shortName(graph.names[ref]), graph.ops[ref]];
 }
 
-export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions): DrawStats {
-  const t0 = performance.now();
-  const { graph, layout } = scene;
-  const { camera, dpr } = o;
-  const s = camera.scale;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  if (o.background) {
-    ctx.fillStyle = o.background;
-    ctx.fillRect(0, 0, o.width, o.height);
-  } else {
-    ctx.clearRect(0, 0, o.width, o.height);
-  }
-  ctx.setTransform(dpr * s, 0, 0, dpr * s, dpr * camera.tx, dpr * camera.ty);
-  const view = worldViewport(camera, o.width, o.height);
-  if (o.grid) drawGrid(ctx, view, s);
+/** Overlay colour of item `ref`, or null when it has no value. */
+function overlayColor(o: DrawOptions, ref: number): string | null {
+  const ov = o.overlay;
+  if (!ov || ref < 0 || Number.isNaN(ov.values[ref])) return null;
+  return colorAt(ov.colormap, (ov.values[ref] - ov.min) / (ov.max - ov.min || 1));
+}
 
-  const text = s >= 0.45; // labels readable
-  const detail = s >= 0.2; // rounded corners, outlines
-  const n = layout.ref.length;
-  let boxes = 0;
+/** Fill of a leaf box: collapsed group, overlay value, pseudo node, constant, op category. */
+function boxFill(graph: Graph, o: DrawOptions, ref: number, kind: number): string {
+  if (kind === KIND_GROUP) return V.group.fill;
+  const painted = overlayColor(o, ref);
+  if (painted) return painted;
+  if (graph.flags[ref] & PSEUDO) return V.node.fill.pseudo;
+  if (graph.flags[ref] & CONSTANT) return V.node.fill.constant;
+  return categoryFill(graph.category.get(graph.ops[ref]));
+}
 
-  // ---- frames of expanded groups (outer first: slots are in pre-order)
-  const framesFill = new Path2D();
+/** Frames of expanded groups (outer first: slots are in pre-order) with their titles. */
+function drawFrames(f: Frame): number {
+  const { ctx, scene, s } = f;
+  const { layout } = scene;
+  const fill = new Path2D();
   const headers = new Path2D();
-  const frameSlots: number[] = [];
-  for (let k = 0; k < n; k++) {
-    if (layout.kind[k] !== KIND_FRAME) continue;
-    const x = layout.x[k];
-    const y = layout.y[k];
+  const slots: number[] = [];
+  for (let k = 0; k < f.n; k++) {
+    if (layout.kind[k] !== KIND_FRAME || !visible(f, k)) continue;
     const w = layout.w[k];
     const h = layout.h[k];
-    if (!intersects(view, x, y, w, h)) continue;
     // a frame smaller than a few pixels on screen adds nothing but cost
     if (w * s < 3 && h * s < 3) continue;
-    roundRect(framesFill, x, y, w, h, 8);
-    headers.rect(x, y, w, Math.min(HEADER, h));
-    frameSlots.push(k);
-    boxes++;
+    roundRect(fill, layout.x[k], layout.y[k], w, h, V.frame.radius);
+    headers.rect(layout.x[k], layout.y[k], w, Math.min(HEADER, h));
+    slots.push(k);
   }
-  ctx.fillStyle = "rgba(99,102,241,0.045)";
-  ctx.fill(framesFill);
-  ctx.fillStyle = "rgba(99,102,241,0.10)";
+  ctx.fillStyle = V.frame.fill;
+  ctx.fill(fill);
+  ctx.fillStyle = V.frame.header;
   ctx.fill(headers);
-  ctx.strokeStyle = "rgba(79,70,229,0.35)";
-  ctx.lineWidth = 1 / s;
-  ctx.stroke(framesFill);
-  if (s * HEADER >= 9) {
-    ctx.fillStyle = "#3730a3";
-    ctx.font = `600 12px ${FONT}`;
-    ctx.textBaseline = "middle";
-    for (const k of frameSlots) {
-      const [label, count] = slotLabel(scene, k);
-      ctx.fillText(
-        fitText(`− ${label}  (${count})`, layout.w[k] - 12, 7),
-        layout.x[k] + 6,
-        layout.y[k] + HEADER / 2,
-      );
-    }
-  }
+  ctx.strokeStyle = V.frame.stroke;
+  ctx.lineWidth = V.frame.strokeWidth / s;
+  ctx.stroke(fill);
+  if (s * HEADER >= V.frame.minTextHeight) drawFrameTitles(f, slots);
+  return slots.length;
+}
 
-  // ---- edges
+function drawFrameTitles(f: Frame, slots: number[]): void {
+  const { ctx, scene } = f;
+  const { layout } = scene;
+  const spec = V.label.frame;
+  ctx.fillStyle = V.frame.text;
+  ctx.font = font(spec);
+  ctx.textBaseline = "middle";
+  for (const k of slots) {
+    const [label, count] = slotLabel(scene, k);
+    const text = `${V.label.expanded}${label}  (${count})`;
+    const room = layout.w[k] - spec.padLeft - spec.padRight;
+    ctx.fillText(
+      fitText(text, room, spec.charWidth),
+      layout.x[k] + spec.padLeft,
+      layout.y[k] + HEADER / 2,
+    );
+  }
+}
+
+/** Edges between visible boxes: plain, optional (dashed), touching the selection or hovered. */
+function drawEdges(f: Frame): number {
+  const { ctx, scene, o, s } = f;
+  const { layout, edges: e } = scene;
   const plain = new Path2D();
   const optional = new Path2D();
   const highlighted = new Path2D();
-  let drawnEdges = 0;
-  const e = scene.edges;
-  const straight = s < 0.25;
+  const straight = s < V.edge.straightBelow;
+  let drawn = 0;
   for (let k = 0; k < e.src.length; k++) {
     const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
     const b = curveBounds(c);
-    if (!intersects(view, b.x, b.y, b.w, b.h)) continue;
+    if (!intersects(f.view, b.x, b.y, b.w, b.h)) continue;
     const hot = o.selectedSlots.has(e.src[k]) || o.selectedSlots.has(e.dst[k]) || k === o.hoverEdge;
     const path = hot ? highlighted : e.flags[k] & OPTIONAL_INPUT ? optional : plain;
     path.moveTo(c[0], c[1]);
     if (straight) path.lineTo(c[6], c[7]);
     else path.bezierCurveTo(c[2], c[3], c[4], c[5], c[6], c[7]);
-    drawnEdges++;
+    drawn++;
   }
-  ctx.lineWidth = Math.max(1.2, 1 / s);
-  ctx.strokeStyle = "#94a3b8";
+  ctx.lineWidth = lineWidth(V.edge, s);
+  ctx.strokeStyle = V.edge.stroke;
   ctx.stroke(plain);
-  ctx.setLineDash([4, 3]);
-  ctx.lineWidth = Math.max(0.8, 0.7 / s);
+  ctx.setLineDash(V.edge.optional.dash);
+  ctx.lineWidth = lineWidth(V.edge.optional, s);
   ctx.stroke(optional);
   ctx.setLineDash([]);
-  ctx.strokeStyle = "#f59e0b";
-  ctx.lineWidth = Math.max(2.2, 2 / s);
+  ctx.strokeStyle = V.selection.stroke;
+  ctx.lineWidth = lineWidth(V.edge.hot, s);
   ctx.stroke(highlighted);
+  return drawn;
+}
 
-  // ---- leaves: nodes, collapsed groups, graph inputs/outputs; batched by fill colour
+/** Leaves (nodes, collapsed groups, graph inputs/outputs), batched by fill colour; returns
+ *  the visible ones. */
+function drawBoxes(f: Frame): number[] {
+  const { ctx, scene, o, s } = f;
+  const { graph, layout } = scene;
+  const detail = s >= V.detailScale; // rounded corners, outlines
   const byColor = new Map<string, Path2D>();
   const outlines = new Path2D();
   const groupsOutline = new Path2D();
-  const visibleLeaves: number[] = [];
-  for (let k = 0; k < n; k++) {
+  const leaves: number[] = [];
+  for (let k = 0; k < f.n; k++) {
     const kind = layout.kind[k];
-    if (kind === KIND_FRAME) continue;
-    const x = layout.x[k];
-    const y = layout.y[k];
-    const w = layout.w[k];
-    const h = layout.h[k];
-    if (!intersects(view, x, y, w, h)) continue;
+    if (kind === KIND_FRAME || !visible(f, k)) continue;
     const ref = layout.ref[k];
-    let color: string;
-    if (kind === KIND_GROUP) color = "#eef2ff";
-    else if (o.overlay && !Number.isNaN(o.overlay.values[ref])) {
-      const ov = o.overlay;
-      color = colorAt(ov.colormap, (ov.values[ref] - ov.min) / (ov.max - ov.min || 1));
-    } else if (graph.flags[ref] & PSEUDO) color = "#f1f5f9";
-    else if (graph.flags[ref] & CONSTANT) color = "#f8fafc";
-    else color = opColor(graph.ops[ref]);
+    const color = boxFill(graph, o, ref, kind);
     let path = byColor.get(color);
     if (!path) {
       path = new Path2D();
       byColor.set(color, path);
     }
+    const [x, y, w, h] = [layout.x[k], layout.y[k], layout.w[k], layout.h[k]];
     if (detail) {
-      const pill = kind !== KIND_GROUP && graph.flags[ref] & PSEUDO;
-      const r = pill ? h / 2 : 6;
+      const group = kind === KIND_GROUP;
+      const r = group ? V.group.radius : graph.flags[ref] & PSEUDO ? h / 2 : V.node.radius;
       roundRect(path, x, y, w, h, r);
-      roundRect(kind === KIND_GROUP ? groupsOutline : outlines, x, y, w, h, r);
+      roundRect(group ? groupsOutline : outlines, x, y, w, h, r);
     } else {
       path.rect(x, y, w, h);
     }
-    visibleLeaves.push(k);
-    boxes++;
+    leaves.push(k);
   }
   for (const [color, path] of byColor) {
     ctx.fillStyle = color;
     ctx.fill(path);
   }
   if (detail) {
-    ctx.strokeStyle = "#64748b";
-    ctx.lineWidth = 1 / s;
+    ctx.strokeStyle = V.node.stroke;
+    ctx.lineWidth = V.node.strokeWidth / s;
     ctx.stroke(outlines);
-    ctx.strokeStyle = "#4f46e5";
-    ctx.lineWidth = 2 / s;
+    ctx.strokeStyle = V.group.stroke;
+    ctx.lineWidth = V.group.strokeWidth / s;
     ctx.stroke(groupsOutline);
   }
+  return leaves;
+}
 
-  // ---- selection, hover, marks
+/** The selection's outlines and the hovered box. */
+function drawSelection(f: Frame): void {
+  const { ctx, scene, o, s, n } = f;
+  const { layout } = scene;
   if (o.selectedSlots.size) {
     const sel = new Path2D();
+    const pad = V.selection.pad;
     for (const k of o.selectedSlots) {
-      if (k < n) sel.rect(layout.x[k] - 3, layout.y[k] - 3, layout.w[k] + 6, layout.h[k] + 6);
+      if (k < n)
+        sel.rect(
+          layout.x[k] - pad,
+          layout.y[k] - pad,
+          layout.w[k] + 2 * pad,
+          layout.h[k] + 2 * pad,
+        );
     }
-    ctx.strokeStyle = "#f59e0b";
-    ctx.lineWidth = Math.max(3, 2.5 / s);
+    ctx.strokeStyle = V.selection.stroke;
+    ctx.lineWidth = lineWidth(V.selection, s);
     ctx.stroke(sel);
   }
-  if (o.hoverSlot >= 0 && o.hoverSlot < n && layout.kind[o.hoverSlot] !== KIND_FRAME) {
-    const k = o.hoverSlot;
-    ctx.strokeStyle = "#0ea5e9";
-    ctx.lineWidth = Math.max(2, 1.5 / s);
-    ctx.strokeRect(layout.x[k] - 1.5, layout.y[k] - 1.5, layout.w[k] + 3, layout.h[k] + 3);
+  const k = o.hoverSlot;
+  if (k >= 0 && k < n && layout.kind[k] !== KIND_FRAME) {
+    const pad = V.hover.pad;
+    ctx.strokeStyle = V.hover.stroke;
+    ctx.lineWidth = lineWidth(V.hover, s);
+    ctx.strokeRect(
+      layout.x[k] - pad,
+      layout.y[k] - pad,
+      layout.w[k] + 2 * pad,
+      layout.h[k] + 2 * pad,
+    );
   }
-  if (o.marks.size) {
-    for (const [k, level] of o.marks) {
-      if (k >= n || !intersects(view, layout.x[k], layout.y[k], layout.w[k], layout.h[k])) continue;
-      const r = Math.max(7, 4 / s);
-      const cx = layout.x[k] + layout.w[k] - 2;
-      const cy = layout.y[k] + 2;
-      ctx.beginPath();
-      ctx.arc(cx, cy, r, 0, Math.PI * 2);
-      ctx.fillStyle = level === "error" ? "#dc2626" : "#f59e0b";
-      ctx.fill();
-      if (s * r >= 5) {
-        ctx.fillStyle = "#fff";
-        ctx.font = `700 ${Math.round(r * 1.5)}px ${FONT}`;
-        ctx.textAlign = "center";
-        ctx.textBaseline = "middle";
-        ctx.fillText("!", cx, cy + 0.5);
-        ctx.textAlign = "left";
-      }
-    }
-  }
+}
 
-  // ---- text and small decorations only when readable
-  if (text) {
-    ctx.textBaseline = "middle";
-    for (const k of visibleLeaves) {
-      const ref = layout.ref[k];
-      const [title, sub] = slotLabel(scene, k);
-      const x = layout.x[k];
-      const y = layout.y[k];
-      const w = layout.w[k];
-      const h = layout.h[k];
-      let fg = "#1f2328";
-      if (o.overlay && ref >= 0 && !Number.isNaN(o.overlay.values[ref])) {
-        const ov = o.overlay;
-        fg = textOn(colorAt(ov.colormap, (ov.values[ref] - ov.min) / (ov.max - ov.min || 1)));
-      }
-      ctx.fillStyle = fg;
-      if (ref >= 0 && graph.flags[ref] & PSEUDO) {
-        ctx.font = `500 11px ${FONT}`;
-        const arrow =
-          graph.flags[ref] & GRAPH_INPUT ? "▶ " : graph.flags[ref] & GRAPH_OUTPUT ? "◀ " : "↰ ";
-        ctx.fillText(fitText(arrow + title, w - 14, 6.2), x + 8, y + h / 2);
-        continue;
-      }
-      ctx.font = `600 12px ${FONT}`;
-      ctx.fillText(fitText(ref < 0 ? `+ ${title}` : sub, w - 14, 7), x + 8, y + h / 2 - 7);
-      ctx.font = `11px ${FONT}`;
-      ctx.fillStyle = fg === "#1f2328" ? "#57606a" : fg;
-      ctx.fillText(fitText(ref < 0 ? sub : title, w - 14, 6.2), x + 8, y + h / 2 + 8);
-      if (ref >= 0 && graph.flags[ref] & (HAS_SUBGRAPH | FUNCTION_CALL)) {
-        ctx.fillStyle = "#c2410c";
-        ctx.font = `700 11px ${FONT}`;
-        ctx.fillText("⧉", x + w - 16, y + h - 9);
-      }
-    }
-    // initializer-fed inputs: small squares on the input side of the box
-    ctx.fillStyle = "#0f766e";
-    for (const [k, count] of scene.initCount) {
-      if (k >= n || !intersects(view, layout.x[k], layout.y[k], layout.w[k], layout.h[k])) continue;
-      for (let j = 0; j < Math.min(count, 4); j++) {
-        if (layout.meta.direction === "LR")
-          ctx.fillRect(layout.x[k] - 3, layout.y[k] + 5 + j * 8, 6, 5);
-        else ctx.fillRect(layout.x[k] + 8 + j * 10, layout.y[k] - 3, 6, 5);
-      }
+/** Type-check marks: a red (error) or amber (warning) dot with "!" on a box's corner. */
+function drawMarks(f: Frame): void {
+  const { ctx, scene, o, s, n } = f;
+  const { layout } = scene;
+  const m = V.mark;
+  const r = Math.max(m.radius, m.screenRadius / s);
+  for (const [k, level] of o.marks) {
+    if (k >= n || !visible(f, k)) continue;
+    const cx = layout.x[k] + layout.w[k] + m.dx;
+    const cy = layout.y[k] + m.dy;
+    ctx.beginPath();
+    ctx.arc(cx, cy, r, 0, Math.PI * 2);
+    ctx.fillStyle = level === "error" ? m.error : m.warning;
+    ctx.fill();
+    if (s * r >= m.minTextRadius) {
+      ctx.fillStyle = m.text;
+      ctx.font = font({ weight: m.weight, size: Math.round(r * 1.5) });
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      ctx.fillText("!", cx, cy + 0.5);
+      ctx.textAlign = "left";
     }
   }
-  return { boxes, edges: drawnEdges, ms: performance.now() - t0 };
+}
+
+/** Labels of the visible leaves: op over name, "+ group" over its size, arrows on graph I/O. */
+function drawLabels(f: Frame, leaves: number[]): void {
+  const { ctx, scene, o } = f;
+  const { graph, layout } = scene;
+  const { label: L, text } = V;
+  ctx.textBaseline = "middle";
+  for (const k of leaves) {
+    const ref = layout.ref[k];
+    const [title, sub] = slotLabel(scene, k);
+    const [x, y, w, h] = [layout.x[k], layout.y[k], layout.w[k], layout.h[k]];
+    const painted = overlayColor(o, ref);
+    const fg = painted ? textOn(painted) : text.dark;
+    const room = w - L.padLeft - L.padRight;
+    ctx.fillStyle = fg;
+    if (ref >= 0 && graph.flags[ref] & PSEUDO) {
+      const flags = graph.flags[ref];
+      const a = L.arrow;
+      const arrow = flags & GRAPH_INPUT ? a.input : flags & GRAPH_OUTPUT ? a.output : a.outer;
+      ctx.font = font(L.pseudo);
+      ctx.fillText(fitText(arrow + title, room, L.pseudo.charWidth), x + L.padLeft, y + h / 2);
+      continue;
+    }
+    const top = ref < 0 ? L.collapsed + title : sub;
+    ctx.font = font(L.title);
+    ctx.fillText(fitText(top, room, L.title.charWidth), x + L.padLeft, y + h / 2 + L.title.dy);
+    ctx.font = font(L.sub);
+    ctx.fillStyle = fg === text.dark ? text.sub : fg;
+    const bottom = ref < 0 ? sub : title;
+    ctx.fillText(fitText(bottom, room, L.sub.charWidth), x + L.padLeft, y + h / 2 + L.sub.dy);
+    if (ref >= 0 && graph.flags[ref] & (HAS_SUBGRAPH | FUNCTION_CALL)) {
+      ctx.fillStyle = V.badge.fill;
+      ctx.font = font(V.badge);
+      ctx.fillText(V.badge.subgraph, x + w + V.badge.dx, y + h + V.badge.dy);
+    }
+  }
+}
+
+/** Initializer-fed inputs: small squares on the input side of the box. */
+function drawInitializers(f: Frame): void {
+  const { ctx, scene, n } = f;
+  const { layout } = scene;
+  const init = V.initializer;
+  const side = init[layout.meta.direction];
+  ctx.fillStyle = init.fill;
+  for (const [k, count] of scene.initCount) {
+    if (k >= n || !visible(f, k)) continue;
+    for (let j = 0; j < Math.min(count, init.max); j++) {
+      const x = layout.x[k] + side.x + j * side.dx;
+      ctx.fillRect(x, layout.y[k] + side.y + j * side.dy, init.w, init.h);
+    }
+  }
+}
+
+function clear(ctx: CanvasRenderingContext2D, o: DrawOptions): void {
+  ctx.setTransform(o.dpr, 0, 0, o.dpr, 0, 0);
+  if (o.background) {
+    ctx.fillStyle = o.background;
+    ctx.fillRect(0, 0, o.width, o.height);
+  } else {
+    ctx.clearRect(0, 0, o.width, o.height);
+  }
+}
+
+export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions): DrawStats {
+  const t0 = performance.now();
+  const { camera, dpr } = o;
+  const s = camera.scale;
+  clear(ctx, o);
+  ctx.setTransform(dpr * s, 0, 0, dpr * s, dpr * camera.tx, dpr * camera.ty);
+  const view = worldViewport(camera, o.width, o.height);
+  if (o.grid) drawGrid(ctx, view, s);
+  const f: Frame = { ctx, scene, o, view, s, n: scene.layout.ref.length };
+  const frames = drawFrames(f);
+  const edges = drawEdges(f);
+  const leaves = drawBoxes(f);
+  drawSelection(f);
+  if (o.marks.size) drawMarks(f);
+  if (s >= V.label.minScale) {
+    drawLabels(f, leaves);
+    drawInitializers(f);
+  }
+  return { boxes: frames + leaves.length, edges, ms: performance.now() - t0 };
 }

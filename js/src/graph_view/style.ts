@@ -1,8 +1,10 @@
 // Styles of the GraphView, scoped under .nsdl-graph-view (injected with the view).
+import { V } from "./vocabulary";
+
 export const STYLE = `
 .nsdl-graph-view { display: flex; flex-direction: column; height: var(--nsdl-gv-height, 560px);
   border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff;
-  font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; }
+  font: 12px ${V.font}; color: ${V.text.dark}; }
 .nsdl-gv-toolbar { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; padding: 4px 6px;
   border-bottom: 1px solid #d0d7de; background: #f6f8fa; }
 .nsdl-gv-btn { font: inherit; padding: 2px 8px; border: 1px solid #d0d7de; border-radius: 4px;

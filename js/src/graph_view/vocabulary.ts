@@ -1,0 +1,35 @@
+// The drawing vocabulary shared with the Python SVG renderer: nsdl_jupyter/graph/drawing.json,
+// inlined by esbuild at bundle time. The few rules below restate nsdl_jupyter/graph/_drawing.py;
+// tests/test_drawing_parity.py draws one model both ways and compares.
+import vocabulary from "../../../nsdl_jupyter/graph/drawing.json";
+
+export const V = vocabulary;
+
+export type TextStyle = { weight: string; size: number; charWidth?: number; dy?: number };
+
+/** CSS font of a vocabulary text style (`size` overrides its size). */
+export function font(spec: { weight: string; size: number }, size = spec.size): string {
+  return `${spec.weight} ${size}px ${V.font}`;
+}
+
+/** Fill of an op category (sent with the topology, from nsdl_jupyter/ops/_categories.py). */
+export function categoryFill(category: string | undefined): string {
+  const colors = V.category as Record<string, string>;
+  return colors[category ?? "Other"] ?? colors.Other;
+}
+
+/** `text` cut with an ellipsis to about `width` pixels. */
+export function fitText(text: string, width: number, charWidth: number): string {
+  const max = Math.floor(width / charWidth);
+  if (text.length <= max) return text;
+  return max > 1 ? `${text.slice(0, max - 1)}${V.label.ellipsis}` : "";
+}
+
+export function countText(size: number): string {
+  return `${size} node${size === 1 ? "" : "s"}`;
+}
+
+/** Line width at the camera's `scale` of a style with a world width and a least screen width. */
+export function lineWidth(style: { width: number; screenWidth: number }, scale: number): number {
+  return Math.max(style.width, style.screenWidth / scale);
+}

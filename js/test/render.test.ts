@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { applyPatch, decodeGraph, type Patch } from "../src/graph_view/graph";
+import { categoryFill, V } from "../src/graph_view/vocabulary";
+import { layoutCollapsed, topology } from "./fixtures";
+import { type DrawRecord, recordDraw } from "./recording";
+
+function drawFixture(scale: number, selected: string[] = []): DrawRecord[] {
+  return recordDraw({
+    topology: topology(),
+    layout: layoutCollapsed(),
+    selected,
+    marks: { "/a/Conv": "warning" },
+    overlay: null,
+    camera: { scale, tx: 0, ty: 0 },
+    width: 2000,
+    height: 1000,
+  }).records;
+}
+
+describe("canvas drawing in the vocabulary", () => {
+  it("fills boxes by op category and collapsed groups in the group colour", () => {
+    const fills = drawFixture(1).filter((r) => r.kind === "fill");
+    const at = (x: number) => fills.find((r) => r.kind === "fill" && r.x === x)?.style;
+    expect(at(314)).toBe(categoryFill("Math")); // /b/Add
+    expect(at(120)).toBe(V.group.fill); // /a collapsed
+    expect(at(0)).toBe(V.node.fill.pseudo); // graph input
+  });
+
+  it("outlines the box of a selected node, its collapsed group for a hidden one", () => {
+    const strokes = drawFixture(1, ["/a/Relu"]).filter(
+      (r) => r.kind === "stroke" && r.style === V.selection.stroke,
+    );
+    const pad = V.selection.pad;
+    expect(strokes).toEqual([
+      expect.objectContaining({ x: 120 - pad, y: -pad, w: 170 + 2 * pad, h: 44 + 2 * pad }),
+    ]);
+  });
+
+  it("marks the group holding a marked node and drops labels when zoomed out", () => {
+    const near = drawFixture(1);
+    expect(near.filter((r) => r.kind === "circle").map((r) => r.style)).toEqual([V.mark.warning]);
+    expect(near.some((r) => r.kind === "text" && r.text === `${V.label.collapsed}a`)).toBe(true);
+    expect(drawFixture(V.label.minScale / 2).some((r) => r.kind === "text")).toBe(false);
+  });
+});
+
+describe("op categories", () => {
+  it("come with the topology and with patches that bring new ops", () => {
+    const g = decodeGraph(topology());
+    expect(g.category.get("Conv")).toBe("Convolution");
+    const patch: Patch = {
+      seq: 1,
+      topology: 1,
+      items: { "1": ["/a/Conv", "com.microsoft::FusedConv", 0, 1] },
+      edges_of: [],
+      edges: [],
+      tensors: {},
+      inits: [],
+      categories: { "com.microsoft::FusedConv": "Contrib" },
+      groups: {},
+      layout: false,
+    };
+    applyPatch(g, patch);
+    expect(g.category.get(g.ops[1])).toBe("Contrib");
+  });
+});
