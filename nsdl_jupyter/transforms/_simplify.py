@@ -804,9 +804,7 @@ def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool
     siblings = [
         user
         for user, weight in zip(siblings, weights, strict=True)
-        if weight is not None
-        and weight.shape[0] == first.shape[0]
-        and weight.dtype == first.dtype
+        if weight is not None and weight.shape[0] == first.shape[0] and weight.dtype == first.dtype
     ]
     if len(siblings) < 3:
         return False
