@@ -111,7 +111,7 @@ def sanitize(
     after = _node_count(copy.model)
     status.info(f"nodes: {before} -> {after}")
     saved = copy.save(target)
-    validate_saved(saved, status, model)
+    validate_saved(saved, status, model, model=copy.model)
     return status.finish(saved)
 
 
@@ -455,6 +455,7 @@ class _Sanitizer:
     ) -> None:
         name = value.name or ""
         value.name = f"{name}__folded"
+        tensor: ir.TensorProtocol
         if isinstance(array, np.ndarray):
             # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
             tensor = ir.Tensor(np.array(array, order="C"), name=name)
