@@ -160,7 +160,7 @@ def _topological(graph: ir.Graph) -> bool:
 
 
 def _node_count(model: ir.Model) -> int:
-    return sum(1 for _ in ir.traversal.RecursiveGraphIterator(model.graph))
+    return sum(len(graph) for graph in model.graphs())
 
 
 def _infer(model: ir.Model) -> None:
@@ -500,7 +500,8 @@ class _Sanitizer:
         removed = list(_remove_dead_nodes(self.model.graph))
         initializers = _remove_unused_initializers(self.model.graph)
         functions = len(self.model.functions)
-        RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
+        if functions:
+            RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
         dropped_functions = functions - len(self.model.functions)
         if removed:
             self.status.count("nodes_removed", len(removed))
