@@ -1,10 +1,10 @@
-"""A model's serialized bytes as pieces, so weights are copied once on their way to disk.
+"""A model's serialized bytes as pieces, so a weight is copied once on its way to disk.
 
 `ir.to_proto` copies every loaded weight into a new ModelProto, `SerializeToString` copies
 the whole model again, and the write copies it a third time (a 500 MB GPT-2 spent more time
 copying than transforming). Here the model is serialized with its large initializers left
-out, and each of those is serialized on its own while it is written, at the place protobuf
-puts it: the file is byte for byte what `SerializeToString` of the whole proto gives.
+out, and each of those is serialized on its own, to be written at the place protobuf puts
+it: the file is byte for byte what `SerializeToString` of the whole proto gives.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-# Initializers at least this big are serialized while written; smaller ones stay in the proto.
+# Initializers at least this big are serialized on their own; smaller ones stay in the proto.
 _STREAMED_BYTES = 1 << 16
 _LENGTH_DELIMITED = 2
 _MODEL_GRAPH = 7  # ModelProto.graph
@@ -27,35 +27,18 @@ _TENSOR_RAW_DATA = 9  # TensorProto.raw_data
 
 
 @dataclass(frozen=True)
-class _LoadedWeight:
-    """An initializer still in the TensorProto it was loaded from: serialized when written."""
-
-    proto: onnx.TensorProto
-    size: int
-
-    def serialize(self) -> bytes:
-        data: bytes = self.proto.SerializeToString()
-        if len(data) != self.size:  # the length is already written before it
-            raise ValueError(f"initializer {self.proto.name!r} changed while it was written")
-        return data
-
-
-_Piece = bytes | _LoadedWeight
-
-
-@dataclass(frozen=True)
 class ModelBytes:
     """A serialized model: its pieces in file order and their total size."""
 
-    pieces: list[_Piece]
+    pieces: list[bytes]
     size: int
 
     def write_to(self, handle: BinaryIO) -> None:
         for piece in self.pieces:
-            handle.write(piece if isinstance(piece, bytes) else piece.serialize())
+            handle.write(piece)
 
     def join(self) -> bytes:
-        return b"".join(p if isinstance(p, bytes) else p.serialize() for p in self.pieces)
+        return b"".join(self.pieces)
 
 
 def encode_model(model: ir.Model) -> ModelBytes:
@@ -63,7 +46,7 @@ def encode_model(model: ir.Model) -> ModelBytes:
     with _weights_aside(model.graph) as aside:
         proto = ir.to_proto(model)
     _drop_initializer_value_info(proto.graph)
-    weights: list[list[_Piece]] = []
+    weights: list[list[bytes]] = []
     for tensor_proto in proto.graph.initializer:
         value = aside.get(tensor_proto.name)
         if value is None:
@@ -113,12 +96,14 @@ def _streamable(tensor: ir.TensorProtocol) -> bool:
     return type(tensor) is ir.Tensor and tensor.dtype != ir.DataType.STRING
 
 
-def _weight_pieces(value: ir.Value) -> list[_Piece]:
-    """One initializer's TensorProto as pieces (its raw data a piece of its own)."""
+def _weight_pieces(value: ir.Value) -> list[bytes]:
+    """One initializer's TensorProto as pieces (a computed tensor's data a piece of its own,
+    so it is not copied into a proto first)."""
     tensor = value.const_value
     assert tensor is not None
     if isinstance(tensor, ir.serde.TensorProtoTensor):
-        return [_LoadedWeight(tensor.raw, tensor.raw.ByteSize())]
+        # one copy; upb's ByteSize would serialize it once more just to count
+        return [tensor.raw.SerializeToString()]
     header = onnx.TensorProto(
         name=value.name, data_type=tensor.dtype.value, dims=tensor.shape.numpy()
     )
@@ -130,15 +115,15 @@ def _weight_pieces(value: ir.Value) -> list[_Piece]:
     return [data[:split], _key(_TENSOR_RAW_DATA) + _varint(len(raw)), raw, data[split:]]
 
 
-def _with_initializers(head: bytes, weights: list[list[_Piece]]) -> ModelBytes:
+def _with_initializers(head: bytes, weights: list[list[bytes]]) -> ModelBytes:
     """`head` (a model without initializers) with `weights` as its graph's initializers."""
     if not weights:
         return ModelBytes([head], len(head))
-    entries: list[_Piece] = []
+    entries: list[bytes] = []
     for pieces in weights:
-        size = sum(_size(p) for p in pieces)
+        size = sum(len(p) for p in pieces)
         entries += [_key(_GRAPH_INITIALIZER) + _varint(size), *pieces]
-    added = sum(_size(p) for p in entries)
+    added = sum(len(p) for p in entries)
     span = _field_span(head, _MODEL_GRAPH)
     if span is None:  # the graph held initializers only
         at = _insertion_point(head, _MODEL_GRAPH)
@@ -149,11 +134,7 @@ def _with_initializers(head: bytes, weights: list[list[_Piece]]) -> ModelBytes:
         at = start + _insertion_point(head[start:end], _GRAPH_INITIALIZER)
         opening = head[:key_start] + _key(_MODEL_GRAPH) + _varint(end - start + added)
         pieces = [opening + head[start:at], *entries, head[at:]]
-    return ModelBytes(pieces, sum(_size(p) for p in pieces))
-
-
-def _size(piece: _Piece) -> int:
-    return len(piece) if isinstance(piece, bytes) else piece.size
+    return ModelBytes(pieces, sum(len(p) for p in pieces))
 
 
 # ------------------------------------------------------------ wire format

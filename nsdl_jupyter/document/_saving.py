@@ -186,7 +186,7 @@ def _write_and_commit(
         for data_file in rewrites:
             assert data_file.hidden is not None
             data_file.hidden.unlink(missing_ok=True)
-    except (OSError, ValueError) as error:  # ValueError: a weight changed while written
+    except OSError as error:
         if not committed:
             _undo_appends(files)
         raise ModelSaveError(f"cannot save to {target}: {error}") from error
