@@ -30,16 +30,19 @@ def infer_shapes(model: ir.Model) -> bool:
 
 
 def weightless_proto(model: ir.Model) -> onnx.ModelProto:
-    """The model as a proto in which the main graph's initializers over 1 KB are graph
-    inputs of the same type: no weight is copied, and shape inference and the checker see
-    everything they look at."""
+    """The model as a proto in which the main graph's initializers over 1 KB (and all
+    external ones) are graph inputs of the same type: no weight is copied or read, and shape
+    inference and the checker see everything they look at."""
     graph = model.graph
     order = list(graph.initializers)
     stashed: list[tuple[ir.Value, ir.TensorProtocol]] = []
     added: list[ir.Value] = []
     for name, value in list(graph.initializers.items()):
         tensor = value.const_value
-        if tensor is None or tensor.nbytes <= _INLINE_LIMIT:
+        if tensor is None:
+            continue
+        # External ones of any size: onnx cannot follow their file from an in-memory proto.
+        if not isinstance(tensor, ir.ExternalTensor) and tensor.nbytes <= _INLINE_LIMIT:
             continue
         if value.type is None:
             value.type = ir.TensorType(tensor.dtype)
