@@ -145,3 +145,17 @@ def test_weightless_proto_keeps_types_not_weights() -> None:
     model.graph.initializers["loaded"].type = ir.TensorType(ir.DataType.DOUBLE)
     with pytest.raises(onnx.shape_inference.InferenceError, match="inconsistent type"):
         onnx.checker.check_model(weightless_proto(model), full_check=True)
+
+
+def test_a_weight_shared_by_two_initializers_keeps_both_names() -> None:
+    weights = [numpy_helper.from_array(np.ones(BIG, np.float32), n) for n in ("a", "b")]
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, BIG)]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [], outputs, weights),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    model = ir.serde.deserialize_model(proto)
+    model.graph.initializers["b"].const_value = model.graph.initializers["a"].const_value
+    parsed = onnx.ModelProto.FromString(encode_model(model).join())
+    assert [t.name for t in parsed.graph.initializer] == ["a", "b"]

@@ -78,7 +78,6 @@ def _weights_aside(graph: ir.Graph) -> Iterator[dict[str, ir.Value]]:
                 continue
             aside[name] = value
             held.append((value, tensor))
-            tensor.name = name  # as the serializer does for every initializer
             value.const_value = ir.Tensor(np.zeros(0, dtype=np.uint8), name=name)
         yield aside
     finally:
@@ -102,6 +101,7 @@ def _weight_pieces(value: ir.Value) -> list[bytes]:
     tensor = value.const_value
     assert tensor is not None
     if isinstance(tensor, ir.serde.TensorProtoTensor):
+        tensor.name = value.name  # as onnx_ir's serializer does, just before it copies
         # one copy; upb's ByteSize would serialize it once more just to count
         return [tensor.raw.SerializeToString()]
     header = onnx.TensorProto(
