@@ -21,8 +21,9 @@ best of N times of ours and onnxsim, whose times are the goal).
 What a time covers: every tool goes from the input file to the output file, page cache warm
 (the reference run read the input just before).
 - ours: `sanitize(src, out)`: load, passes, atomic save (write beside, fsync, rename, fsync
-  the folder) and onnx's full checker on the result. The folding child is started once per
-  kernel, like an import: a warm-up sanitize before the first model starts it.
+  the folder) and onnx's full checker on the result (in memory, its weights as typed
+  inputs). The folding child is started once per kernel, like an import: a warm-up sanitize
+  before the first model starts it.
 - onnxsim: `simplify(src, output_path=out)` where onnxsim has `output_path` (else
   `simplify(src)` and `onnx.save`): its C++ load, passes, write (no fsync), the checker on
   the written file, and the structure-only read-back its API returns. No Z3 proof.
