@@ -120,6 +120,18 @@ class IsolatedWorker:
         kind, message, child_traceback = payload
         raise ChildRaisedError(kind, message, child_traceback)
 
+    def raise_memory_limit(self, limit: int) -> None:
+        """Let the child use up to `limit` bytes of address space: the running one raises
+        its own cap (no new spawn), a later one starts with it. A lower limit is ignored."""
+        if self.memory_limit is None or limit <= self.memory_limit:
+            return
+        self.memory_limit = limit
+        if self._connection is not None:
+            try:
+                self.call(_limit_memory, limit, timeout=60)
+            except (IsolatedRunError, ChildRaisedError):
+                self.close()  # the next call starts a child with the new cap
+
     def close(self) -> None:
         """End the child (if any); a later call starts a new one."""
         connection, process = self._connection, self._process

@@ -91,6 +91,22 @@ def test_worker_survives_a_raise_and_restarts_after_a_crash() -> None:
         assert worker.starts == 2
 
 
+def _reserve(nbytes: int) -> int:
+    return np.empty(nbytes, dtype=np.uint8).nbytes  # address space, no page touched
+
+
+def test_worker_raises_its_cap_without_a_new_child() -> None:
+    with IsolatedWorker(memory_limit=1 * 2**30) as worker:
+        with pytest.raises(ChildRaisedError, match="MemoryError"):
+            worker.call(_reserve, 2**30)
+        pid = worker.call(os.getpid)
+        worker.raise_memory_limit(4 * 2**30)
+        worker.raise_memory_limit(2 * 2**30)  # lower: ignored
+        assert worker.memory_limit == 4 * 2**30
+        assert worker.call(_reserve, 2**30) == 2**30
+        assert worker.call(os.getpid) == pid and worker.starts == 1
+
+
 def test_worker_close_ends_the_child() -> None:
     worker = IsolatedWorker()
     pid = worker.call(os.getpid)

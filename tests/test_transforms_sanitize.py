@@ -616,3 +616,27 @@ def test_dynamo_export_patterns_simplify_with_identical_outputs(tmp_path: Path) 
             "h": rng.standard_normal((batch, seq, 8)).astype(np.float32),
         }
         _assert_same_outputs(source, out, names, feeds)
+
+
+def test_external_weights_of_any_size_pass_the_check(tmp_path: Path) -> None:
+    """The result is checked in memory, without its weights: weights still in the source's
+    data file (small ones too) are types there, never dangling file references."""
+    text = """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x) => (float[2, 3] y) {
+            h = Add(x, bias)
+            y = Mul(h, scale)
+        }"""
+    model = ir.to_proto(ir.from_onnx_text(text))
+    model.graph.initializer.extend(
+        [
+            onnx.numpy_helper.from_array(np.float32([1, 2, 3]), "bias"),
+            onnx.numpy_helper.from_array(np.full((2, 3), 0.5, np.float32), "scale"),
+        ]
+    )
+    source = tmp_path / "external.onnx"
+    onnx.save(model, str(source), save_as_external_data=True, size_threshold=0)
+    status = sanitize(source, tmp_path / "out.onnx")
+    assert status.ok and not status.warnings, status.warnings
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    bias = np.float32([1, 2, 3])
+    np.testing.assert_array_equal(_run(tmp_path / "out.onnx", {"x": x})[0], (x + bias) / 2)

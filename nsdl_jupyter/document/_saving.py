@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter.document._data_files import (
@@ -43,6 +42,7 @@ from nsdl_jupyter.document._data_files import (
 )
 from nsdl_jupyter.document._errors import ModelLoadError, ModelSaveError
 from nsdl_jupyter.document._loading import resolve_inside
+from nsdl_jupyter.document._model_bytes import ModelBytes, encode_model
 
 _ALIGNMENT = 64
 _PROTOBUF_LIMIT = 2**31 - 1
@@ -148,7 +148,7 @@ def _write_and_commit(
     model: ir.Model,
     book: DataFileBook,
     files: Sequence[_DataFile],
-    models: tuple[bytes | None, bytes],
+    models: tuple[ModelBytes | None, ModelBytes],
     target: Path,
 ) -> None:
     """Data files first, then the model (twice when a data file is rewritten in place)."""
@@ -375,10 +375,10 @@ def _write_data_file(path: Path, placements: Sequence[_Placement]) -> None:
         os.fsync(handle.fileno())
 
 
-def _commit(data: bytes, staging: Path, target: Path) -> None:
+def _commit(data: ModelBytes, staging: Path, target: Path) -> None:
     staged = staging / target.name
     with open(staged, "wb") as handle:
-        handle.write(data)
+        data.write_to(handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(staged, target)
@@ -422,24 +422,24 @@ def _pin_before_replacing(model: ir.Model, book: DataFileBook, replaced: Sequenc
             pin(tensor, force=True)
 
 
-def _serialize(model: ir.Model, files: Sequence[_DataFile], folder: Path, *, hidden: bool) -> bytes:
+def _serialize(
+    model: ir.Model, files: Sequence[_DataFile], folder: Path, *, hidden: bool
+) -> ModelBytes:
     try:
         with _external_references(model, files, folder, hidden=hidden):
-            proto = ir.to_proto(model)
+            encoded = encode_model(model)
     except Exception as error:  # onnx_ir wraps what it cannot write in its own errors
         cause = error.__cause__ or error
         raise ModelSaveError(
             f"the model cannot be written as ONNX ({type(cause).__name__}: {cause}); "
             "nothing was written: fix the model (doc.check() lists its problems)"
         ) from error
-    _drop_initializer_value_info(proto.graph)
-    data: bytes = proto.SerializeToString()
-    if len(data) > _PROTOBUF_LIMIT:
+    if encoded.size > _PROTOBUF_LIMIT:
         raise ModelSaveError(
-            f"the model is {len(data) / 2**30:.1f} GiB, over protobuf's 2 GiB limit: save "
+            f"the model is {encoded.size / 2**30:.1f} GiB, over protobuf's 2 GiB limit: save "
             "with external_data='<name>.data' to keep the weights in a separate file"
         )
-    return data
+    return encoded
 
 
 @contextmanager
@@ -476,12 +476,3 @@ def _external_references(
     finally:
         for value, tensor in originals:
             value.const_value = tensor
-
-
-def _drop_initializer_value_info(graph: onnx.GraphProto) -> None:
-    """onnx_ir records initializer types as value_info; the initializer already says them."""
-    initializers = {tensor.name for tensor in graph.initializer}
-    kept = [info for info in graph.value_info if info.name not in initializers]
-    if len(kept) != len(graph.value_info):
-        del graph.value_info[:]
-        graph.value_info.extend(kept)

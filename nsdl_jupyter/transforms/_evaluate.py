@@ -54,12 +54,11 @@ _shared_lock = threading.Lock()
 
 def _worker(memory_limit: int) -> IsolatedWorker:
     """The kernel's one folding child, kept between sanitize calls so only the first pays
-    for the spawn and the imports; restarted with a larger cap when a model needs one."""
+    for the spawn and the imports; its cap grows when a model needs a larger one."""
     global _shared  # noqa: PLW0603 -- one child per process, by design
-    if _shared is not None and (_shared.memory_limit or 0) < memory_limit:
-        _shared.close()
-        _shared = None
-    if _shared is None:
+    if _shared is not None:
+        _shared.raise_memory_limit(memory_limit)
+    else:
         _shared = IsolatedWorker(memory_limit=memory_limit, preload=_PRELOAD)
     return _shared
 

@@ -23,7 +23,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
-from nsdl_jupyter._walk import has_subgraphs, nodes_in, subgraphs
+from nsdl_jupyter._walk import graphs_in, has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
@@ -200,8 +200,20 @@ def _untyped_values(model: ir.Model) -> list[ir.Value]:
     ]
 
 
+def _topological(graph: ir.Graph) -> bool:
+    """Every node comes after the producers in this graph of its inputs."""
+    seen: set[ir.Value] = set()
+    for node in graph:
+        for value in node.inputs:
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer.graph is graph and value not in seen:
+                return False
+        seen.update(node.outputs)
+    return True
+
+
 def _node_count(model: ir.Model) -> int:
-    return sum(1 for _ in nodes_in(model.graph))
+    return sum(len(graph) for graph in graphs_in(model.graph))
 
 
 def _infer(model: ir.Model) -> None:
@@ -288,7 +300,8 @@ class _Sanitizer:
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
         self.number = number
-        self.model.graph.sort()
+        if not all(_topological(graph) for graph in self.model.graphs()):
+            self.model.graph.sort()  # keeps the order of a sorted graph, so only when needed
         lifted = sum(self._lift_constants(g) for g in list(self.model.graphs()))
         if lifted:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
@@ -313,10 +326,10 @@ class _Sanitizer:
         for node in list(graph):
             if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
                 continue
-            array = constant_value(node)
-            if array is None:
+            tensor = constant_tensor(node)
+            if tensor is None:
                 continue
-            self._replace_with_initializer(graph, node.outputs[0], array)
+            self._replace_with_initializer(graph, node.outputs[0], tensor)
             graph.remove(node, safe=True)
             lifted += 1
         self.status.count("constants_lifted", lifted)
@@ -378,7 +391,7 @@ class _Sanitizer:
             name = f"{shape_value.name}_pinned"
             while name in graph.initializers:
                 name += "_"
-            tensor = ir.tensor(target, name=name)
+            tensor = ir.Tensor(target, name=name)
             constant = ir.Value(
                 name=name,
                 type=ir.TensorType(tensor.dtype),
@@ -484,12 +497,17 @@ class _Sanitizer:
         return len(folded)
 
     def _replace_with_initializer(
-        self, graph: ir.Graph, value: ir.Value, array: np.ndarray
+        self, graph: ir.Graph, value: ir.Value, array: np.ndarray | ir.TensorProtocol
     ) -> None:
         name = value.name or ""
         value.name = f"{name}__folded"
-        # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
-        tensor = ir.tensor(np.array(array, order="C"), name=name)
+        tensor: ir.TensorProtocol
+        if isinstance(array, np.ndarray):
+            # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
+            tensor = ir.Tensor(np.array(array, order="C"), name=name)
+        else:
+            tensor = array
+            tensor.name = name
         constant = ir.Value(
             name=name,
             type=ir.TensorType(tensor.dtype),
@@ -528,7 +546,8 @@ class _Sanitizer:
         removed = list(_remove_dead_nodes(self.model.graph))
         initializers = _remove_unused_initializers(self.model.graph)
         functions = len(self.model.functions)
-        RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
+        if functions:
+            RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
         dropped_functions = functions - len(self.model.functions)
         if removed:
             self.status.count("nodes_removed", len(removed))
@@ -548,21 +567,34 @@ class _Sanitizer:
 
 def constant_value(node: ir.Node) -> np.ndarray | None:
     """The value of a Constant node (None for sparse constants, which stay nodes)."""
+    tensor = constant_tensor(node)
+    return None if tensor is None else tensor.numpy()
+
+
+def constant_tensor(node: ir.Node) -> ir.TensorProtocol | None:
+    """The tensor of a Constant node, unread when it is a `value` (None for sparse ones)."""
     for name, attr in node.attributes.items():
         if name == "value":
-            return attr.as_tensor().numpy()
-        if name == "value_float":
-            return np.array(attr.as_float(), dtype=np.float32)
-        if name == "value_floats":
-            return np.array(attr.as_floats(), dtype=np.float32)
-        if name == "value_int":
-            return np.array(attr.as_int(), dtype=np.int64)
-        if name == "value_ints":
-            return np.array(attr.as_ints(), dtype=np.int64)
-        if name == "value_string":
-            return np.array(attr.as_string().encode(), dtype=object)
-        if name == "value_strings":
-            return np.array([s.encode() for s in attr.as_strings()], dtype=object)
+            return attr.as_tensor()
+        array = _constant_literal(name, attr)
+        if array is not None:
+            return ir.Tensor(array)
+    return None
+
+
+def _constant_literal(name: str, attr: ir.Attr) -> np.ndarray | None:
+    if name == "value_float":
+        return np.array(attr.as_float(), dtype=np.float32)
+    if name == "value_floats":
+        return np.array(attr.as_floats(), dtype=np.float32)
+    if name == "value_int":
+        return np.array(attr.as_int(), dtype=np.int64)
+    if name == "value_ints":
+        return np.array(attr.as_ints(), dtype=np.int64)
+    if name == "value_string":
+        return np.array(attr.as_string().encode(), dtype=object)
+    if name == "value_strings":
+        return np.array([s.encode() for s in attr.as_strings()], dtype=object)
     return None
 
 

@@ -4,7 +4,8 @@ onnx_ir's ShapeInferencePass merges only the element type of each inferred value
 it as a *tensor* type even where onnx inferred a sequence or an optional, which breaks
 If/Loop/SequenceMap models (found on the ONNX backend node tests). Here the inferred type is
 copied whole. Large initializers are swapped for graph inputs of the same type while onnx
-looks at the model, so a model with gigabytes of weights is not serialized with them.
+looks at the model (`weightless_proto`), so a model with gigabytes of weights is not
+serialized with them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,31 @@ _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation rea
 
 def infer_shapes(model: ir.Model) -> bool:
     """Run onnx shape inference (non-strict, with data propagation); True if it ran."""
+    proto = weightless_proto(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            proto, check_type=False, strict_mode=False, data_prop=True
+        )
+    except Exception:  # onnx raises its own error types; the model is left as it was
+        return False
+    _merge(model, inferred)
+    return True
+
+
+def weightless_proto(model: ir.Model) -> onnx.ModelProto:
+    """The model as a proto in which the main graph's initializers over 1 KB (and all
+    external ones) are graph inputs of the same type: no weight is copied or read, and shape
+    inference and the checker see everything they look at."""
     graph = model.graph
     order = list(graph.initializers)
     stashed: list[tuple[ir.Value, ir.TensorProtocol]] = []
     added: list[ir.Value] = []
     for name, value in list(graph.initializers.items()):
         tensor = value.const_value
-        if tensor is None or tensor.nbytes <= _INLINE_LIMIT:
+        if tensor is None:
+            continue
+        # External ones of any size: onnx cannot follow their file from an in-memory proto.
+        if not isinstance(tensor, ir.ExternalTensor) and tensor.nbytes <= _INLINE_LIMIT:
             continue
         if value.type is None:
             value.type = ir.TensorType(tensor.dtype)
@@ -35,7 +54,7 @@ def infer_shapes(model: ir.Model) -> bool:
         graph.initializers.pop(name)
         stashed.append((value, tensor))
     try:
-        proto = ir.serde.serialize_model(model)
+        return ir.serde.serialize_model(model)
     finally:
         for value in added:
             graph.inputs.remove(value)
@@ -47,14 +66,6 @@ def infer_shapes(model: ir.Model) -> bool:
             graph.initializers.clear()
             for name in order:
                 graph.initializers.add(values[name])
-    try:
-        inferred = onnx.shape_inference.infer_shapes(
-            proto, check_type=False, strict_mode=False, data_prop=True
-        )
-    except Exception:  # onnx raises its own error types; the model is left as it was
-        return False
-    _merge(model, inferred)
-    return True
 
 
 def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:

@@ -16,6 +16,7 @@ renamed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -47,11 +48,23 @@ def _dtype(value: ir.Value | None) -> ir.DataType | None:
 
 
 def _constant(value: ir.Value | None) -> np.ndarray | None:
+    tensor = _constant_tensor(value)
+    return None if tensor is None else tensor.numpy()
+
+
+def _constant_tensor(value: ir.Value | None) -> ir.TensorProtocol | None:
+    """The constant behind `value`, unread: its shape and dtype cost nothing, its values
+    a copy of its bytes (check those first on weights)."""
     if value is None or value.const_value is None or value.is_graph_input():
         return None
     if value.producer() is not None:
         return None
-    return value.const_value.numpy()
+    return value.const_value
+
+
+def _constant_shape(value: ir.Value | None) -> tuple[int, ...] | None:
+    tensor = _constant_tensor(value)
+    return None if tensor is None else tuple(tensor.shape.numpy())
 
 
 def _standard(node: ir.Node) -> bool:
@@ -155,10 +168,9 @@ class Simplifier:
 
     def constant(self, graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
         name = stem
-        taken = {v.name for v in graph.initializers.values()}
-        while name in taken:
+        while name in graph.initializers:
             name += "_"
-        tensor = ir.tensor(array, name=name)
+        tensor = ir.Tensor(array, name=name)
         value = ir.Value(
             name=name,
             type=ir.TensorType(tensor.dtype),
@@ -516,8 +528,8 @@ def _reshape_around_elementwise(s: Simplifier, graph: ir.Graph, node: ir.Node) -
     for user in region:  # every other operand is one element, broadcast to any shape
         for value in user.inputs:
             if value not in values:
-                array = _constant(value)
-                if array is None or array.size != 1 or array.ndim > rank:
+                shape = _constant_shape(value)
+                if shape is None or math.prod(shape) != 1 or len(shape) > rank:
                     return False
     for user in list(region):
         for index, value in enumerate(user.inputs):
@@ -666,12 +678,13 @@ def _neutral(value: float, commutative: bool) -> Callable[[Simplifier, ir.Graph,
             return False
         orders = [(0, 1), (1, 0)] if commutative else [(0, 1)]
         for x_index, c_index in orders:
-            x, array = node.inputs[x_index], _constant(node.inputs[c_index])
-            if array is None or array.size == 0 or not (array == value).all():
-                continue
-            if x is None or not _broadcasts_into(array.shape, x.shape):
+            x, shape = node.inputs[x_index], _constant_shape(node.inputs[c_index])
+            if shape is None or x is None or not _broadcasts_into(shape, x.shape):
                 continue
             if _dtype(x) is None or _dtype(x) != _dtype(node.outputs[0]):
+                continue
+            array = _constant(node.inputs[c_index])
+            if array is None or array.size == 0 or not (array == value).all():
                 continue
             return s.bypass(graph, node, x)
         return False
@@ -791,7 +804,7 @@ def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool
         return False
     order = {n: i for i, n in enumerate(graph)}
     siblings.sort(key=order.__getitem__)
-    parts = [_matmul_weight(user) for user in siblings]
+    parts = [_constant(user.inputs[1]) for user in siblings]
     joined = np.concatenate([p for p in parts if p is not None], axis=1)
     weight = s.constant(graph, f"{siblings[0].name}_fused_weight", joined)
     fused = ir.Node("", "MatMul", [source, weight], name=f"{siblings[0].name}_fused")
@@ -821,9 +834,10 @@ def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool
     return True
 
 
-def _matmul_weight(node: ir.Node) -> np.ndarray | None:
-    weight = _constant(node.inputs[1]) if len(node.inputs) > 1 else None
-    return weight if weight is not None and weight.ndim == 2 else None
+def _matmul_weight(node: ir.Node) -> ir.TensorProtocol | None:
+    """The constant [K, n] weight of a MatMul, unread (a weight is read once, when fused)."""
+    weight = _constant_tensor(node.inputs[1]) if len(node.inputs) > 1 else None
+    return weight if weight is not None and len(weight.shape) == 2 else None
 
 
 _RULES: dict[str, Callable[[Simplifier, ir.Graph, ir.Node], bool]] = {

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
 from nsdl_jupyter.document import UnknownDataTypeError, as_data_type
+from nsdl_jupyter.transforms._shapes import weightless_proto
 from nsdl_jupyter.transforms._status import TransformStatus
 
 ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, ir.Model]
@@ -109,10 +110,20 @@ def _weight_bytes(model: ir.Model) -> int:
     return total
 
 
-def validate_saved(path: Path, status: TransformStatus, source: ModelSource | None = None) -> None:
+def validate_saved(
+    path: Path,
+    status: TransformStatus,
+    source: ModelSource | None = None,
+    *,
+    model: ir.Model | None = None,
+) -> None:
     """Run onnx's checker (with strict type inference) on the written result. A failure is a
-    status warning, or only a log line when `source` (the unmodified model) fails too."""
-    problem = _checker_problem(path)
+    status warning, or only a log line when `source` (the unmodified model) fails too.
+
+    `model`: the model just saved to `path`, checked in memory without its weights instead
+    of reading the file back (the save wrote its weights as they are; every structural
+    error the checker finds is in the rest)."""
+    problem = _checker_problem(path if model is None else weightless_proto(model))
     if problem is None:
         return
     if source is not None and _source_problem(source) is not None:

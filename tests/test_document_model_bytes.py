@@ -1,0 +1,161 @@
+"""Saves write large weights piece by piece; the file must still be exactly what protobuf
+writes for the whole model (so every reader, and a second save, sees the same bytes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nsdl_jupyter as nj
+from nsdl_jupyter.document._model_bytes import encode_model
+from nsdl_jupyter.transforms._shapes import weightless_proto
+
+BIG = (256, 128)  # 128 KiB of float32: streamed
+
+
+def _model() -> onnx.ModelProto:
+    """Big and small weights, a tensor doc string, an If with its own initializer, a local
+    function and metadata: every place the encoder must leave as protobuf has it."""
+    rng = np.random.default_rng(0)
+    loaded = numpy_helper.from_array(rng.standard_normal(BIG).astype(np.float32), "loaded")
+    loaded.doc_string = "kept"
+    small = numpy_helper.from_array(np.float32([1.5]), "small")
+    branch_weight = numpy_helper.from_array(np.float32([2.0]), "branch_weight")
+    then_branch = helper.make_graph(
+        [helper.make_node("Mul", ["y", "branch_weight"], ["t"])],
+        "then",
+        [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, BIG[1]])],
+        [branch_weight],
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["y"], ["e"])],
+        "else",
+        [],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, BIG[1]])],
+    )
+    nodes = [
+        helper.make_node("MatMul", ["x", "loaded"], ["h"]),
+        helper.make_node("Mul", ["h", "small"], ["y0"]),
+        helper.make_node("scale", ["y0"], ["y"], domain="local"),
+        helper.make_node("ReduceSum", ["y"], ["s"], keepdims=0),
+        helper.make_node("Greater", ["s", "small"], ["c"]),
+        helper.make_node("If", ["c"], ["z"], then_branch=then_branch, else_branch=else_branch),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, BIG[0]])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, BIG[1]])],
+        [loaded, small],
+    )
+    function = helper.make_function(
+        "local",
+        "scale",
+        ["a"],
+        ["b"],
+        [helper.make_node("Neg", ["a"], ["b"])],
+        [helper.make_opsetid("", 17)],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+        functions=[function],
+    )
+    helper.set_model_props(model, {"author": "tests"})
+    return model
+
+
+def _in_memory_weight(model: ir.Model) -> np.ndarray:
+    """Add a big weight that lives in numpy (as folding makes them) and use it."""
+    array = np.arange(BIG[0] * BIG[1], dtype=np.float32).reshape(BIG) / 7
+    value = ir.Value(
+        name="computed",
+        type=ir.TensorType(ir.DataType.FLOAT),
+        shape=ir.Shape(BIG),
+        const_value=ir.Tensor(array, name="computed", doc_string="folded"),
+    )
+    model.graph.register_initializer(value)
+    add = ir.Node("", "Add", [model.graph.initializers["loaded"], value], name="uses_computed")
+    model.graph.append(add)
+    model.graph.outputs.append(add.outputs[0])
+    add.outputs[0].name = "w"
+    add.outputs[0].type, add.outputs[0].shape = value.type, value.shape
+    return array
+
+
+def test_pieces_are_protobufs_own_serialization(tmp_path: Path) -> None:
+    model = ir.serde.deserialize_model(_model())
+    assert isinstance(model.graph.initializers["loaded"].const_value, ir.serde.TensorProtoTensor)
+    computed = _in_memory_weight(model)
+    encoded = encode_model(model)
+    assert len(encoded.pieces) > 1  # both big weights were streamed
+    data = encoded.join()
+    assert len(data) == encoded.size
+    parsed = onnx.ModelProto.FromString(data)
+    assert parsed.SerializeToString() == data  # canonical: field order as protobuf writes it
+    assert [t.name for t in parsed.graph.initializer] == ["loaded", "small", "computed"]
+    tensors = {t.name: t for t in parsed.graph.initializer}
+    np.testing.assert_array_equal(numpy_helper.to_array(tensors["computed"]), computed)
+    assert tensors["loaded"].doc_string == "kept" and tensors["computed"].doc_string == "folded"
+    assert not {info.name for info in parsed.graph.value_info} & set(tensors)
+
+    document = nj.ModelDocument(model)
+    path = document.save(tmp_path / "m.onnx")
+    assert path.read_bytes() == data
+    onnx.checker.check_model(str(path), full_check=True)
+    reopened = onnx.load(path)
+    assert reopened.functions[0].name == "scale" and reopened.metadata_props[0].value == "tests"
+    (branch,) = [a.g for a in reopened.graph.node[-2].attribute if a.name == "then_branch"]
+    assert [t.name for t in branch.initializer] == ["branch_weight"]
+
+
+@pytest.mark.parametrize("nodes", [0, 1])
+def test_graph_of_initializers_only(nodes: int) -> None:
+    """The graph field may hold nothing but the streamed weight."""
+    weight = numpy_helper.from_array(np.ones(BIG, np.float32), "w")
+    node = [helper.make_node("Identity", ["w"], ["y"])][:nodes]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, BIG)][:nodes]
+    graph = helper.make_graph(node, "", [], outputs, [weight])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = encode_model(ir.serde.deserialize_model(proto)).join()
+    parsed = onnx.ModelProto.FromString(data)
+    assert parsed.SerializeToString() == data
+    np.testing.assert_array_equal(numpy_helper.to_array(parsed.graph.initializer[0]), 1.0)
+
+
+def test_weightless_proto_keeps_types_not_weights() -> None:
+    """The checker sees every type without a weight's bytes, and still finds type errors."""
+    model = ir.serde.deserialize_model(_model())
+    proto = weightless_proto(model)
+    assert proto.ByteSize() < BIG[0] * BIG[1]  # the big weight's bytes are not in it
+    assert "loaded" in {i.name for i in proto.graph.input}
+    onnx.checker.check_model(proto, full_check=True)
+    assert list(model.graph.initializers) == ["loaded", "small"]  # the model is as it was
+    assert [v.name for v in model.graph.inputs] == ["x"]
+
+    model.graph.initializers["loaded"].const_value = ir.Tensor(
+        np.ones(BIG, np.float64), name="loaded"
+    )
+    model.graph.initializers["loaded"].type = ir.TensorType(ir.DataType.DOUBLE)
+    with pytest.raises(onnx.shape_inference.InferenceError, match="inconsistent type"):
+        onnx.checker.check_model(weightless_proto(model), full_check=True)
+
+
+def test_a_weight_shared_by_two_initializers_keeps_both_names() -> None:
+    weights = [numpy_helper.from_array(np.ones(BIG, np.float32), n) for n in ("a", "b")]
+    nodes = [helper.make_node("Add", ["a", "b"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, BIG)]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [], outputs, weights),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    model = ir.serde.deserialize_model(proto)
+    model.graph.initializers["b"].const_value = model.graph.initializers["a"].const_value
+    parsed = onnx.ModelProto.FromString(encode_model(model).join())
+    assert [t.name for t in parsed.graph.initializer] == ["a", "b"]
