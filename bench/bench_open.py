@@ -37,9 +37,8 @@ from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.document._companion import read_companion
 from nsdl_jupyter.document._data_files import DataFileBook
 from nsdl_jupyter.document._document import _name_unnamed_nodes
-from nsdl_jupyter.document._loading import (
-    check_external_data, check_model_header, model_graphs
-)
+from nsdl_jupyter.document._loading import check_external_data, check_model_header
+from nsdl_jupyter._walk import graphs_in
 source = Path(path).absolute()
 steps = {}
 def step(name, fn):
@@ -55,7 +54,7 @@ with gc_paused():
     model = step("onnx_ir build", lambda: ir.serde.deserialize_model(proto))
     if external:
         step("base dir", lambda: ir.external_data.set_base_dir(model.graph, source.parent))
-    graphs = step("subgraph walk", lambda: model_graphs(model))
+    graphs = step("subgraph walk", lambda: graphs_in(model.graph))
     step("names", lambda: _name_unnamed_nodes(graphs))
     step("data files", lambda: DataFileBook().record_loaded(graphs))
     step("companion", lambda: read_companion(source))
