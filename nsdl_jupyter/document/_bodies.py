@@ -11,8 +11,9 @@ Bodies nest: a Loop inside an If branch opens from the branch's document.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections import ChainMap
+from collections.abc import Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, cast
 
 import onnx_ir as ir
 
@@ -95,14 +96,18 @@ class BodyDocument(OpenBody):
     @property
     def outer_tensors(self) -> Mapping[str, ir.Value]:
         """Tensors of the enclosing scopes a body node may read (outer-scope references)."""
-        outer = dict(self.parent.tensors)
         if isinstance(self.parent, BodyDocument):
-            outer = {**self.parent.outer_tensors, **outer}
-        return outer
+            # the nearer scope wins; ChainMap only reads them, so nothing is copied
+            nearer = cast("MutableMapping[str, ir.Value]", self.parent.tensors)
+            farther = cast("MutableMapping[str, ir.Value]", self.parent.outer_tensors)
+            return ChainMap(nearer, farther)
+        return self.parent.tensors
 
     def _tensor(self, ref: str | ir.Value) -> ir.Value:
-        if isinstance(ref, str) and ref not in self.tensors and ref in self.outer_tensors:
-            return self.outer_tensors[ref]
+        if isinstance(ref, str) and ref not in self.tensors:
+            value = self.outer_tensors.get(ref)
+            if value is not None:
+                return value
         return super()._tensor(ref)
 
     def _write_back(self) -> e.Edit:

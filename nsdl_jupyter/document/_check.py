@@ -95,7 +95,6 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
 
 def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
     """Nodes of domains with no schemas here (TensorRT plugins, vendor ops): a warning each."""
-    known = set(known_domains())
     return [
         Diagnostic(
             "warning",
@@ -104,8 +103,12 @@ def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
             "attributes are not checked here, and the runtime needs its plugin or library",
         )
         for node in proto.graph.node
-        if node.domain not in known and node.domain not in _ONNX_DOMAINS
+        if _is_custom(node)
     ]
+
+
+def _is_custom(node: onnx.NodeProto) -> bool:
+    return node.domain not in _ONNX_DOMAINS and node.domain not in known_domains()
 
 
 def _untyped_custom_outputs(proto: onnx.ModelProto) -> list[Diagnostic]:
@@ -226,9 +229,8 @@ def _node_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
     context.opset_imports = {entry.domain: entry.version for entry in proto.opset_import}
     scope = onnx.checker.C.LexicalScopeContext()
     found = []
-    custom = {d.node for d in _custom_operators(proto)}
     for node in proto.graph.node:
-        if node.name in custom:
+        if _is_custom(node):
             continue  # reported once, by _custom_operators
         try:
             onnx.checker.check_node(node, context, scope)
