@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import onnx_ir as ir
 
-from nsdl_jupyter._walk import graphs_in
+from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._document import ModelDocument, convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError
@@ -215,7 +215,7 @@ def outer_links(graph: ir.Graph) -> list[tuple[ir.Node, int, ir.Value]]:
     for owner in graphs_in(graph):
         inside.update(owner.inputs)
         inside.update(owner.initializers.values())
-    nodes = list(ir.traversal.RecursiveGraphIterator(graph))
+    nodes = list(nodes_in(graph))
     for node in nodes:
         inside.update(node.outputs)
     return [
