@@ -94,6 +94,70 @@ def test_passes_limit_and_repeat_until_stable(tmp_path: Path) -> None:
     assert until_stable.counts["passes"] >= 2  # the last pass finds nothing to do
 
 
+def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
+    """Shape inference cannot see through Abs, so `r` has no dims until pass 1 folds it;
+    pass 2 must infer again to fold Shape(r) (a pass that skipped it would stop at 3 nodes)."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 6] x) => (float[a, b] y) {
+            c = Constant<value: tensor = int64[2] {-3, -4}>()
+            s = Abs(c)
+            r = Reshape(x, s)
+            t = Shape(r)
+            y = Reshape(x, t)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert _ops(out) == Counter({"Reshape": 1})
+    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
+    assert status.counts["passes"] == 3
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
+
+
+def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
+    """TorchScript's Identity before a shared weight: its users read the weight itself (its
+    name kept); an Identity that is a graph output is folded into a named initializer."""
+    weight = onnx.numpy_helper.from_array(
+        np.arange(12, dtype=np.float32).reshape(3, 4), "encoder.weight"
+    )
+    graph = onnx.helper.make_graph(
+        [
+            onnx.helper.make_node("Identity", ["encoder.weight"], ["onnx::MatMul_7"]),
+            onnx.helper.make_node("Identity", ["encoder.weight"], ["onnx::MatMul_8"]),
+            onnx.helper.make_node("MatMul", ["x", "onnx::MatMul_7"], ["a"]),
+            onnx.helper.make_node("MatMul", ["x", "onnx::MatMul_8"], ["b"]),
+            onnx.helper.make_node("Add", ["a", "b"], ["y"]),
+            onnx.helper.make_node("Identity", ["encoder.weight"], ["w"]),
+        ],
+        "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [
+            onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4]),
+            onnx.helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [3, 4]),
+        ],
+        [weight],
+    )
+    source = tmp_path / "model.onnx"
+    onnx.save(
+        onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)]), source
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    model = onnx.load(str(out))
+    assert [(n.op_type, list(n.input)) for n in model.graph.node] == [
+        ("MatMul", ["x", "encoder.weight"]),
+        ("Add", ["a", "a"]),  # the two MatMuls were one computation
+    ]
+    assert {t.name for t in model.graph.initializer} == {"encoder.weight", "w"}
+    assert any("2 Identity node(s) of constants removed" in line for line in status.log)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for before, after in zip(_run(source, {"x": x}), _run(out, {"x": x}), strict=True):
+        np.testing.assert_array_equal(before, after)
+
+
 def test_unsupported_operator_folds_what_it_can_and_says_what_it_skipped(tmp_path: Path) -> None:
     source = _save_text(
         tmp_path,

@@ -336,6 +336,7 @@ class _Sanitizer:
         return lifted
 
     def _fold(self, graph: ir.Graph, constants: _Constants) -> int:
+        forwarded = self._forward_identities(graph, constants)
         shapes: dict[ir.Node, dict[ir.Value, np.ndarray]] = {}
         batch: list[ir.Node] = []
         pending: set[ir.Value] = set()
@@ -351,12 +352,37 @@ class _Sanitizer:
             if inputs and all(v in constants or v in pending for v in inputs):
                 batch.append(node)
                 pending.update(node.outputs)
-        pinned = self._pin_reshapes(graph, constants)
+        pinned = forwarded + self._pin_reshapes(graph, constants)
         if not shapes and not batch:
             return pinned
         values = constants.extra.copy()
         values.update(self._evaluate(batch, constants))
         return pinned + self._apply(graph, [*shapes, *batch], values)
+
+    def _forward_identities(self, graph: ir.Graph, constants: _Constants) -> int:
+        """Identity of a stored constant: its users read the constant itself. Nothing is
+        computed, and no weight goes to the folding child and back (TorchScript exports put
+        an Identity before every shared weight). A graph output keeps its Identity here."""
+        forwarded = []
+        for node in list(graph):
+            source = node.inputs[0] if node.op_type == "Identity" and node.inputs else None
+            if (
+                source is None
+                or node.domain not in ("", "ai.onnx")
+                or source not in constants.values
+                or node.outputs[0].is_graph_output()
+            ):
+                continue
+            node.outputs[0].replace_all_uses_with(source)
+            graph.remove(node, safe=True)
+            forwarded.append(node.name or "Identity")
+        if forwarded:
+            self.status.count("nodes_folded", len(forwarded))
+            self.status.info(
+                f"pass {self.number}: {len(forwarded)} Identity node(s) of constants removed, "
+                f"their users read the constant: {_names(forwarded)}"
+            )
+        return len(forwarded)
 
     def _pin_reshapes(self, graph: ir.Graph, constants: _Constants) -> int:
         """Reshape to a computed shape gets a constant one when its result has at most one

@@ -13,11 +13,16 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import graphs_in
+
 _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation reads them)
 
 
 def infer_shapes(model: ir.Model) -> bool:
-    """Run onnx shape inference (non-strict, with data propagation); True if it ran."""
+    """Run onnx shape inference (non-strict, with data propagation); True if it ran or had
+    nothing to learn (every value already typed with a static shape: `_merge` would keep all)."""
+    if all(_settled(value) for graph in graphs_in(model.graph) for value in _graph_values(graph)):
+        return True
     proto = weightless_proto(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(
@@ -77,10 +82,8 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
             found[info.name] = info
         for value in _graph_values(graph):
             info = found.get(value.name or "")
-            if info is None or value.const_value is not None or not info.type.WhichOneof("value"):
+            if info is None or _settled(value) or not info.type.WhichOneof("value"):
                 continue
-            if value.type is not None and _static(value.shape):
-                continue  # nothing left to learn
             twin_type = ir.serde.deserialize_type_proto_for_type(info.type)
             twin_shape = ir.serde.deserialize_type_proto_for_shape(info.type)
             current = value.type
@@ -116,6 +119,11 @@ def _graph_pairs(graph: ir.Graph, proto: onnx.GraphProto) -> list[tuple[ir.Graph
                 for sub, sub_proto in zip(attr.as_graphs(), twin.graphs, strict=False):
                     pairs.extend(_graph_pairs(sub, sub_proto))
     return pairs
+
+
+def _settled(value: ir.Value) -> bool:
+    """Inference cannot tell more about `value`: a constant, or typed with a static shape."""
+    return value.const_value is not None or (value.type is not None and _static(value.shape))
 
 
 def _static(shape: ir.Shape | None) -> bool:

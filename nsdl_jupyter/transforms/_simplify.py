@@ -825,6 +825,9 @@ def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool
     )
     graph.insert_before(siblings[0], [fused, split])
     fused.outputs[0].type = siblings[0].outputs[0].type
+    shape = siblings[0].outputs[0].shape
+    if shape is not None and len(shape):  # the siblings' shape, their widths side by side
+        fused.outputs[0].shape = ir.Shape([*shape[:-1], int(joined.shape[1])])
     for user, out in zip(siblings, split.outputs, strict=True):
         public = user.outputs[0].name
         user.outputs[0].name = f"{public}__fused"
