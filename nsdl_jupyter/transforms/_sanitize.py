@@ -17,6 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import onnx_ir as ir
@@ -300,9 +301,10 @@ class _Sanitizer:
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
         self.number = number
-        if not all(_topological(graph) for graph in self.model.graphs()):
+        graphs = graphs_in(self.model.graph)
+        if not all(_topological(graph) for graph in graphs):
             self.model.graph.sort()  # keeps the order of a sorted graph, so only when needed
-        lifted = sum(self._lift_constants(g) for g in list(self.model.graphs()))
+        lifted = sum(self._lift_constants(g) for g in graphs)
         if lifted:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
         return bool(lifted)
@@ -600,8 +602,12 @@ def constant_value(node: ir.Node) -> np.ndarray | None:
 def constant_tensor(node: ir.Node) -> ir.TensorProtocol | None:
     """The tensor of a Constant node, unread when it is a `value` (None for sparse ones)."""
     for name, attr in node.attributes.items():
+        if name == "value" and attr.type == ir.AttributeType.TENSOR:
+            # not attr.as_tensor(): its isinstance check against a Protocol costs more than
+            # the rest of lifting the constant
+            return cast(ir.TensorProtocol, attr.value)
         if name == "value":
-            return attr.as_tensor()
+            return attr.as_tensor()  # raises the error a malformed attribute deserves
         array = _constant_literal(name, attr)
         if array is not None:
             return ir.Tensor(array)

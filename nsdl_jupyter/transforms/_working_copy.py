@@ -17,6 +17,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._walk import graphs_in
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
@@ -102,7 +103,7 @@ def working_copy(model: ModelSource) -> WorkingCopy:
 
 def _weight_bytes(model: ir.Model) -> int:
     total = 0
-    for graph in model.graphs():
+    for graph in graphs_in(model.graph):
         for value in graph.initializers.values():
             tensor = value.const_value
             if tensor is not None:
