@@ -35,8 +35,9 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       renderer.fit(slots);
     },
     camera: () => ({ ...renderer.camera }),
-    /** client coordinates of the centre of node `name`'s precision or custom badge. */
-    badge: (name: string, kind: PillKind): [number, number] | null => {
+    /** Node `name`'s precision or custom badge: its text and the client coordinates of its
+     *  centre; null when none is drawn. */
+    badge: (name: string, kind: PillKind): { text: string; at: [number, number] } | null => {
       const scene = store.scene;
       const i = store.graph?.nameIndex.get(name);
       const slot = i === undefined ? undefined : scene?.layout.itemSlot.get(i);
@@ -46,7 +47,11 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       const [x, y, w, h] = pillRect(kind, pill.text, scene.layout, slot);
       const r = renderer.canvas.getBoundingClientRect();
       const { scale, tx, ty } = renderer.camera;
-      return [r.left + (x + w / 2) * scale + tx, r.top + (y + h / 2) * scale + ty];
+      const at: [number, number] = [
+        r.left + (x + w / 2) * scale + tx,
+        r.top + (y + h / 2) * scale + ty,
+      ];
+      return { text: pill.text, at };
     },
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
     visible: (name: string) => {
