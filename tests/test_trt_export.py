@@ -185,6 +185,28 @@ def test_parser_errors_name_the_onnx_nodes(tmp_path: Path) -> None:
     assert not (tmp_path / "bad.engine").exists()
 
 
+def test_parser_errors_become_marks_on_the_graph_view(tmp_path: Path) -> None:
+    """A document names every node, so both rejected nodes (one unnamed in the file) are
+    marked; the ActivityPanel puts the marks on its GraphView when an export fails."""
+    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
+
+    path = tmp_path / "m.onnx"
+    onnx.save(with_unknown_ops(), path)
+    doc = nj.open_model(path)
+    with pytest.raises(OnnxParseError) as caught:
+        nj.export_engine(doc, tmp_path / "bad.engine", RTX)
+    marks = caught.value.marks()
+    generated = next(n.name for n in doc.model.graph if n.op_type == "Bar")
+    assert marks == {"foo_bad": "error", generated: "error"}
+    view = nj.GraphView(doc)
+    panel = ActivityPanel(doc, framework="tensorrt", graph_view=view)
+    panel._engine_path.value = str(tmp_path / "panel.engine")
+    panel.export()
+    panel.wait(300)
+    assert panel.status == "failed" and isinstance(panel.error, OnnxParseError)
+    assert view._marks == marks
+
+
 def test_capability_check_lists_rejected_nodes(tmp_path: Path) -> None:
     report = nj.check_trt_capability(with_unknown_ops(), RTX)
     assert report.backend == "tensorrt_rtx"
