@@ -2,10 +2,15 @@
 // the "custom" pill of an operator without a schema. Geometry restates
 // nsdl_jupyter/graph/_badges.py (tests/test_drawing_parity.py compares both renderers); a click
 // on a precision pill opens a small chooser that changes or removes the constraint in Python.
+import type { AnyModel } from "@anywidget/types";
 import { Disposables, div } from "./dom";
 import { type Camera, toWorld } from "./geometry";
 import { CUSTOM_OP, KIND_NODE, type Layout, PSEUDO } from "./graph";
+import type { GraphViewModel } from "./model";
 import type { Scene } from "./render";
+import type { Renderer } from "./renderer";
+import type { Requests } from "./requests";
+import type { SceneStore } from "./scene_store";
 import { V } from "./vocabulary";
 
 export type PillKind = "precision" | "custom";
@@ -66,16 +71,26 @@ export function precisionPillAt(
   return null;
 }
 
-/** The small chooser a precision pill opens: one button per precision plus "no constraint". */
-export class PrecisionChooser {
+/** The precision badges of one view: the model's `_precisions` kept in the store, and the
+ *  small chooser a click on a pill opens (one button per precision plus "no constraint"),
+ *  whose pick goes to Python as a `set_precision` request. */
+export class PrecisionBadges {
   readonly el: HTMLDivElement;
   private readonly disposables = new Disposables();
 
   constructor(
     stage: HTMLElement,
-    private readonly choose: (node: string, precision: string) => void,
+    private readonly model: AnyModel<GraphViewModel>,
+    private readonly store: SceneStore,
+    private readonly renderer: Renderer,
+    private readonly requests: Requests,
   ) {
     this.el = div(stage, "nsdl-gv-chooser");
+    const style = document.createElement("style");
+    style.textContent = CHOOSER_STYLE;
+    stage.appendChild(style);
+    this.disposables.add(() => style.remove());
+    this.disposables.onModel(model, "change:_precisions", () => store.loadPrecisions());
     this.disposables.listen(document, "pointerdown", (ev) => {
       if (!this.el.contains(ev.target as Node)) this.hide();
     });
@@ -84,8 +99,20 @@ export class PrecisionChooser {
     });
   }
 
-  /** Open for `node` at screen point (x, y) of the stage; `choices` come from Python. */
-  show(node: string, current: string, choices: string[], x: number, y: number): void {
+  /** The pointer's hook: a click at (x, y) on a precision pill opens the chooser (true). */
+  click(x: number, y: number): boolean {
+    const scene = this.store.scene;
+    const pill = scene && precisionPillAt(scene, this.store.precisions, this.renderer.camera, x, y);
+    const [name] = pill ? this.store.itemsOfSlots([pill.slot]) : [];
+    return name !== undefined && this.open(name, x, y);
+  }
+
+  /** Open the chooser for node `node` at stage point (x, y) (also for a node without a
+   *  badge, e.g. from a context menu); false when the view is read-only. */
+  open(node: string, x: number, y: number): boolean {
+    const choices = this.model.get("_precision_choices") ?? [];
+    if (!choices.length) return false;
+    const current = this.model.get("_precisions")?.[node] ?? "none";
     this.el.replaceChildren();
     this.el.dataset.node = node;
     for (const choice of choices) {
@@ -101,6 +128,11 @@ export class PrecisionChooser {
     }
     Object.assign(this.el.style, { display: "flex", left: `${x}px`, top: `${y}px` });
     (this.el.firstElementChild as HTMLElement | null)?.focus();
+    return true;
+  }
+
+  private choose(node: string, precision: string): void {
+    void this.requests.send("set_precision", { node, precision });
   }
 
   hide(): void {
@@ -114,7 +146,7 @@ export class PrecisionChooser {
   }
 }
 
-export const CHOOSER_STYLE = `
+const CHOOSER_STYLE = `
 .nsdl-gv-chooser { position: absolute; display: none; flex-wrap: wrap; gap: 2px; max-width: 220px;
   padding: 4px; background: #ffffff; border: 1px solid #d0d7de; border-radius: 4px;
   box-shadow: 0 2px 8px rgba(31,35,40,0.15); z-index: 3; }

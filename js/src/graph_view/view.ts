@@ -3,7 +3,7 @@
 // selection; requests: the kernel protocol). A model may have several views at once: each
 // has its own protocol id, and `destroy` removes every listener this view added.
 import type { AnyModel } from "@anywidget/types";
-import { CHOOSER_STYLE, PrecisionChooser, precisionPillAt } from "./badges";
+import { PrecisionBadges } from "./badges";
 import { Disposables, div } from "./dom";
 import { downloadPng } from "./export";
 import { showLegend } from "./legend";
@@ -27,7 +27,7 @@ export class GraphViewElement {
     this.root = root;
     root.className = "nsdl-graph-view";
     const style = document.createElement("style");
-    style.textContent = STYLE + CHOOSER_STYLE;
+    style.textContent = STYLE;
     root.appendChild(style);
     const bar = div(root, "nsdl-gv-toolbar");
     const stage = div(root, "nsdl-gv-stage");
@@ -67,18 +67,7 @@ export class GraphViewElement {
       download: () => void downloadPng(renderer, grid()),
       jumpTo: (item) => selection.jumpTo(item),
     });
-    const chooser = new PrecisionChooser(stage, (node, precision) => {
-      void requests.send("set_precision", { node, precision });
-    });
-    const badgeClick = (x: number, y: number): boolean => {
-      const choices = model.get("_precision_choices") ?? [];
-      const pill =
-        store.scene && precisionPillAt(store.scene, store.precisions, renderer.camera, x, y);
-      if (!pill || !choices.length) return false;
-      const [name] = store.itemsOfSlots([pill.slot]);
-      if (name !== undefined) chooser.show(name, pill.text, choices, x, y);
-      return name !== undefined;
-    };
+    const badges = new PrecisionBadges(stage, model, store, renderer, requests);
     const pointer = new Pointer(canvas, {
       store,
       renderer,
@@ -88,7 +77,7 @@ export class GraphViewElement {
       selected: () => selection.current(),
       select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
-      badgeClick,
+      badgeClick: (x, y) => badges.click(x, y),
     });
 
     const d = this.disposables;
@@ -100,7 +89,6 @@ export class GraphViewElement {
     on("selected", () => selection.changed());
     on("show_grid", () => renderer.invalidate());
     on("_marks", () => store.loadMarks());
-    on("_precisions", () => store.loadPrecisions());
     on("_overlay", () => store.loadOverlay());
     on("_overlay_values", () => store.loadOverlay());
     const applyHeight = () =>
@@ -109,7 +97,7 @@ export class GraphViewElement {
     d.add(() => requests.close());
     d.add(() => toolbar.destroy());
     d.add(() => pointer.destroy());
-    d.add(() => chooser.destroy());
+    d.add(() => badges.destroy());
     d.add(() => renderer.destroy());
 
     el.appendChild(root);
