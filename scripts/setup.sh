@@ -89,6 +89,8 @@ if [[ "$installed" != "$repo/nsdl_jupyter" || "$(cat "$stamp" 2>/dev/null)" != "
   echo "$want" >"$stamp"
   did+=("pip install -e .[dev]")
 fi
+# TensorRT's type stubs for mypy, beside site-packages, not in it (the script says why)
+quiet "$py" scripts/tensorrt_stubs.py "$venv/typing-stubs"  # a no-op once installed
 
 # --- widget bundles: rebuild when js/ is newer than what was built ----------------------
 bundle=nsdl_jupyter/static/graph_view.js

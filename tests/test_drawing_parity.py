@@ -1,6 +1,6 @@
 """One model drawn both ways, the canvas (js/src/graph_view/render.ts through a recording 2D
 context in node) and the SVG renderer (nsdl_jupyter/graph/_svg.py), gives the same boxes,
-colours, labels, overlay, selection, marks and edges."""
+colours, labels, overlay, selection, marks, badges and edges."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
 import nsdl_jupyter as nj
@@ -66,6 +67,7 @@ def _canvas(recorder: Path, view: nj.GraphView, translate: tuple[float, float], 
         "layout": base64.b64encode(view._layout).decode(),
         "selected": list(view.selected),
         "marks": dict(view._marks),
+        "precisions": dict(view._precisions),
         "overlay": overlay,
         "camera": {"scale": 1, "tx": translate[0], "ty": translate[1]},
         "width": size[0],
@@ -144,7 +146,8 @@ def svg_records(svg: str) -> tuple[Counter[Record], tuple[float, float], tuple[i
 @pytest.fixture(scope="module")
 def view() -> nj.GraphView:
     """BERT (TorchScript export) with layer 0 open, layer 1 closed, an overlay, a selection
-    (one node inside the closed group) and problem marks."""
+    (one node inside the closed group), problem marks and TensorRT precision badges (one on a
+    hidden node, which shows none)."""
     view = nj.GraphView(real_exports.load("bert_base_torchscript"))
     groups = view.groups
     layer = sorted(k for k in groups if k.endswith("/layer.0"))[0]
@@ -160,17 +163,24 @@ def view() -> nj.GraphView:
     view.set_overlay({n: float(k) for k, n in enumerate(names[::2])}, colormap="magma")
     view.selected = [names[3], names[10], hidden]
     view.set_marks({names[5]: "error", names[6]: "warning", hidden: "warning"})
+    drawn = set(view._scene.layout().refs.tolist())  # the selection opened some groups
+    items = view._scene.table.items
+    folded = next(
+        n for n, i in view._scene.table.by_key.items() if items[i].is_node and i not in drawn
+    )
+    view._precisions = {names[5]: "fp16", names[8]: "int8", folded: "bf16"}
     return view
 
 
-def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) -> None:
-    scene = view._scene
+def _compare(recorder: Path, view: nj.GraphView) -> Counter[Record]:
+    """The view drawn both ways: the SVG's records, after asserting the canvas drew the same."""
     svg = scene_svg(
-        scene,
+        view._scene,
         selected=list(view.selected),
         marks=dict(view._marks),
         overlay=overlay_of(view._overlay, view._overlay_values),
         background=None,
+        precisions=dict(view._precisions),
     )
     expected, translate, size = svg_records(svg)
     drawn = canvas_records(_canvas(recorder, view, translate, size))
@@ -178,6 +188,12 @@ def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) 
     assert not only_canvas and not only_svg, (
         f"canvas only: {sorted(only_canvas)[:8]}\nsvg only: {sorted(only_svg)[:8]}"
     )
+    return expected
+
+
+def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) -> None:
+    scene = view._scene
+    expected = _compare(recorder, view)
     # the comparison covers every part of the vocabulary, not an empty drawing
     fills = {r[1] for r in expected if r[0] == "fill"}
     kinds = scene.layout().kinds
@@ -194,6 +210,32 @@ def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) 
     assert any(t.startswith(VOCABULARY["label"]["collapsed"]) for t in texts)
     edges = Counter(r[1] for r in expected if r[0] == "edge")
     assert edges[VOCABULARY["selection"]["stroke"]] > 0 and edges[VOCABULARY["edge"]["stroke"]]
+    pill = VOCABULARY["pill"]
+    assert strokes[pill["precision"]["fill"]] == 0
+    assert Counter(r[1] for r in expected if r[0] == "fill")[pill["precision"]["fill"]] == 2
+    assert {"fp16", "int8"} <= set(texts) and "bf16" not in texts
+
+
+def test_badges_are_drawn_the_same_both_ways(recorder: Path) -> None:
+    """A custom operator (no schema: a TensorRT plugin) carries the "custom" pill, a node with
+    a layer precision constraint its precision pill; graph I/O and ONNX operators carry none."""
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])
+    nodes = [
+        onnx.helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        onnx.helper.make_node("MyPlugin", ["r"], ["p"], name="plugin", domain="trt.plugins"),
+        onnx.helper.make_node("Sigmoid", ["p"], ["y"], name="sigmoid"),
+    ]
+    graph = onnx.helper.make_graph(nodes, "g", [x], [y])
+    opsets = [onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("trt.plugins", 1)]
+    view = nj.GraphView(onnx.helper.make_model(graph, opset_imports=opsets))
+    view._precisions = {"plugin": "fp16", "sigmoid": "int8"}
+    expected = _compare(recorder, view)
+    pill = VOCABULARY["pill"]
+    fills = Counter(r[1] for r in expected if r[0] == "fill")
+    assert fills[pill["custom"]["fill"]] == 1 and fills[pill["precision"]["fill"]] == 2
+    centred = Counter(r[1] for r in expected if r[0] == "text" and r[4] == "center")
+    assert centred == {pill["custom"]["label"]: 1, "fp16": 1, "int8": 1}
 
 
 def test_every_op_category_has_a_colour() -> None:

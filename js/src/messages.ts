@@ -26,6 +26,10 @@ export interface GraphViewToKernel {
     payload: Record<string, never>;
     answer: { layout_seq: number };
   };
+  set_precision: {
+    payload: { node: string; precision: string };
+    answer: Record<string, never>;
+  };
 }
 
 export interface GraphViewToBrowser {

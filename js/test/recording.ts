@@ -123,6 +123,7 @@ export interface RecordInput {
   layout: Uint8Array;
   selected: string[];
   marks: Record<string, "error" | "warning">;
+  precisions?: Record<string, string>; // node -> TensorRT precision (badges)
   overlay: { values: Uint8Array; colormap: string; min: number; max: number } | null;
   camera: Camera;
   width: number;
@@ -150,6 +151,11 @@ export function recordDraw(input: RecordInput): { records: DrawRecord[]; stats: 
     const copy = new Uint8Array(values); // aligned for the Float32Array view
     overlay = { values: new Float32Array(copy.buffer), colormap, min, max };
   }
+  const precisions = new Map<number, string>();
+  for (const [name, precision] of Object.entries(input.precisions ?? {})) {
+    const i = graph.nameIndex.get(name);
+    if (i !== undefined) precisions.set(i, precision);
+  }
   const ctx = new RecordingContext();
   const stats = draw(ctx as unknown as CanvasRenderingContext2D, scene, {
     camera: input.camera,
@@ -163,6 +169,7 @@ export function recordDraw(input: RecordInput): { records: DrawRecord[]; stats: 
     hoverSlot: -1,
     marks,
     overlay,
+    precisions,
   });
   return { records: ctx.records, stats };
 }

@@ -4,7 +4,7 @@ renderer, `nsdl_jupyter.graph._svg`), in a scroll box with the overlay legend an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,7 @@ class GraphViewState:
     overlay_values: bytes  # little-endian float32, one per overlay key
     show_grid: bool
     height: int
+    precisions: Mapping[str, str] = field(default_factory=dict)  # node -> TensorRT precision
 
 
 def graph_view_html(view: GraphViewState) -> str:
@@ -88,6 +89,7 @@ def graph_view_html(view: GraphViewState) -> str:
         marks=dict(view.marks),
         overlay=paint,
         grid=bool(view.show_grid),
+        precisions=dict(view.precisions),
     )
     natural = float(svg.split('width="', 1)[1].split('"', 1)[0])
     # fit the width when that keeps 3/4 of the size (text stays readable), else scroll

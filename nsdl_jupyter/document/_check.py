@@ -10,7 +10,7 @@ from typing import Literal
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.ops import known_domains
+from nsdl_jupyter.ops import is_custom_domain
 
 Severity = Literal["error", "warning", "info"]
 
@@ -108,7 +108,7 @@ def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
 
 
 def _is_custom(node: onnx.NodeProto) -> bool:
-    return node.domain not in _ONNX_DOMAINS and node.domain not in known_domains()
+    return is_custom_domain(node.domain)
 
 
 def _untyped_custom_outputs(proto: onnx.ModelProto) -> list[Diagnostic]:

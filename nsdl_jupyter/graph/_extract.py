@@ -13,7 +13,7 @@ from functools import cache, lru_cache
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.ops import parse_literal
+from nsdl_jupyter.ops import is_custom_domain, parse_literal
 
 # item flags (mirrored in js/src/graph_view/graph.ts)
 CONSTANT = 1
@@ -22,6 +22,7 @@ GRAPH_OUTPUT = 4
 HAS_SUBGRAPH = 8
 FUNCTION_CALL = 16
 OUTER_SCOPE = 32
+CUSTOM_OP = 64  # an operator without a schema here (TensorRT plugin, vendor op)
 PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE
 
 # Limits on name scopes read from a model (untrusted): the hierarchy costs depth squared.
@@ -310,6 +311,8 @@ class TableBuilder:
             flags |= HAS_SUBGRAPH
         if self.functions and (domain, op_type, node.overload) in self.functions:
             flags |= FUNCTION_CALL
+        elif is_custom_domain(domain):
+            flags |= CUSTOM_OP
         name = node.name or ""
         return self._add_item(name, op_label(node), flags, name, scope=scope_of(node), node=node)
 

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsdl_jupyter._display import html_text
+from nsdl_jupyter.graph._badges import pill_rect, pills
 from nsdl_jupyter.graph._drawing import (
     VOCABULARY,
     Overlay,
@@ -120,6 +121,8 @@ class _Picture:
         selected: Sequence[str],
         marks: Mapping[str, str],
         overlay: Overlay | None,
+        *,
+        precisions: Mapping[str, str],
     ) -> None:
         self.scene = scene
         self.result = result
@@ -135,6 +138,8 @@ class _Picture:
                 if self.marks.get(slot) != "error":
                     self.marks[slot] = level
         self.overlay = overlay
+        by_key = scene.table.by_key
+        self.precisions = {by_key[n]: p for n, p in precisions.items() if n in by_key}
 
     def slots_of(self, names: Sequence[str]) -> list[int]:
         by_key, items, rep = self.scene.table.by_key, self.scene.table.items, self.rep
@@ -302,6 +307,22 @@ class _Picture:
                 f'r="{_n(r)}" fill="{m.get(level, m["warning"])}"/>{bang}</g>'
             )
 
+    def badges(self) -> Iterator[str]:
+        """Pills on nodes: TensorRT layer precision, custom operator (graph/_badges.py)."""
+        p = V["pill"]
+        spec = {"size": p["size"], "weight": p["weight"], "align": "center"}
+        for slot, kind, text in pills(
+            self.refs, self.kinds, self.scene.table.items, self.precisions
+        ):
+            x, y, w, h = pill_rect(kind, text, self.rects[slot])
+            shape = f'rx="{_n(_radius(p["radius"], w, h))}" fill="{p[kind]["fill"]}"'
+            yield (
+                f'<g class="nsdl-pill-{kind}">'
+                + _rect((x, y, w, h), shape)
+                + _text(text, (x + w / 2, y + h / 2), spec, p["text"])
+                + "</g>"
+            )
+
     def initializers(self) -> Iterator[str]:
         """Initializer-fed inputs: small squares on the input side of a box."""
         init = V["initializer"]
@@ -329,11 +350,12 @@ def scene_svg(
     overlay: Overlay | None = None,
     background: str | None = "#ffffff",
     grid: bool = False,
+    precisions: Mapping[str, str] | None = None,
 ) -> str:
     """The drawing of `result` (default: the scene's current layout) as one SVG document at the
     layout's natural size: what the canvas shows at zoom 1, without viewport or hover."""
     result = scene.layout() if result is None else result
-    picture = _Picture(scene, result, selected, marks or {}, overlay)
+    picture = _Picture(scene, result, selected, marks or {}, overlay, precisions=precisions or {})
     rects = result.rects.astype(np.float64)
     if len(rects):
         x0, y0 = float(rects[:, 0].min()), float(rects[:, 1].min())
@@ -367,5 +389,6 @@ def scene_svg(
     out.extend(picture.initializers())
     out.extend(picture.selection())
     out.extend(picture.problem_marks())
+    out.extend(picture.badges())
     out.append("</g></svg>")
     return "".join(out)

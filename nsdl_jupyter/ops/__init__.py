@@ -20,7 +20,13 @@ from nsdl_jupyter.ops._errors import (
 )
 from nsdl_jupyter.ops._literal import LiteralValue, format_literal, parse_literal
 from nsdl_jupyter.ops._reference import AttributeReference
-from nsdl_jupyter.ops._registry import get_schema, known_domains, latest_opset, list_operators
+from nsdl_jupyter.ops._registry import (
+    get_schema,
+    is_custom_domain,
+    known_domains,
+    latest_opset,
+    list_operators,
+)
 from nsdl_jupyter.ops._schema_info import AttributeInfo, FormalParameter, OpSchemaInfo
 from nsdl_jupyter.ops._schema_sources import normalize_domain
 
@@ -38,6 +44,7 @@ __all__ = [
     "attribute_to_python",
     "format_literal",
     "get_schema",
+    "is_custom_domain",
     "known_domains",
     "latest_opset",
     "list_operators",

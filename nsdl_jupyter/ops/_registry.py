@@ -91,6 +91,20 @@ def known_domains() -> list[str]:
     return [*sorted(_onnx_index()), *sorted(_onnxruntime_index())]
 
 
+_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
+
+
+@functools.cache
+def _schema_domains() -> frozenset[str]:
+    return _ONNX_DOMAINS | frozenset(known_domains())
+
+
+def is_custom_domain(domain: str) -> bool:
+    """True for a domain without schemas here (TensorRT plugins, vendor ops): its operators
+    are custom operators, drawn with a badge and reported by `check()` as warnings."""
+    return domain not in _schema_domains()
+
+
 def latest_opset(domain: str = "") -> int:
     """Newest opset version of `domain` known to the installed onnx / onnxruntime."""
     return _domain_index(normalize_domain(domain)).latest

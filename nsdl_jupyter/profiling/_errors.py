@@ -67,6 +67,10 @@ class OnnxParseError(EngineBuildError):
         super().__init__(message, stderr)
         self.nodes = nodes
 
+    def marks(self) -> dict[str, str]:
+        """`{node name: "error"}` for `GraphView.set_marks`: the rejected nodes on the graph."""
+        return {str(node["name"]): "error" for node in self.nodes if node.get("name")}
+
 
 class EngineMismatchError(ProfileError):
     """A prebuilt engine does not match the target: another TensorRT version or backend, or

@@ -28,7 +28,10 @@ import json
 import os
 import subprocess
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # tensorrt-stubs, as in _trt_runner.py
+    from tensorrt_bindings import tensorrt as api
 
 _NON_GPU = (
     "profiling a TensorRT engine needs an NVIDIA GPU on the target, and the CUDA driver there "
@@ -311,10 +314,12 @@ def _layer_profiler(trt: Any) -> Any:
     return LayerProfiler()
 
 
-def _deserialize(trt: Any, host: Any, logger: Any, path: str) -> Any:
+def _deserialize(
+    trt: Any, host: Any, logger: Any, path: str
+) -> tuple[api.Runtime, api.ICudaEngine]:
     with open(path, "rb") as f:
         blob = f.read()
-    runtime = trt.Runtime(logger)
+    runtime: api.Runtime = trt.Runtime(logger)
     engine = runtime.deserialize_cuda_engine(blob)
     if engine is None:
         said = "; ".join(logger.errors[-3:]) or "no reason given"
@@ -328,15 +333,17 @@ def _deserialize(trt: Any, host: Any, logger: Any, path: str) -> Any:
     return runtime, engine
 
 
-def _refit(trt: Any, host: Any, logger: Any, engine: Any, model: str | None) -> dict[str, Any]:
+def _refit(
+    trt: Any, host: Any, logger: Any, engine: api.ICudaEngine, model: str | None
+) -> dict[str, Any]:
     """Refit a refittable engine from the ONNX model's weights (a weight-stripped engine has
     none of its own)."""
     if not getattr(engine, "refittable", False):
         return {"refitted": False}
     if not model:
         return {"refitted": False, "message": "refittable engine, no ONNX model given"}
-    refitter = trt.Refitter(engine, logger)
-    parser_refitter = trt.OnnxParserRefitter(refitter, logger)
+    refitter: api.Refitter = trt.Refitter(engine, logger)
+    parser_refitter: api.OnnxParserRefitter = trt.OnnxParserRefitter(refitter, logger)
     if not parser_refitter.refit_from_file(model):
         raise host.RunnerError(
             f"refitting the engine from {os.path.basename(model)} failed: "
@@ -357,7 +364,14 @@ def _random(np: Any, shape: list[int], dtype: Any, rng: Any) -> Any:
 
 
 def _bind(
-    trt: Any, engine: Any, context: Any, request: dict[str, Any], *, np: Any, cudart: Any, host: Any
+    trt: Any,
+    engine: api.ICudaEngine,
+    context: api.IExecutionContext,
+    request: dict[str, Any],
+    *,
+    np: Any,
+    cudart: Any,
+    host: Any,
 ) -> tuple[list[Any], dict[str, Any]]:
     """Inputs at the profile's opt shapes (or the parent's arrays) copied to the GPU once,
     output buffers allocated; every tensor address set on the context."""
@@ -374,12 +388,12 @@ def _bind(
     buffers: list[Any] = []
     for name in (n for n in names if is_input[n]):
         dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
-        shape = list(engine.get_tensor_shape(name))
+        shape: list[int] = host._dims(engine.get_tensor_shape(name))
         if name in arrays:
             host_array = np.ascontiguousarray(arrays[name].astype(dtype))
         else:
             if any(d < 0 for d in shape):
-                shape = list(engine.get_tensor_profile_shape(name, index)[1])  # (min, opt, max)
+                shape = host._dims(engine.get_tensor_profile_shape(name, index)[1])  # min, opt, max
             host_array = _random(np, shape, dtype, rng)
         context.set_input_shape(name, list(host_array.shape))
         pointer = _check(host, cudart.cudaMalloc(max(host_array.nbytes, 1)))
@@ -397,7 +411,7 @@ def _bind(
         described[name] = {"shape": list(host_array.shape), "dtype": str(dtype)}
     for name in (n for n in names if not is_input[n]):
         dtype = np.dtype(trt.nptype(engine.get_tensor_dtype(name)))
-        shape = [max(int(d), 0) for d in context.get_tensor_shape(name)]
+        shape = [max(d, 0) for d in host._dims(context.get_tensor_shape(name))]
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         pointer = _check(host, cudart.cudaMalloc(max(nbytes, 1)))
         context.set_tensor_address(name, int(pointer))
@@ -433,7 +447,7 @@ def _profile_python(  # noqa: PLR0915 (one run, in order: load, bind, time, prof
         # a prebuilt engine takes the model's weights; one built in this run already has them
         weights = request.get("model") if request.get("engine") else None
         refit = _refit(trt, host, logger, engine, weights)
-        context = engine.create_execution_context()
+        context: api.IExecutionContext = engine.create_execution_context()
         if hasattr(context, "nvtx_verbosity"):
             context.nvtx_verbosity = trt.ProfilingVerbosity.DETAILED
         stream = _check(host, cudart.cudaStreamCreate())
@@ -484,7 +498,7 @@ def _profile_python(  # noqa: PLR0915 (one run, in order: load, bind, time, prof
             progress.step(i + 1)
             if host._Cancel.requested:
                 raise host.TypedRunnerError("Cancelled", "the profile was cancelled")
-        inspector = engine.create_engine_inspector()
+        inspector: api.EngineInspector = engine.create_engine_inspector()
         inspector.execution_context = context
         layer_info = inspector.get_engine_information(trt.LayerInformationFormat.JSON)
         for pointer in buffers:

@@ -39,7 +39,13 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # tensorrt-stubs (scripts/tensorrt_stubs.py): TensorRT 10's API, whose names
+    # used here tensorrt_rtx shares; the module itself is passed around as `trt: Any`
+    from collections.abc import Callable
+
+    from tensorrt_bindings import tensorrt as api
 
 PROTOCOL_VERSION = 1
 BACKENDS = ("tensorrt", "tensorrt_rtx", "trtexec")
@@ -442,7 +448,9 @@ _DTYPES = {
 }
 
 
-def _network(trt: Any, builder: Any, settings: dict[str, Any], fam: str) -> Any:
+def _network(
+    trt: Any, builder: api.Builder, settings: dict[str, Any], fam: str
+) -> api.INetworkDefinition:
     flags = 0
     strong = getattr(trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED", None)
     if settings.get("typing") == "strong" and strong is not None and fam == "trt10":
@@ -450,8 +458,10 @@ def _network(trt: Any, builder: Any, settings: dict[str, Any], fam: str) -> Any:
     return builder.create_network(flags)
 
 
-def _parse(trt: Any, network: Any, logger: Any, model: str, settings: dict[str, Any]) -> Any:
-    parser = trt.OnnxParser(network, logger)
+def _parse(
+    trt: Any, network: api.INetworkDefinition, logger: Any, model: str, settings: dict[str, Any]
+) -> tuple[api.OnnxParser, bool, list[dict[str, Any]]]:
+    parser: api.OnnxParser = trt.OnnxParser(network, logger)
     native = getattr(trt.OnnxParserFlag, "NATIVE_INSTANCENORM", None)
     if native is not None:
         if settings.get("native_instance_norm", True):
@@ -489,7 +499,7 @@ def _parse_failed(errors: list[dict[str, Any]], logged: list[str]) -> TypedRunne
     )
 
 
-def _apply_precisions(trt: Any, network: Any, settings: dict[str, Any]) -> None:
+def _apply_precisions(trt: Any, network: api.INetworkDefinition, settings: dict[str, Any]) -> None:
     wanted = dict(settings.get("layer_precisions") or {})
     layers = {network.get_layer(i).name: network.get_layer(i) for i in range(network.num_layers)}
     missing = sorted(set(wanted) - set(layers))
@@ -503,7 +513,7 @@ def _apply_precisions(trt: Any, network: Any, settings: dict[str, Any]) -> None:
         layers[name].precision = getattr(trt, _DTYPES[precision])
 
 
-def _placeholder_ranges(network: Any) -> None:
+def _placeholder_ranges(network: api.INetworkDefinition) -> None:
     """INT8 without a calibration cache: the Designer's placeholder dynamic ranges, enough to
     build and time an INT8 engine (its accuracy is meaningless)."""
     for i in range(network.num_layers):
@@ -538,7 +548,11 @@ def _calibrator(trt: Any, path: str) -> Any:
 
 
 def _profiles(
-    trt: Any, builder: Any, network: Any, config: Any, settings: dict[str, Any]
+    trt: Any,
+    builder: api.Builder,
+    network: api.INetworkDefinition,
+    config: api.IBuilderConfig,
+    settings: dict[str, Any],
 ) -> list[dict[str, Any]]:
     """Optimization profiles from the settings, added to `config`, as the builder's profile
     objects hold them (read back); a dynamic input they do not cover gets the inferred batch
@@ -546,7 +560,7 @@ def _profiles(
     given = list(settings.get("optimization_profiles") or [])
     batch = int(settings.get("inferred_batch_size", 1))
     inputs = [network.get_input(i) for i in range(network.num_inputs)]
-    dynamic = {t.name: list(t.shape) for t in inputs if any(d < 0 for d in t.shape)}
+    dynamic = {t.name: _dims(t.shape) for t in inputs if any(d < 0 for d in _dims(t.shape))}
     if not dynamic:
         return []
     if not given:
@@ -581,7 +595,7 @@ def _profiles(
         held.append(
             {
                 name: dict(
-                    zip(("min", "opt", "max"), map(list, trt_profile.get_shape(name)), strict=True)
+                    zip(("min", "opt", "max"), map(_dims, trt_profile.get_shape(name)), strict=True)
                 )
                 for name in profile
             }
@@ -589,7 +603,13 @@ def _profiles(
     return held
 
 
-def _configure(trt: Any, builder: Any, network: Any, settings: dict[str, Any], fam: str) -> Any:
+def _configure(
+    trt: Any,
+    builder: api.Builder,
+    network: api.INetworkDefinition,
+    settings: dict[str, Any],
+    fam: str,
+) -> api.IBuilderConfig:
     config = builder.create_builder_config()
     if fam == "trt10":
         for key, name in _PRECISION_FLAGS.items():
@@ -647,7 +667,9 @@ def _configure(trt: Any, builder: Any, network: Any, settings: dict[str, Any], f
     return config
 
 
-def read_back(trt: Any, config: Any, network: Any) -> dict[str, Any]:
+def read_back(
+    trt: Any, config: api.IBuilderConfig, network: api.INetworkDefinition
+) -> dict[str, Any]:
     """What the builder config and network actually hold (not what was asked)."""
     flags = sorted(
         name for name, flag in trt.BuilderFlag.__members__.items() if config.get_flag(flag)
@@ -701,9 +723,14 @@ def ignored_settings(settings: dict[str, Any], applied: dict[str, Any]) -> list[
     return sorted(name for name, held in expected.items() if not held)
 
 
-def _tensors(network: Any, count: int, get: Any) -> list[dict[str, Any]]:
+def _dims(dims: api.Dims) -> list[int]:
+    """A shape as a list (TensorRT's Dims is indexed, not iterable, in the stubs)."""
+    return [int(dims[i]) for i in range(len(dims))]
+
+
+def _tensors(count: int, get: Callable[[int], api.ITensor]) -> list[dict[str, Any]]:
     return [
-        {"name": t.name, "shape": list(t.shape), "dtype": str(t.dtype).rsplit(".")[-1]}
+        {"name": t.name, "shape": _dims(t.shape), "dtype": str(t.dtype).rsplit(".")[-1]}
         for t in (get(i) for i in range(count))
     ]
 
@@ -736,7 +763,7 @@ def _write_atomic(path: str, data: bytes) -> None:
 def _inspect(trt: Any, logger: Any, engine: bytes, path: str) -> dict[str, Any]:
     """The engine inspector's layer JSON; needs a GPU the engine can load on."""
     try:
-        runtime = trt.Runtime(logger)
+        runtime: api.Runtime = trt.Runtime(logger)
         loaded = runtime.deserialize_cuda_engine(engine)
         if loaded is None:
             raise RuntimeError("deserialize_cuda_engine returned None (no usable GPU?)")
@@ -759,8 +786,8 @@ def _load_plugins(trt: Any, settings: dict[str, Any]) -> None:
 
 
 def _timing_cache(
-    config: Any, request: dict[str, Any], backend: str, version: str
-) -> tuple[Any, dict[str, Any]]:
+    config: api.IBuilderConfig, request: dict[str, Any], backend: str, version: str
+) -> tuple[api.ITimingCache | None, dict[str, Any]]:
     """The timing cache from the cache folder (empty the first time) set on `config`."""
     if family(backend, version) == "rtx":
         # TensorRT-RTX 1.x: "Timing cache operations are no-ops in TensorRT-RTX", and a cache
@@ -788,7 +815,7 @@ def _build_python(request: dict[str, Any], backend: str, version: str) -> dict[s
     with open(log_path, "w", encoding="utf-8") as log:
         logger = _logger(trt, log)
         _load_plugins(trt, settings)
-        builder = trt.Builder(logger)
+        builder: api.Builder = trt.Builder(logger)
         network = _network(trt, builder, settings, fam)
         emit("progress", phase="parse", step="parse", depth=0, done=0, total=1, fraction=0.0)
         t0 = time.perf_counter()
@@ -806,8 +833,8 @@ def _build_python(request: dict[str, Any], backend: str, version: str) -> dict[s
         for name in ignored:
             log.write(f"[W] nsdl: the builder config does not hold the setting {name}\n")
         info = {
-            "inputs": _tensors(network, network.num_inputs, network.get_input),
-            "outputs": _tensors(network, network.num_outputs, network.get_output),
+            "inputs": _tensors(network.num_inputs, network.get_input),
+            "outputs": _tensors(network.num_outputs, network.get_output),
             "layers": [network.get_layer(i).name for i in range(network.num_layers)],
         }
         _common._debug_crash(request, "build")

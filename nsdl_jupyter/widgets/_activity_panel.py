@@ -28,6 +28,7 @@ from nsdl_jupyter.profiling import (
     EngineExport,
     EngineJob,
     InputFolderError,
+    OnnxParseError,
     OrtProfileSettings,
     ProfileCancelledError,
     ProfileJob,
@@ -564,6 +565,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     def _fail(self, exc: BaseException) -> None:
         self.error = exc
+        if isinstance(exc, OnnxParseError) and self.graph_view is not None:
+            self.graph_view.set_marks(exc.marks())  # the nodes TensorRT's parser rejected
         stderr = getattr(exc, "stderr", "")
         text = str(exc) if not stderr or stderr in str(exc) else f"{exc}\n--- stderr ---\n{stderr}"
         self._finish("failed", "danger", f"<pre>{html_text(type(exc).__name__)}: "

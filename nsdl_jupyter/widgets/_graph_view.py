@@ -40,6 +40,11 @@ from nsdl_jupyter.widgets._messages import (
     LayoutAnswer,
 )
 from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
+from nsdl_jupyter.widgets._precision_badges import (
+    precision_badges,
+    precision_choices,
+    set_precision,
+)
 from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
 
 if TYPE_CHECKING:
@@ -78,6 +83,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _marks = traitlets.Dict().tag(sync=True)
     _overlay = traitlets.Dict().tag(sync=True)
     _overlay_values = traitlets.Bytes(b"").tag(sync=True)
+    _precisions = traitlets.Dict().tag(sync=True)  # node -> TensorRT precision (badges)
+    _precision_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
     # SVG picture of the last state, redrawn after each cell that changed the view: the widget
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
@@ -105,6 +112,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             _layout=self._scene.layout_bytes(),
             direction=self._scene.direction,
             show_constants=self._scene.show_constants,
+            _precisions=precision_badges(self._doc),
+            _precision_choices=precision_choices(self._doc),
             **options,
         )
         self._save_companion()
@@ -118,6 +127,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "collapse_all": self._on_collapse_all,
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
+                "set_precision": lambda payload: set_precision(self._doc, payload),
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -135,6 +145,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             overlay_values=bytes(self._overlay_values),
             show_grid=bool(self.show_grid),
             height=int(self.height),
+            precisions=dict(self._precisions),
         )
 
     # ------------------------------------------------------------------ sources
@@ -353,6 +364,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 overlay=overlay_of(self._overlay, bytes(self._overlay_values or b"")),
                 background=background,
                 grid=grid,
+                precisions=dict(self._precisions),
             )
             atomic_write_bytes(target, svg.encode())
             future.set_result(target)
@@ -425,6 +437,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
         scene = self._scene
+        self._precisions = precision_badges(self._doc)  # cheap: a dict of the constraints
         if getattr(event, "source", "do") == "load":
             self._rebuild()
             return

@@ -55,6 +55,11 @@ class Activate(TypedDict):
     label: str  # its text
 
 
+class SetPrecision(TypedDict):
+    node: str  # a node of the main graph
+    precision: str  # a TensorRT layer precision, or "none" to remove the constraint
+
+
 def _layout_request(payload: type) -> Kind:
     return Kind(payload, LayoutAnswer, "kernel")
 
@@ -70,6 +75,7 @@ GRAPH_VIEW = Catalog(
         "arrange": _layout_request(Empty),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
+        "set_precision": Kind(SetPrecision, Empty, "kernel"),
     },
 )
 

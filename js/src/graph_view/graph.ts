@@ -8,6 +8,7 @@ export const GRAPH_OUTPUT = 4;
 export const HAS_SUBGRAPH = 8;
 export const FUNCTION_CALL = 16;
 export const OUTER_SCOPE = 32;
+export const CUSTOM_OP = 64; // no schema here: a TensorRT plugin or vendor op
 export const PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE;
 
 export const OPTIONAL_INPUT = 1;

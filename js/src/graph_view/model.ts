@@ -22,6 +22,8 @@ export interface GraphViewModel {
   _marks: Record<string, MarkLevel>;
   _overlay: OverlayMeta;
   _overlay_values: DataView; // float32 per item, NaN where no value
+  _precisions: Record<string, string>; // node -> TensorRT layer precision (badges)
+  _precision_choices: string[]; // what a precision badge offers; [] when read-only
   height: number; // CSS pixels
 }
 

@@ -17,6 +17,7 @@ export interface PointerHost {
   selected(): string[];
   select(names: string[]): void;
   toggleGroup(kind: "expand" | "collapse", group: number): void;
+  badgeClick?(x: number, y: number): boolean; // badges.ts: a click on a precision badge
 }
 
 interface Drag {
@@ -117,7 +118,7 @@ export class Pointer {
 
   private click(x: number, y: number, shift: boolean): void {
     const { store, renderer } = this.host;
-    if (!store.layout) return;
+    if (!store.layout || this.host.badgeClick?.(x, y)) return;
     const target = clickAt(store.layout, renderer.camera, x, y);
     if (target.kind === "expand" || target.kind === "collapse") {
       this.host.toggleGroup(target.kind, target.group);

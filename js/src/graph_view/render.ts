@@ -2,6 +2,7 @@
 // is on screen, not the size of the model. Edges and boxes are batched into a few Path2D's.
 // Colours, sizes and label rules come from the drawing vocabulary (vocabulary.ts), shared with
 // the Python SVG renderer (nsdl_jupyter/graph/_svg.py draws the same scene at zoom 1).
+import { pillRect, pills } from "./badges";
 import { colorAt, textOn } from "./colormap";
 import {
   type Camera,
@@ -69,6 +70,7 @@ export interface DrawOptions {
   hoverSlot: number;
   marks: Map<number, "error" | "warning">; // slot -> worst mark inside
   overlay: Overlay | null;
+  precisions?: Map<number, string>; // item -> TensorRT layer precision (badges.ts)
 }
 
 export interface DrawStats {
@@ -367,6 +369,26 @@ function drawLabels(f: Frame, leaves: number[]): void {
   }
 }
 
+/** Pills on nodes: TensorRT layer precision, custom operator (badges.ts). */
+function drawBadges(f: Frame): void {
+  const { ctx, scene, o } = f;
+  const p = V.pill;
+  ctx.font = font(p);
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (const { slot, kind, text } of pills(scene, o.precisions ?? new Map())) {
+    if (!visible(f, slot)) continue;
+    const [x, y, w, h] = pillRect(kind, text, scene.layout, slot);
+    const path = new Path2D();
+    roundRect(path, x, y, w, h, p.radius);
+    ctx.fillStyle = p[kind].fill;
+    ctx.fill(path);
+    ctx.fillStyle = p.text;
+    ctx.fillText(text, x + w / 2, y + h / 2);
+  }
+  ctx.textAlign = "left";
+}
+
 /** Initializer-fed inputs: small squares on the input side of the box. */
 function drawInitializers(f: Frame): void {
   const { ctx, scene, n } = f;
@@ -410,6 +432,7 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
   if (s >= V.label.minScale) {
     drawLabels(f, leaves);
     drawInitializers(f);
+    drawBadges(f);
   }
   return { boxes: frames + leaves.length, edges, ms: performance.now() - t0 };
 }

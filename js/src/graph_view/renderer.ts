@@ -85,6 +85,7 @@ export class Renderer {
       hoverSlot: this.hoverSlot,
       marks: this.store.marks,
       overlay: this.store.overlay,
+      precisions: this.store.precisions,
     };
   }
 

@@ -36,6 +36,7 @@ export class SceneStore {
   readonly selectedSlots = new Set<number>();
   readonly marks = new Map<number, MarkLevel>();
   overlay: Overlay | null = null;
+  readonly precisions = new Map<number, string>(); // item -> TensorRT precision (badges)
   readonly stats = {
     topologyDecodes: 0,
     layoutDecodes: 0,
@@ -100,6 +101,7 @@ export class SceneStore {
     this.scene = { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
     this.selectionToSlots();
     this.loadMarks();
+    this.loadPrecisions();
     this.loadOverlay();
     this.root.dataset.visibleBoxes = String(n);
     this.root.dataset.visibleNodes = String(layout.itemSlot.size);
@@ -126,6 +128,17 @@ export class SceneStore {
       if (i === undefined || scene.rep[i] < 0) continue;
       const s = scene.rep[i];
       if (this.marks.get(s) !== "error") this.marks.set(s, level);
+    }
+    this.events.paint();
+  }
+
+  loadPrecisions(): void {
+    this.precisions.clear();
+    const graph = this.graph;
+    if (!graph) return;
+    for (const [name, precision] of Object.entries(this.model.get("_precisions") ?? {})) {
+      const i = graph.nameIndex.get(name);
+      if (i !== undefined) this.precisions.set(i, precision);
     }
     this.events.paint();
   }

@@ -2,6 +2,7 @@
 // plus camera moves and raw requests that a user would make with the mouse.
 import type { GraphViewToKernel } from "../messages";
 import { RequestError } from "../protocol";
+import { type PillKind, pillRect, pills } from "./badges";
 import { HEADER } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Renderer } from "./renderer";
@@ -34,6 +35,24 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       renderer.fit(slots);
     },
     camera: () => ({ ...renderer.camera }),
+    /** Node `name`'s precision or custom badge: its text and the client coordinates of its
+     *  centre; null when none is drawn. */
+    badge: (name: string, kind: PillKind): { text: string; at: [number, number] } | null => {
+      const scene = store.scene;
+      const i = store.graph?.nameIndex.get(name);
+      const slot = i === undefined ? undefined : scene?.layout.itemSlot.get(i);
+      if (!scene || slot === undefined) return null;
+      const pill = pills(scene, store.precisions).find((p) => p.slot === slot && p.kind === kind);
+      if (!pill) return null;
+      const [x, y, w, h] = pillRect(kind, pill.text, scene.layout, slot);
+      const r = renderer.canvas.getBoundingClientRect();
+      const { scale, tx, ty } = renderer.camera;
+      const at: [number, number] = [
+        r.left + (x + w / 2) * scale + tx,
+        r.top + (y + h / 2) * scale + ty,
+      ];
+      return { text: pill.text, at };
+    },
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
     visible: (name: string) => {
       const i = store.graph?.nameIndex.get(name);

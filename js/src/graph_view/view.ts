@@ -3,6 +3,7 @@
 // selection; requests: the kernel protocol). A model may have several views at once: each
 // has its own protocol id, and `destroy` removes every listener this view added.
 import type { AnyModel } from "@anywidget/types";
+import { PrecisionBadges } from "./badges";
 import { Disposables, div } from "./dom";
 import { downloadPng } from "./export";
 import { showLegend } from "./legend";
@@ -66,6 +67,7 @@ export class GraphViewElement {
       download: () => void downloadPng(renderer, grid()),
       jumpTo: (item) => selection.jumpTo(item),
     });
+    const badges = new PrecisionBadges(stage, model, store, renderer, requests);
     const pointer = new Pointer(canvas, {
       store,
       renderer,
@@ -75,6 +77,7 @@ export class GraphViewElement {
       selected: () => selection.current(),
       select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      badgeClick: (x, y) => badges.click(x, y),
     });
 
     const d = this.disposables;
@@ -94,6 +97,7 @@ export class GraphViewElement {
     d.add(() => requests.close());
     d.add(() => toolbar.destroy());
     d.add(() => pointer.destroy());
+    d.add(() => badges.destroy());
     d.add(() => renderer.destroy());
 
     el.appendChild(root);
