@@ -72,7 +72,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _layout = traitlets.Bytes(b"").tag(sync=True)
     _edits = traitlets.List(traitlets.Dict()).tag(sync=True)
     selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    direction = traitlets.Enum(("LR", "TB"), default_value="LR").tag(sync=True)
+    direction = traitlets.Enum(("LR", "TB"), default_value="TB").tag(sync=True)
     show_constants = traitlets.Bool(False).tag(sync=True)
     show_grid = traitlets.Bool(False).tag(sync=True)
     _marks = traitlets.Dict().tag(sync=True)
@@ -96,7 +96,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             positions=positions,
             collapsed=collapsed if isinstance(collapsed, list) else None,
         )
-        self._scene.direction = options.pop("direction", "LR")
+        self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False

@@ -30,6 +30,8 @@ export interface TopologyMeta {
 export interface Graph {
   version: number;
   names: string[];
+  labels: string[]; // box caption: op type plus the meaningful name part (graph/_labels.py)
+  weights: string[][]; // weight lines shown in the box, "W⟨64×3×7×7⟩"
   ops: string[];
   category: Map<string, string>; // op -> op category (drawing colour)
   flags: number[];
@@ -56,7 +58,7 @@ export interface Graph {
 export interface Patch {
   seq: number;
   topology: number;
-  items: Record<string, [string, string, number, number]>;
+  items: Record<string, [string, string, number, number, string, string]>;
   edges_of: number[];
   edges: [number, number, number, number][];
   tensors: Record<string, [string, string, string]>;
@@ -74,6 +76,10 @@ function strs(column: Column | undefined): string[] {
   return (column as string[] | undefined) ?? [];
 }
 
+function lines(text: string): string[] {
+  return text ? text.split("\n") : [];
+}
+
 export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
   const { meta, columns: c } = decoded;
   const opCodes = ints(c["item.op"]);
@@ -89,6 +95,8 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
   return {
     version: meta.version,
     names,
+    labels: strs(c["item.label"]),
+    weights: strs(c["item.weights"]).map(lines),
     ops: opCodes.map((k) => meta.ops[k]),
     category: new Map(meta.ops.map((op, k) => [op, meta.categories?.[k] ?? "Other"])),
     flags,
@@ -119,11 +127,13 @@ export function decodeGraph(buffer: ArrayBuffer | ArrayBufferView): Graph {
 
 /** Apply one edit patch in place (items renamed/added/removed, their edges replaced). */
 export function applyPatch(graph: Graph, patch: Patch): void {
-  for (const [key, [name, op, flags, group]] of Object.entries(patch.items)) {
+  for (const [key, [name, op, flags, group, label, weights]] of Object.entries(patch.items)) {
     const i = Number(key);
     const old = graph.names[i];
     if (old !== undefined && graph.nameIndex.get(old) === i) graph.nameIndex.delete(old);
     graph.names[i] = name;
+    graph.labels[i] = label;
+    graph.weights[i] = lines(weights);
     graph.ops[i] = op;
     graph.flags[i] = flags;
     graph.group[i] = group;
@@ -312,9 +322,4 @@ export function ancestors(graph: Graph, item: number): number[] {
     g = graph.groupParent[g];
   }
   return out;
-}
-
-export function shortName(name: string): string {
-  const k = name.lastIndexOf("/");
-  return k >= 0 && k < name.length - 1 ? name.slice(k + 1) : name;
 }
