@@ -34,6 +34,7 @@ const input = JSON.parse(raw);
 const bytes = (b64) => new Uint8Array(Buffer.from(b64, "base64"));
 input.topology = bytes(input.topology);
 input.layout = bytes(input.layout);
+if (input.shapes) input.shapes = bytes(input.shapes);
 if (input.overlay) input.overlay.values = bytes(input.overlay.values);
 process.stdout.write(JSON.stringify(recordDraw(input)));
 """
@@ -64,6 +65,7 @@ def _canvas(recorder: Path, view: nj.GraphView, translate: tuple[float, float], 
     payload = {
         "topology": base64.b64encode(view._topology).decode(),
         "layout": base64.b64encode(view._layout).decode(),
+        "shapes": base64.b64encode(view._shapes).decode(),
         "selected": list(view.selected),
         "marks": dict(view._marks),
         "overlay": overlay,
@@ -160,6 +162,8 @@ def view() -> nj.GraphView:
     view.set_overlay({n: float(k) for k, n in enumerate(names[::2])}, colormap="magma")
     view.selected = [names[3], names[10], hidden]
     view.set_marks({names[5]: "error", names[6]: "warning", hidden: "warning"})
+    assert not view._shapes  # shape inference waits for the browser's first drawing
+    view._on_tensor_shapes({})  # what that drawing asks for
     return view
 
 
@@ -194,6 +198,13 @@ def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) 
     assert any(t.startswith(VOCABULARY["label"]["collapsed"]) for t in texts)
     edges = Counter(r[1] for r in expected if r[0] == "edge")
     assert edges[VOCABULARY["selection"]["stroke"]] > 0 and edges[VOCABULARY["edge"]["stroke"]]
+    # captions (op type plus the meaningful name part), weight shapes and inferred edge shapes
+    assert {"MatMul query", "Softmax", "Add dense"} <= set(texts)
+    assert not any(t.split()[0] == t.split()[-1] for t in texts if " " in t and "⟨" not in t)
+    assert {"B⟨768×768⟩", "Scale⟨768⟩"} <= set(texts)
+    shape_font = f"{VOCABULARY['edgeShape']['weight']} {VOCABULARY['edgeShape']['size']}px"
+    shapes = {r[1] for r in expected if r[0] == "text" and r[2].startswith(shape_font)}
+    assert "?×?×768" in shapes, sorted(shapes)[:10]  # the exporter wrote no value_info here
 
 
 def test_every_op_category_has_a_colour() -> None:

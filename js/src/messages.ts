@@ -26,6 +26,10 @@ export interface GraphViewToKernel {
     payload: Record<string, never>;
     answer: { layout_seq: number };
   };
+  tensor_shapes: {
+    payload: Record<string, never>;
+    answer: null;
+  };
 }
 
 export interface GraphViewToBrowser {

@@ -111,10 +111,13 @@ def weights(table: GraphTable, item: int, opsets: dict[str, int]) -> list[str]:
 
 
 def item_texts(
-    table: GraphTable, items: Iterable[int], opsets: dict[str, int]
+    table: GraphTable,
+    items: Iterable[int],
+    opsets: dict[str, int],
+    inner: set[tuple[str, ...]],
 ) -> dict[int, tuple[str, tuple[str, ...]]]:
-    """(caption, weight lines) of `items`; graph inputs/outputs have none."""
-    inner = scopes_with_children(table.items)
+    """(caption, weight lines) of `items`; graph inputs/outputs have none. `inner`: the
+    scopes holding deeper ones (`scopes_with_children`)."""
     out: dict[int, tuple[str, tuple[str, ...]]] = {}
     for i in items:
         it = table.items[i]

@@ -26,7 +26,7 @@ from nsdl_jupyter.graph._extract import (
     scope_of,
 )
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarchy, is_group_ref
-from nsdl_jupyter.graph._labels import item_texts
+from nsdl_jupyter.graph._labels import item_texts, scopes_with_children
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult
 from nsdl_jupyter.graph._shapes import display_shape, infer_tensor_types
 
@@ -85,8 +85,11 @@ class GraphScene:
             self.builder: TableBuilder = build_table(self.graph, self._functions)
             self.table = self.builder.table
             self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
-            self.inferred = infer_tensor_types(self.graph)
-            self.texts = item_texts(self.table, range(len(self.table.items)), self._opsets())
+            self.inferred: dict[str, tuple[str, str]] | None = None  # by infer(), on demand
+            self.inner_scopes = scopes_with_children(self.table.items)
+            self.texts = item_texts(
+                self.table, range(len(self.table.items)), self._opsets(), self.inner_scopes
+            )
         self.weight_lines = {i: len(w) for i, (_, w) in self.texts.items() if w}
         self.engine = LayoutEngine(self.table, self.hierarchy, self.positions, self.weight_lines)
         self.topology_version += 1
@@ -94,18 +97,41 @@ class GraphScene:
     def _opsets(self) -> dict[str, int]:
         return dict(self.graph.opset_imports)
 
+    def infer(self) -> None:
+        """Run shape inference once (cached until a rebuild); views ask for it after their
+        first drawing so that it never delays one."""
+        if self.inferred is None:
+            self.inferred = infer_tensor_types(self.graph)
+
     def tensor_text(self, index: int) -> tuple[str, str]:
         """(dtype, shape) of tensor `index` as drawn: the model's own type, else the inferred
-        one; shapes written ``1x3x224x224``."""
+        one (once `infer` ran); shapes written ``1x3x224x224``."""
         t = self.table.tensors[index]
-        if t.dtype and t.shape:
+        if (t.dtype and t.shape) or not self.inferred:
             return t.dtype, display_shape(t.shape)
         dtype, shape = self.inferred.get(t.name, ("", ""))
         return t.dtype or dtype, display_shape(t.shape) or shape
 
+    def _tensor_columns(self, meta: dict[str, Any], columns: dict[str, tuple[str, Any]]) -> None:
+        """Element type and shape of every tensor, as codes into meta's `dtypes`, `shapes`."""
+        dtypes: dict[str, int] = {}
+        shapes: dict[str, int] = {}
+        texts = [self.tensor_text(i) for i in range(len(self.table.tensors))]
+        columns["tensor.dtype"] = ("i4", [dtypes.setdefault(d, len(dtypes)) for d, _ in texts])
+        columns["tensor.shape"] = ("i4", [shapes.setdefault(s, len(shapes)) for _, s in texts])
+        meta.update(dtypes=list(dtypes), shapes=list(shapes))
+
+    def shapes_bytes(self) -> bytes:
+        """Every tensor's type and shape after shape inference, for views that drew first."""
+        self.infer()
+        meta: dict[str, Any] = {"topology": self.topology_version}
+        columns: dict[str, tuple[str, Any]] = {}
+        self._tensor_columns(meta, columns)
+        return encode_columns(meta, columns)
+
     def _retext(self, items: set[int]) -> bool:
         """Recompute the texts of `items`; true when a box changed height."""
-        self.texts.update(item_texts(self.table, items, self._opsets()))
+        self.texts.update(item_texts(self.table, items, self._opsets(), self.inner_scopes))
         resized = False
         for i in items:
             lines = len(self.texts[i][1])
@@ -183,8 +209,6 @@ class GraphScene:
     def topology_bytes(self) -> bytes:
         table, h = self.table, self.hierarchy
         ops: dict[str, int] = {}
-        dtypes: dict[str, int] = {}
-        shapes: dict[str, int] = {}
         items = table.items
         meta: dict[str, Any] = {
             "version": self.topology_version,
@@ -192,7 +216,6 @@ class GraphScene:
             "n_groups": len(h.groups),
         }
         texts = self.texts
-        tensors = [self.tensor_text(i) for i in range(len(table.tensors))]
         columns: dict[str, tuple[str, Any]] = {
             "item.name": ("strs", [it.name for it in items]),
             "item.label": ("strs", [texts[i][0] for i in range(len(items))]),
@@ -210,18 +233,12 @@ class GraphScene:
             "edge.tensor": ("i4", [e.tensor for e in table.edges]),
             "edge.flags": ("u1", [e.flags for e in table.edges]),
             "tensor.name": ("strs", [t.name for t in table.tensors]),
-            "tensor.dtype": ("i4", [dtypes.setdefault(d, len(dtypes)) for d, _ in tensors]),
-            "tensor.shape": ("i4", [shapes.setdefault(s, len(shapes)) for _, s in tensors]),
             "init.item": ("i4", [s[0] for s in table.initializer_inputs]),
             "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
             "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
         }
-        meta.update(
-            ops=list(ops),
-            categories=[op_category(op) for op in ops],
-            dtypes=list(dtypes),
-            shapes=list(shapes),
-        )
+        self._tensor_columns(meta, columns)
+        meta.update(ops=list(ops), categories=[op_category(op) for op in ops])
         return encode_columns(meta, columns)
 
     def layout_bytes(self, result: LayoutResult | None = None) -> bytes:

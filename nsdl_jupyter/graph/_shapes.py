@@ -16,6 +16,7 @@ logger = logging.getLogger(__name__)
 # initializers up to this many elements keep their data (shape inputs of Reshape, Expand...,
 # which data propagation reads); larger ones go in as typed graph inputs
 SMALL_INITIALIZER = 1024
+UNKNOWN_DIM = "unk__"  # onnx shape inference's name for a dim it cannot name
 TIMES = "\u00d7"  # the multiplication sign, as Netron writes shapes
 
 
@@ -24,8 +25,15 @@ def shape_text(shape: Iterable[object] | None) -> str:
     a scalar is ``scalar`` and an unknown rank is ``""``."""
     if shape is None:
         return ""
-    dims = [str(d) if isinstance(d, int) else str(getattr(d, "value", None) or "?") for d in shape]
+    dims = [str(d) if isinstance(d, int) else _symbol(getattr(d, "value", None)) for d in shape]
     return TIMES.join(dims) if dims else "scalar"
+
+
+def _symbol(name: object) -> str:
+    """A symbolic dim by its name; ``?`` for an unknown one, or one that shape inference
+    named itself (``unk__12``)."""
+    text = str(name) if name else ""
+    return "?" if not text or text.startswith(UNKNOWN_DIM) else text
 
 
 @lru_cache(maxsize=4096)
@@ -36,7 +44,7 @@ def display_shape(text: str) -> str:
     dims = text.strip("[]")
     if not dims:
         return "scalar"
-    return TIMES.join("?" if d == "None" else d for d in dims.split(","))
+    return TIMES.join(_symbol(None if d == "None" else d) for d in dims.split(","))
 
 
 def _dtype_text(dtype: ir.DataType | None) -> str:

@@ -70,6 +70,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     _topology = traitlets.Bytes(b"").tag(sync=True)
     _layout = traitlets.Bytes(b"").tag(sync=True)
+    # every tensor's type and shape after shape inference (GraphScene.shapes_bytes)
+    _shapes = traitlets.Bytes(b"").tag(sync=True)
     _edits = traitlets.List(traitlets.Dict()).tag(sync=True)
     selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
     direction = traitlets.Enum(("LR", "TB"), default_value="TB").tag(sync=True)
@@ -118,6 +120,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "collapse_all": self._on_collapse_all,
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
+                "tensor_shapes": self._on_tensor_shapes,
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -392,6 +395,11 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     def _known_groups(self, payload: Groups) -> Iterator[int]:
         n_groups = len(self._scene.hierarchy.groups)
         return (g for g in payload["groups"] if 0 <= g < n_groups)
+
+    def _on_tensor_shapes(self, _payload: Empty) -> None:
+        shapes = self._scene.shapes_bytes()
+        if shapes != self._shapes:
+            self._shapes = shapes
 
     def _on_expand(self, payload: Groups) -> LayoutAnswer:
         self._scene.expand(self._known_groups(payload))

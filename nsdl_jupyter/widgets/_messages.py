@@ -70,6 +70,8 @@ GRAPH_VIEW = Catalog(
         "arrange": _layout_request(Empty),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
+        # a view drew its first picture: the kernel runs shape inference and sets `_shapes`
+        "tensor_shapes": Kind(Empty, None, "kernel"),
     },
 )
 

@@ -125,6 +125,24 @@ export function decodeGraph(buffer: ArrayBuffer | ArrayBufferView): Graph {
   return graphFromColumns(decodeColumns<TopologyMeta>(buffer));
 }
 
+/** Tensor types and shapes from shape inference (nsdl_jupyter/graph/_scene.py shapes_bytes),
+ *  sent after the first drawing; false when they belong to another topology. */
+export function applyShapes(graph: Graph, buffer: ArrayBuffer | ArrayBufferView): boolean {
+  const { meta, columns: c } = decodeColumns<{
+    topology: number;
+    dtypes: string[];
+    shapes: string[];
+  }>(buffer);
+  if (meta.topology !== graph.version) return false;
+  ints(c["tensor.dtype"]).forEach((k, t) => {
+    graph.tensorDtype[t] = meta.dtypes[k];
+  });
+  ints(c["tensor.shape"]).forEach((k, t) => {
+    graph.tensorShape[t] = meta.shapes[k];
+  });
+  return true;
+}
+
 /** Apply one edit patch in place (items renamed/added/removed, their edges replaced). */
 export function applyPatch(graph: Graph, patch: Patch): void {
   for (const [key, [name, op, flags, group, label, weights]] of Object.entries(patch.items)) {

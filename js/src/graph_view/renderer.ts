@@ -13,6 +13,7 @@ export class Renderer {
   private fitted = false;
   private frame = 0;
   private patchUnpainted = false;
+  lastTexts: string[] = []; // what the last paint wrote (test API)
   private readonly ctx: CanvasRenderingContext2D;
   readonly stats = {
     draws: 0,
@@ -93,6 +94,7 @@ export class Renderer {
     if (!scene || this.width === 0) return;
     const result = draw(this.ctx, scene, this.drawOptions());
     this.stats.draws++;
+    this.lastTexts = result.texts;
     if (this.patchUnpainted) {
       this.patchUnpainted = false;
       this.stats.patchPaintedAt = Date.now();

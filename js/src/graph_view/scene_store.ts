@@ -3,6 +3,7 @@
 import type { AnyModel } from "@anywidget/types";
 import {
   applyPatch,
+  applyShapes,
   decodeGraph,
   decodeLayout,
   type Graph,
@@ -27,6 +28,8 @@ export interface SceneEvents {
   patched(): void;
   /** The overlay changed: update its legend (null: none). */
   legend(meta: OverlayMeta | null): void;
+  /** A topology without inferred tensor shapes was drawn: ask the kernel for them. */
+  needShapes(): void;
 }
 
 export class SceneStore {
@@ -57,6 +60,17 @@ export class SceneStore {
     this.root.dataset.topologyVersion = String(this.graph.version);
     this.applyEdits();
     this.loadLayout();
+    if (!this.loadShapes()) this.events.needShapes();
+  }
+
+  /** Merges the inferred tensor shapes when they match the topology; false when they do not. */
+  loadShapes(): boolean {
+    const buffer = this.model.get("_shapes");
+    if (!this.graph || !buffer || buffer.byteLength === 0) return false;
+    if (!applyShapes(this.graph, buffer)) return false;
+    this.root.dataset.shapes = String(this.graph.version);
+    this.events.paint();
+    return true;
   }
 
   applyEdits(): void {
