@@ -21,6 +21,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter._static_export._graph_picture import overlay_of
 from nsdl_jupyter.graph._drawing import VOCABULARY, category_fill
 from nsdl_jupyter.graph._layout import KIND_FRAME, KIND_GROUP
+from nsdl_jupyter.graph._shapes import TIMES
 from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
 
@@ -201,10 +202,11 @@ def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) 
     # captions (op type plus the meaningful name part), weight shapes and inferred edge shapes
     assert {"MatMul query", "Softmax", "Add dense"} <= set(texts)
     assert not any(t.split()[0] == t.split()[-1] for t in texts if " " in t and "⟨" not in t)
-    assert {"B⟨768×768⟩", "Scale⟨768⟩"} <= set(texts)
+    x = TIMES
+    assert {f"B⟨768{x}768⟩", "Scale⟨768⟩"} <= set(texts)
     shape_font = f"{VOCABULARY['edgeShape']['weight']} {VOCABULARY['edgeShape']['size']}px"
     shapes = {r[1] for r in expected if r[0] == "text" and r[2].startswith(shape_font)}
-    assert "?×?×768" in shapes, sorted(shapes)[:10]  # the exporter wrote no value_info here
+    assert f"?{x}?{x}768" in shapes, sorted(shapes)[:10]  # the exporter wrote no value_info here
 
 
 def test_every_op_category_has_a_colour() -> None:
