@@ -24,6 +24,9 @@ WEIGHT_ALIAS = "Identity"  # torch writes shared weights as Identity(initializer
 
 def _meaningful(part: str, op_type: str) -> str:
     """`part` without exporter noise; "" when nothing but noise or the op type is left."""
+    head, _, tail = part.rpartition("_")
+    if part == op_type or (head == op_type and tail.isdigit()):
+        return ""  # most TorchScript names: "Add", "Add_12"
     if part.startswith(("node_", "aten", "onnx")) or "::" in part:
         return ""  # dynamo's node_add_413, TorchScript's onnx::Add_12, aten ops
     part = _SUFFIX.sub("", part).strip("_.")
@@ -77,32 +80,29 @@ def weight_text(name: str, shape: Iterable[object] | None) -> str:
     return f"{name}{WEIGHT_OPEN}{'' if dims == 'scalar' else dims}{WEIGHT_CLOSE}"
 
 
-def _weight_value(value: ir.Value, alias: bool) -> ir.Value | None:
+def _weight_value(value: ir.Value) -> ir.Value | None:
     """The initializer behind an input: itself, or the one a weight alias reads."""
-    if value.is_initializer() or (value.const_value is not None and value.producer() is None):
-        return value
     producer = value.producer()
-    if alias and producer is not None and producer.op_type == WEIGHT_ALIAS and producer.inputs:
-        source = producer.inputs[0]
-        if source is not None and source.is_initializer():
-            return source
-    return None
+    if producer is None:
+        return value if value.const_value is not None or value.is_initializer() else None
+    if producer.op_type != WEIGHT_ALIAS or not producer.inputs:
+        return None  # most inputs: one look at the producer's op type
+    source = producer.inputs[0]
+    return source if source is not None and source.is_initializer() else None
 
 
 def weights(table: GraphTable, item: int, opsets: dict[str, int]) -> list[str]:
-    """``W⟨64x3x7x7⟩`` for every input of `item` fed by an initializer (directly or through a
+    """``W<64x3x7x7>`` for every input of `item` fed by an initializer (directly or through a
     weight alias), named by its schema input name, else by the initializer's short name."""
     node = table.items[item].node
     if node is None:
         return []
-    names = _input_names(node.op_type, node.domain, opsets.get(node.domain, 21))
     lines: list[str] = []
     for slot, value in enumerate(node.inputs):
-        if value is None:
-            continue
-        source = _weight_value(value, alias=True)
+        source = _weight_value(value) if value is not None else None
         if source is None:
             continue
+        names = _input_names(node.op_type, node.domain, opsets.get(node.domain, 21))
         tensor = source.const_value
         shape = source.shape or (tensor.shape if tensor is not None else None)
         name = names[slot] if slot < len(names) else _short_tensor_name(source.name or "")
