@@ -357,9 +357,9 @@ def scene_svg(
     grid: bool = False,
 ) -> str:
     """The drawing of `result` (default: the scene's current layout) as one SVG document at the
-    layout's natural size: what the canvas shows at zoom 1, without viewport or hover."""
+    layout's natural size: what the canvas shows at zoom 1, without viewport or hover (edge
+    shapes from inference once `scene.infer` ran, as the canvas has them once it asked)."""
     result = scene.layout() if result is None else result
-    scene.infer()
     picture = _Picture(scene, result, selected, marks or {}, overlay)
     rects = result.rects.astype(np.float64)
     if len(rects):

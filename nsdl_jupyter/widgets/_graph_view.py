@@ -348,6 +348,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         if fmt not in ("png", "jpeg", "svg"):
             raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
+        self._send_shapes()  # an exported picture shows every tensor shape
         if fmt == "svg":
             svg = scene_svg(
                 self._scene,
@@ -397,6 +398,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         return (g for g in payload["groups"] if 0 <= g < n_groups)
 
     def _on_tensor_shapes(self, _payload: Empty) -> None:
+        self._send_shapes()
+
+    def _send_shapes(self) -> None:
+        """Run shape inference (once) and send every tensor's type and shape to the views."""
         shapes = self._scene.shapes_bytes()
         if shapes != self._shapes:
             self._shapes = shapes

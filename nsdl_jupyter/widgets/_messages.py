@@ -70,7 +70,8 @@ GRAPH_VIEW = Catalog(
         "arrange": _layout_request(Empty),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
-        # a view drew its first picture: the kernel runs shape inference and sets `_shapes`
+        # a view zoomed in enough to draw tensor shapes, or hovers an edge: the kernel runs
+        # shape inference (once) and sets `_shapes`
         "tensor_shapes": Kind(Empty, None, "kernel"),
     },
 )

@@ -59,7 +59,6 @@ def test_boxes_say_op_and_name_weights_inside_and_edges_their_shape(notebook: An
     query_out = out.split("OUT", 1)[1].split()[0]
     assert aliases >= 12  # Q, K, V, output, intermediate and output dense per layer
     nb.wait_for(READY)
-    nb.wait_for(SHAPES)  # the kernel ran shape inference after the first drawing
     assert "DIR TB" in nb.run_cell(1)  # top-down by default
 
     layer = "/bert/encoder/layer.0/attention/self"
@@ -68,14 +67,17 @@ def test_boxes_say_op_and_name_weights_inside_and_edges_their_shape(notebook: An
     label = graph_api(nb, "(a, n) => a.label(n)", query)
     assert label == {"caption": "MatMul query", "weights": [f"B⟨64{x}64⟩"]}
     assert graph_api(nb, "(a, n) => a.label(n)", f"{layer}/Softmax")["caption"] == "Softmax"
+    # the exporter wrote no value_info: no shape until a view zooms in far enough to draw them
+    arrived = graph_api(nb, "(a, n, root) => 'shapes' in root.dataset")
+    assert arrived or graph_api(nb, "(a, n) => a.tensor(n)", query_out)["shape"] == ""
+    names = [f"{layer}/{part}/MatMul" for part in ("query", "key", "value")]
+    graph_api(nb, "(a, names) => a.fit(names)", names)
+    nb.wait_for(SHAPES)  # then the kernel runs shape inference once and sends the shapes
+    nb.two_frames()
     tensor = graph_api(nb, "(a, n) => a.tensor(n)", query_out)
     # onnx shape inference loses batch_size at the position-embedding Add (its Slice of
     # position_ids has unknown dims), as it does on real HF exports: drawn "?"
     assert tensor["dtype"] == "float" and tensor["shape"] == f"?{x}16{x}64", tensor
-
-    names = [f"{layer}/{part}/MatMul" for part in ("query", "key", "value")]
-    graph_api(nb, "(a, names) => a.fit(names)", names)
-    nb.two_frames()
     scale = graph_api(nb, "(a) => a.camera().scale")
     texts = graph_api(nb, "(a) => a.texts()")
     assert scale >= 0.7, f"fit on three boxes should zoom in enough to read, got {scale}"

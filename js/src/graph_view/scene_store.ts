@@ -28,7 +28,7 @@ export interface SceneEvents {
   patched(): void;
   /** The overlay changed: update its legend (null: none). */
   legend(meta: OverlayMeta | null): void;
-  /** A topology without inferred tensor shapes was drawn: ask the kernel for them. */
+  /** Tensor shapes are wanted (zoomed in, or an edge hovered): ask the kernel for them. */
   needShapes(): void;
 }
 
@@ -39,6 +39,7 @@ export class SceneStore {
   readonly selectedSlots = new Set<number>();
   readonly marks = new Map<number, MarkLevel>();
   overlay: Overlay | null = null;
+  private shapesAsked = -1; // the topology version whose shapes were asked for
   readonly stats = {
     topologyDecodes: 0,
     layoutDecodes: 0,
@@ -60,7 +61,16 @@ export class SceneStore {
     this.root.dataset.topologyVersion = String(this.graph.version);
     this.applyEdits();
     this.loadLayout();
-    if (!this.loadShapes()) this.events.needShapes();
+    this.loadShapes();
+  }
+
+  /** Asks the kernel once per topology for the inferred tensor shapes, unless they are here:
+   *  shape inference waits until a view needs it (zoomed in, or an edge hovered). */
+  wantShapes(): void {
+    const graph = this.graph;
+    if (!graph || this.shapesAsked === graph.version) return;
+    this.shapesAsked = graph.version;
+    if (this.root.dataset.shapes !== String(graph.version)) this.events.needShapes();
   }
 
   /** Merges the inferred tensor shapes when they match the topology; false when they do not. */

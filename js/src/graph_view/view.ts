@@ -52,7 +52,7 @@ export class GraphViewElement {
       paint: () => renderer.invalidate(),
       patched: () => renderer.patched(),
       legend: (meta) => showLegend(legend, meta),
-      needShapes: () => requestAnimationFrame(() => requests.channel.notify("tensor_shapes", {})),
+      needShapes: () => requests.channel.notify("tensor_shapes", {}),
     });
     const renderer = new Renderer(canvas, root, store, grid);
     const requests = new Requests(model, renderer, (message) => {
