@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from nsdl_jupyter.graph import VOCABULARY
 from nsdl_jupyter.graph._shapes import TIMES
 from tests.ui.graph_probe import graph_api
 
@@ -86,3 +87,24 @@ def test_boxes_say_op_and_name_weights_inside_and_edges_their_shape(notebook: An
     assert not [t for t in texts if t.startswith("MatMul ") and t.endswith("MatMul")]
     assert not [t for t in texts if "Identity" in t]  # weight aliases stay hidden
     nb.screenshot("bert_labels", VIEW)
+
+
+def test_collapsed_groups_keep_their_titles_when_zoomed_out(notebook: Any) -> None:
+    nb = notebook([HF_BERT])
+    nb.run_cell(0)
+    nb.wait_for(READY)
+    seq = nb.page.locator(READY).first.get_attribute("data-layout-seq")
+    assert graph_api(nb, "(a) => a.request('collapse_all', {})")["ok"]
+    nb.page.wait_for_function(
+        "(s) => document.querySelector('.nsdl-graph-view').dataset.layoutSeq !== s", arg=seq
+    )
+    graph_api(nb, "(a) => a.fit()")
+    # zoomed out past the scale where box labels are drawn
+    while graph_api(nb, "(a) => a.camera().scale") >= VOCABULARY["label"]["minScale"] / 1.5:
+        nb.page.locator(f"{VIEW} .nsdl-gv-zoom-out").first.click()
+    nb.two_frames()
+    texts = graph_api(nb, "(a) => a.texts()")
+    # the collapsed modules, at a fixed size on screen, cut to the box
+    assert {"encoder", "pooler"} <= set(texts), texts
+    assert not [t for t in texts if t.startswith(("MatMul", "Softmax"))]
+    nb.screenshot("zoomed_out", VIEW)
