@@ -42,7 +42,7 @@ def _flags(view: GraphView) -> dict[str, int]:
     _meta, columns = decode_columns(view._topology)
     flags = dict(zip(columns["item.name"], columns["item.flags"].tolist(), strict=True))
     for patch in view._edits:
-        for name, _op, item_flags, _group in patch["items"].values():
+        for name, _op, item_flags, *_rest in patch["items"].values():
             flags[name] = item_flags
     return flags
 

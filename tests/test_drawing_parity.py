@@ -22,6 +22,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter._static_export._graph_picture import overlay_of
 from nsdl_jupyter.graph._drawing import VOCABULARY, category_fill
 from nsdl_jupyter.graph._layout import KIND_FRAME, KIND_GROUP
+from nsdl_jupyter.graph._shapes import TIMES
 from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
 
@@ -35,6 +36,7 @@ const input = JSON.parse(raw);
 const bytes = (b64) => new Uint8Array(Buffer.from(b64, "base64"));
 input.topology = bytes(input.topology);
 input.layout = bytes(input.layout);
+if (input.shapes) input.shapes = bytes(input.shapes);
 if (input.overlay) input.overlay.values = bytes(input.overlay.values);
 process.stdout.write(JSON.stringify(recordDraw(input)));
 """
@@ -65,6 +67,7 @@ def _canvas(recorder: Path, view: nj.GraphView, translate: tuple[float, float], 
     payload = {
         "topology": base64.b64encode(view._topology).decode(),
         "layout": base64.b64encode(view._layout).decode(),
+        "shapes": base64.b64encode(view._shapes).decode(),
         "selected": list(view.selected),
         "marks": dict(view._marks),
         "precisions": dict(view._precisions),
@@ -169,6 +172,9 @@ def view() -> nj.GraphView:
         n for n, i in view._scene.table.by_key.items() if items[i].is_node and i not in drawn
     )
     view._precisions = {names[5]: "fp16", names[8]: "int8", folded: "bf16"}
+    # shape inference waits until a view needs the shapes (zoomed in, an edge hovered)
+    assert not view._shapes and view._scene.inferred is None
+    view._on_tensor_shapes({})  # what such a view asks for
     return view
 
 
@@ -214,6 +220,14 @@ def test_canvas_and_svg_draw_the_same_scene(recorder: Path, view: nj.GraphView) 
     assert strokes[pill["precision"]["fill"]] == 0
     assert Counter(r[1] for r in expected if r[0] == "fill")[pill["precision"]["fill"]] == 2
     assert {"fp16", "int8"} <= set(texts) and "bf16" not in texts
+    # captions (op type plus the meaningful name part), weight shapes and inferred edge shapes
+    assert {"MatMul query", "Softmax", "Add dense"} <= set(texts)
+    assert not any(t.split()[0] == t.split()[-1] for t in texts if " " in t and "⟨" not in t)
+    x = TIMES
+    assert {f"B⟨768{x}768⟩", "Scale⟨768⟩"} <= set(texts)
+    shape_font = f"{VOCABULARY['edgeShape']['weight']} {VOCABULARY['edgeShape']['size']}px"
+    shapes = {r[1] for r in expected if r[0] == "text" and r[2].startswith(shape_font)}
+    assert f"?{x}?{x}768" in shapes, sorted(shapes)[:10]  # the exporter wrote no value_info here
 
 
 def test_badges_are_drawn_the_same_both_ways(recorder: Path) -> None:

@@ -141,14 +141,15 @@ def test_children_sit_inside_their_expanded_group_frame() -> None:
         assert px <= x and py <= y and x + w <= px + pw + 1e-3 and y + hh <= py + ph + 1e-3
 
 
-def test_layout_is_layered_left_to_right_and_top_to_bottom() -> None:
+def test_layout_is_layered_top_to_bottom_by_default_or_left_to_right() -> None:
     scene = GraphScene(_tiny().graph)
     rect = scene.layout().rect_of()
     by = scene.table.by_key
-    assert rect[by["/enc/Relu"]][0] > rect[by["/enc/Conv"]][0]
-    scene.direction = "TB"
-    rect = scene.layout().rect_of()
+    assert scene.direction == "TB"  # as Netron and Model Explorer draw
     assert rect[by["/enc/Relu"]][1] > rect[by["/enc/Conv"]][1]
+    scene.direction = "LR"
+    rect = scene.layout().rect_of()
+    assert rect[by["/enc/Relu"]][0] > rect[by["/enc/Conv"]][0]
 
 
 def test_positions_are_kept_and_restored_and_arrange_recomputes() -> None:
@@ -195,9 +196,18 @@ def test_edit_patch_for_add_rename_remove_without_relayout_of_others() -> None:
     rename = EditSummary(changed=frozenset({"renamed"}), renamed=((old, "renamed"),))
     patch = scene.apply_edit(rename, {n.name: n for n in graph})
     index = scene.table.by_key["renamed"]
+    caption, weights = scene.texts[index]
     assert patch["items"] == {
-        str(index): ["renamed", first.op_type, 0, scene.hierarchy.item_group[index]]
+        str(index): [
+            "renamed",
+            first.op_type,
+            0,
+            scene.hierarchy.item_group[index],
+            caption,
+            "\n".join(weights),
+        ]
     }
+    assert caption == f"{first.op_type} renamed"  # the new name is what the box says
     assert not patch["layout"] and patch["edges"] == []
     # add a node after `first` in the root scope
     relu = ir.node("Relu", [first.outputs[0]], name="added_relu")

@@ -155,10 +155,11 @@ def test_export_svg_is_written_at_once_and_png_waits_for_the_browser(
 
 def test_direction_and_constants_relayout(doc: Any) -> None:
     view = GraphView(doc)
-    seq = decode_columns(view._layout)[0]["seq"]
-    view.direction = "TB"
+    first = decode_columns(view._layout)[0]
+    assert first["direction"] == "TB"  # top-down by default
+    view.direction = "LR"
     meta = decode_columns(view._layout)[0]
-    assert meta["direction"] == "TB" and meta["seq"] > seq
+    assert meta["direction"] == "LR" and meta["seq"] > first["seq"]
 
 
 def test_open_subgraph_of_an_if_node() -> None:

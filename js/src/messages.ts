@@ -30,6 +30,10 @@ export interface GraphViewToKernel {
     payload: { node: string; precision: string };
     answer: Record<string, never>;
   };
+  tensor_shapes: {
+    payload: Record<string, never>;
+    answer: null;
+  };
 }
 
 export interface GraphViewToBrowser {

@@ -23,6 +23,8 @@ export function topology() {
     },
     {
       "item.name": ["strs", ["x", "/a/Conv", "/a/Relu", "/b/Add", "Const", "y"]],
+      "item.label": ["strs", ["", "Conv", "Relu", "Add b", "Constant", ""]],
+      "item.weights": ["strs", ["", "W⟨8×3×3×3⟩", "", "B⟨3⟩", "", ""]],
       "item.op": ["i4", [0, 1, 2, 3, 4, 5]],
       "item.flags": ["u1", [2, 0, 0, 0, 1, 4]],
       "item.group": ["i4", [0, 1, 1, 2, 0, 0]],

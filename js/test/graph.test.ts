@@ -45,7 +45,10 @@ describe("patches", () => {
     const patch: Patch = {
       seq: 1,
       topology: 1,
-      items: { "2": ["/a/Gelu", "Gelu", 0, 1], "6": ["new_relu", "Relu", 0, 0] },
+      items: {
+        "2": ["/a/Gelu", "Gelu", 0, 1, "Gelu", ""],
+        "6": ["new_relu", "Relu", 0, 0, "Relu new_relu", ""],
+      },
       edges_of: [2, 6],
       edges: [
         [1, 2, 1, 0],
@@ -62,6 +65,8 @@ describe("patches", () => {
     expect(g.nameIndex.has("/a/Relu")).toBe(false);
     expect(g.nameIndex.get("new_relu")).toBe(6);
     expect(g.ops[6]).toBe("Relu");
+    expect(g.labels[6]).toBe("Relu new_relu");
+    expect(g.weights[6]).toEqual([]);
     const edges = Array.from(g.edgeSrc).map((s, k) => `${s}->${g.edgeDst[k]}`);
     expect(edges).not.toContain("2->3");
     expect(edges).toEqual(expect.arrayContaining(["0->1", "1->2", "2->6", "6->3", "3->5"]));
@@ -75,7 +80,7 @@ describe("patches", () => {
     applyPatch(g, {
       seq: 1,
       topology: 1,
-      items: { "3": ["/b/Add", "Add", 0, -1] },
+      items: { "3": ["/b/Add", "Add", 0, -1, "", ""] },
       edges_of: [3],
       edges: [],
       tensors: {},

@@ -2,7 +2,7 @@
 // it painted as plain records (boxes, strokes, edges, circles, texts) in world units. Used by
 // vitest and, bundled by esbuild, by tests/test_drawing_parity.py to compare with the SVG.
 import type { Camera } from "../src/graph_view/geometry";
-import { decodeGraph, decodeLayout } from "../src/graph_view/graph";
+import { applyShapes, decodeGraph, decodeLayout } from "../src/graph_view/graph";
 import { buildScene, type DrawStats, draw, type Overlay } from "../src/graph_view/render";
 
 type Shape =
@@ -121,6 +121,7 @@ export class RecordingContext {
 export interface RecordInput {
   topology: Uint8Array;
   layout: Uint8Array;
+  shapes?: Uint8Array; // inferred tensor shapes, as the kernel sends them after a first drawing
   selected: string[];
   marks: Record<string, "error" | "warning">;
   precisions?: Record<string, string>; // node -> TensorRT precision (badges)
@@ -133,6 +134,8 @@ export interface RecordInput {
 /** Draw the scene as the widget does (selection and marks lifted to their boxes) and record. */
 export function recordDraw(input: RecordInput): { records: DrawRecord[]; stats: DrawStats } {
   const graph = decodeGraph(input.topology);
+  if (input.shapes && !applyShapes(graph, input.shapes))
+    throw new Error("shapes of another topology");
   const layout = decodeLayout(input.layout);
   const scene = buildScene(graph, layout);
   const slotOf = (name: string): number => {

@@ -36,11 +36,27 @@ describe("canvas drawing in the vocabulary", () => {
     ]);
   });
 
-  it("marks the group holding a marked node and drops labels when zoomed out", () => {
+  it("marks the group holding a marked node; zoomed out, only collapsed groups keep a title", () => {
     const near = drawFixture(1);
     expect(near.filter((r) => r.kind === "circle").map((r) => r.style)).toEqual([V.mark.warning]);
     expect(near.some((r) => r.kind === "text" && r.text === `${V.label.collapsed}a`)).toBe(true);
-    expect(drawFixture(V.label.minScale / 2).some((r) => r.kind === "text")).toBe(false);
+    const far = drawFixture(V.label.minScale / 2).filter((r) => r.kind === "text");
+    const size = V.label.groupScreen.size / (V.label.minScale / 2);
+    expect(far).toEqual([expect.objectContaining({ text: "a" })]);
+    expect(far[0].kind === "text" && far[0].font.startsWith(`600 ${size}px`)).toBe(true);
+  });
+});
+
+describe("labels", () => {
+  it("draws a node's caption, its weights and edge shapes only when zoomed in to read", () => {
+    const texts = (scale: number) =>
+      drawFixture(scale).flatMap((r) => (r.kind === "text" ? [r.text] : []));
+    const near = texts(1);
+    expect(near).toEqual(expect.arrayContaining(["Add b", "B⟨3⟩", "[1,3]"]));
+    const mid = texts((V.label.minScale + V.label.detailScale) / 2);
+    expect(mid).toContain("Add b");
+    expect(mid).not.toContain("B⟨3⟩");
+    expect(mid).not.toContain("[1,3]");
   });
 });
 
@@ -51,7 +67,7 @@ describe("op categories", () => {
     const patch: Patch = {
       seq: 1,
       topology: 1,
-      items: { "1": ["/a/Conv", "com.microsoft::FusedConv", 0, 1] },
+      items: { "1": ["/a/Conv", "com.microsoft::FusedConv", 0, 1, "com.microsoft::FusedConv", ""] },
       edges_of: [],
       edges: [],
       tensors: {},

@@ -7,24 +7,21 @@ TypeScript; tests/test_drawing_parity.py draws one model both ways and compares.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, short_name
+from nsdl_jupyter.graph import _vocabulary
+from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import KIND_GROUP, LayoutResult
 from nsdl_jupyter.ops import UnknownDomainError, UnknownOperatorError, get_schema
 
-VOCABULARY: dict[str, Any] = json.loads(
-    resources.files("nsdl_jupyter.graph").joinpath("drawing.json").read_text(encoding="utf-8")
-)
+VOCABULARY: dict[str, Any] = _vocabulary.VOCABULARY
 COLORMAPS: tuple[str, ...] = tuple(VOCABULARY["colormaps"])
 
 
@@ -139,9 +136,22 @@ def count_text(size: int) -> str:
     return f"{size} node{'' if size == 1 else 's'}"
 
 
-def item_label(name: str, op: str, flags: int) -> tuple[str, str]:
-    """(name shown, op) of an item: pseudo nodes keep their full tensor name."""
-    return (name if flags & PSEUDO else short_name(name)), op
+def edge_tip(name: str, dtype: str, shape: str) -> str:
+    """An edge's tooltip: its tensor, element type and shape (tooltip.ts edgeTip)."""
+    return f"{name}\n{dtype or 'unknown type'} {shape or 'unknown shape'}"
+
+
+def text_rows(y: float, h: float, weights: int) -> list[float]:
+    """Centre lines of a node box's caption and its `weights` weight lines: one block, centred
+    (render.ts textRows)."""
+    line = VOCABULARY["weights"]["line"]
+    top = y + h / 2 - weights * line / 2
+    return [top + k * line for k in range(weights + 1)]
+
+
+def curve_middle(c: list[float]) -> tuple[float, float]:
+    """The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2."""
+    return (c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8
 
 
 def representatives(

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, PSEUDO, GraphTable
 from nsdl_jupyter.graph._hierarchy import Hierarchy, is_group_ref
+from nsdl_jupyter.graph._vocabulary import VOCABULARY
 
 Direction = Literal["LR", "TB"]
 
@@ -28,9 +29,17 @@ IO_W, IO_H = 110.0, 26.0
 GROUP_W, GROUP_H = 170.0, 44.0
 PAD, HEADER = 14.0, 22.0
 GAP_LAYER, GAP_ORDER = 56.0, 18.0
+# a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
+WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
+MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
 
 # kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
 KIND_NODE, KIND_GROUP, KIND_FRAME = 0, 1, 2
+
+
+def node_height(weights: int) -> float:
+    """Height of a node box showing `weights` weight lines under its caption."""
+    return NODE_H + min(weights, MAX_WEIGHT_LINES) * WEIGHT_LINE
 
 
 @dataclass
@@ -60,8 +69,10 @@ class LayoutEngine:
         table: GraphTable,
         hierarchy: Hierarchy,
         positions: MutableMapping[str, list[float]] | None = None,
+        weight_lines: Mapping[int, int] | None = None,
     ) -> None:
         self.table = table
+        self.weight_lines: Mapping[int, int] = weight_lines if weight_lines is not None else {}
         self.hierarchy = hierarchy
         self.positions: MutableMapping[str, list[float]] = (
             positions if positions is not None else {}
@@ -266,7 +277,7 @@ class LayoutEngine:
             return GROUP_W, GROUP_H
         if self.table.items[ref].flags & PSEUDO:
             return IO_W, IO_H
-        return NODE_W, NODE_H
+        return NODE_W, node_height(self.weight_lines.get(ref, 0))
 
     def _pack(  # noqa: PLR0917 (recursive helper threading its accumulators)
         self,

@@ -26,7 +26,9 @@ from nsdl_jupyter.graph._extract import (
     scope_of,
 )
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarchy, is_group_ref
+from nsdl_jupyter.graph._labels import item_texts, scopes_with_children
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult
+from nsdl_jupyter.graph._shapes import display_shape, infer_tensor_types
 
 # above this many items a graph opens collapsed; groups are expanded (largest first) while the
 # number of visible boxes stays under VISIBLE_BUDGET
@@ -67,7 +69,7 @@ class GraphScene:
         self.positions: MutableMapping[str, list[float]] = (
             positions if positions is not None else {}
         )
-        self.direction: Direction = "LR"
+        self.direction: Direction = "TB"  # as Netron and Model Explorer draw
         self.show_constants = False
         self.topology_version = 0
         self.layout_seq = 0
@@ -83,8 +85,62 @@ class GraphScene:
             self.builder: TableBuilder = build_table(self.graph, self._functions)
             self.table = self.builder.table
             self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
-        self.engine = LayoutEngine(self.table, self.hierarchy, self.positions)
+            self.inferred: dict[str, tuple[str, str]] | None = None  # by infer(), on demand
+            self.inner_scopes = scopes_with_children(self.table.items)
+            self.texts = item_texts(
+                self.table, range(len(self.table.items)), self._opsets(), self.inner_scopes
+            )
+        self.weight_lines = {i: len(w) for i, (_, w) in self.texts.items() if w}
+        self.engine = LayoutEngine(self.table, self.hierarchy, self.positions, self.weight_lines)
         self.topology_version += 1
+
+    def _opsets(self) -> dict[str, int]:
+        return dict(self.graph.opset_imports)
+
+    def infer(self) -> None:
+        """Run shape inference once (cached until a rebuild); views ask for it after their
+        first drawing so that it never delays one."""
+        if self.inferred is None:
+            self.inferred = infer_tensor_types(self.graph)
+
+    def tensor_text(self, index: int) -> tuple[str, str]:
+        """(dtype, shape) of tensor `index` as drawn: the model's own type, else the inferred
+        one (once `infer` ran); shapes written ``1x3x224x224``."""
+        t = self.table.tensors[index]
+        if (t.dtype and t.shape) or not self.inferred:
+            return t.dtype, display_shape(t.shape)
+        dtype, shape = self.inferred.get(t.name, ("", ""))
+        return t.dtype or dtype, display_shape(t.shape) or shape
+
+    def _tensor_columns(self, meta: dict[str, Any], columns: dict[str, tuple[str, Any]]) -> None:
+        """Element type and shape of every tensor, as codes into meta's `dtypes`, `shapes`."""
+        dtypes: dict[str, int] = {}
+        shapes: dict[str, int] = {}
+        texts = [self.tensor_text(i) for i in range(len(self.table.tensors))]
+        columns["tensor.dtype"] = ("i4", [dtypes.setdefault(d, len(dtypes)) for d, _ in texts])
+        columns["tensor.shape"] = ("i4", [shapes.setdefault(s, len(shapes)) for _, s in texts])
+        meta.update(dtypes=list(dtypes), shapes=list(shapes))
+
+    def shapes_bytes(self) -> bytes:
+        """Every tensor's type and shape after shape inference, for views that drew first."""
+        self.infer()
+        meta: dict[str, Any] = {"topology": self.topology_version}
+        columns: dict[str, tuple[str, Any]] = {}
+        self._tensor_columns(meta, columns)
+        return encode_columns(meta, columns)
+
+    def _retext(self, items: set[int]) -> bool:
+        """Recompute the texts of `items`; true when a box changed height."""
+        self.texts.update(item_texts(self.table, items, self._opsets(), self.inner_scopes))
+        resized = False
+        for i in items:
+            lines = len(self.texts[i][1])
+            resized |= self.weight_lines.get(i, 0) != lines
+            if lines:
+                self.weight_lines[i] = lines
+            else:
+                self.weight_lines.pop(i, None)
+        return resized
 
     def rebuild(self) -> None:
         """Re-extract everything (keeps unit positions, expanded groups by key)."""
@@ -153,16 +209,17 @@ class GraphScene:
     def topology_bytes(self) -> bytes:
         table, h = self.table, self.hierarchy
         ops: dict[str, int] = {}
-        dtypes: dict[str, int] = {}
-        shapes: dict[str, int] = {}
         items = table.items
         meta: dict[str, Any] = {
             "version": self.topology_version,
             "n_items": len(items),
             "n_groups": len(h.groups),
         }
+        texts = self.texts
         columns: dict[str, tuple[str, Any]] = {
             "item.name": ("strs", [it.name for it in items]),
+            "item.label": ("strs", [texts[i][0] for i in range(len(items))]),
+            "item.weights": ("strs", ["\n".join(texts[i][1]) for i in range(len(items))]),
             "item.op": ("i4", [ops.setdefault(it.op, len(ops)) for it in items]),
             "item.flags": ("u1", [it.flags for it in items]),
             "item.group": ("i4", h.item_group),
@@ -176,24 +233,12 @@ class GraphScene:
             "edge.tensor": ("i4", [e.tensor for e in table.edges]),
             "edge.flags": ("u1", [e.flags for e in table.edges]),
             "tensor.name": ("strs", [t.name for t in table.tensors]),
-            "tensor.dtype": (
-                "i4",
-                [dtypes.setdefault(t.dtype, len(dtypes)) for t in table.tensors],
-            ),
-            "tensor.shape": (
-                "i4",
-                [shapes.setdefault(t.shape, len(shapes)) for t in table.tensors],
-            ),
             "init.item": ("i4", [s[0] for s in table.initializer_inputs]),
             "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
             "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
         }
-        meta.update(
-            ops=list(ops),
-            categories=[op_category(op) for op in ops],
-            dtypes=list(dtypes),
-            shapes=list(shapes),
-        )
+        self._tensor_columns(meta, columns)
+        meta.update(ops=list(ops), categories=[op_category(op) for op in ops])
         return encode_columns(meta, columns)
 
     def layout_bytes(self, result: LayoutResult | None = None) -> bytes:
@@ -301,6 +346,7 @@ class GraphScene:
             for e in new_edges:
                 touched.update((e.src, e.dst))
             groups_changed.update(h.item_group[i] for i in edge_refresh if h.item_group[i] >= 0)
+        resized = self._retext(touched)
         self.engine.invalidate_units(groups_changed)
         self.patch_seq += 1
         return {
@@ -312,6 +358,8 @@ class GraphScene:
                     table.items[i].op,
                     table.items[i].flags,
                     h.item_group[i],
+                    self.texts[i][0],
+                    "\n".join(self.texts[i][1]),
                 ]
                 for i in sorted(touched)
             },
@@ -322,13 +370,13 @@ class GraphScene:
                 if e.src in edge_refresh or e.dst in edge_refresh
             ],
             "tensors": {
-                str(i): [t.name, t.dtype, t.shape]
-                for i, t in enumerate(table.tensors[tensors_before:], start=tensors_before)
+                str(i): [table.tensors[i].name, *self.tensor_text(i)]
+                for i in range(tensors_before, len(table.tensors))
             },
             "inits": [list(s) for s in table.initializer_inputs if s[0] in edge_refresh],
             "categories": {table.items[i].op: op_category(table.items[i].op) for i in touched},
             "groups": {str(g): h.groups[g].size for g in sorted(groups_changed)},
-            "layout": bool(edit.added or edit.removed),
+            "layout": bool(edit.added or edit.removed or resized),
         }
 
     def _resize(self, g: int, delta: int, changed: set[int]) -> None:

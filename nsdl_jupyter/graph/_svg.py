@@ -21,11 +21,13 @@ from nsdl_jupyter.graph._drawing import (
     arrow,
     box_fill,
     count_text,
+    curve_middle,
+    edge_tip,
     fit_text,
-    item_label,
     js_round,
     representatives,
     text_on,
+    text_rows,
 )
 from nsdl_jupyter.graph._extract import FUNCTION_CALL, HAS_SUBGRAPH, OPTIONAL_INPUT, PSEUDO
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutResult
@@ -140,6 +142,7 @@ class _Picture:
         self.overlay = overlay
         by_key = scene.table.by_key
         self.precisions = {by_key[n]: p for n, p in precisions.items() if n in by_key}
+        self.shapes = ""  # tensor shapes on the edges, drawn over the boxes: set by edges()
 
     def slots_of(self, names: Sequence[str]) -> list[int]:
         by_key, items, rep = self.scene.table.by_key, self.scene.table.items, self.rep
@@ -188,13 +191,21 @@ class _Picture:
         optional: list[str] = []
         hot: list[str] = []
         tips: dict[int, str] = {}
+        shapes: list[str] = []
+        spec = V["edgeShape"]
         for edge in visible_edges(self.scene, self.rep):
-            x0, y0, x1, y1, x2, y2, x3, y3 = edge_curve(self.rects, edge.src, edge.dst, lr)
+            curve = edge_curve(self.rects, edge.src, edge.dst, lr)
+            x0, y0, x1, y1, x2, y2, x3, y3 = curve
             index = table.edges[edge.edge].tensor
+            dtype, shape = self.scene.tensor_text(index)
             tip = tips.get(index)
             if tip is None:
-                tensor = table.tensors[index]
-                tip = tips[index] = _e(f"{tensor.name} {tensor.dtype} {tensor.shape}")
+                tip = tips[index] = _e(edge_tip(table.tensors[index].name, dtype, shape))
+            if shape:
+                mx, my = curve_middle(curve)
+                at = (mx, my + spec["dy"]) if lr else (mx + spec["dx"], my)
+                align = {**spec, "align": "center" if lr else "left"}
+                shapes.append(_text(shape, at, align, spec["fill"]))
             path = (
                 f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} '
                 f'{x3:.1f},{y3:.1f}"><title>'
@@ -217,6 +228,7 @@ class _Picture:
             f'<g class="nsdl-edges-selected" fill="none" stroke="{V["selection"]["stroke"]}" '
             f'stroke-width="{_width(h)}">{"".join(hot)}</g>'
         )
+        self.shapes = f'<g class="nsdl-edge-shapes">{"".join(shapes)}</g>'
 
     def boxes(self) -> Iterator[str]:
         for slot, (ref, kind) in enumerate(zip(self.refs, self.kinds, strict=True)):
@@ -256,19 +268,33 @@ class _Picture:
             f'fill="{box_fill(item.op, item.flags, kind, paint)}" stroke="{node["stroke"]}" '
             f'stroke-width="{node["strokeWidth"]}"',
         )
-        name, op = item_label(item.name, item.op, item.flags)
+        room = w - label["padLeft"] - label["padRight"]
         if pseudo:
             spec = label["pseudo"]
-            room = w - label["padLeft"] - label["padRight"]
-            line = fit_text(arrow(item.flags) + name, room, spec["charWidth"])
+            line = fit_text(arrow(item.flags) + item.name, room, spec["charWidth"])
             lines = _text(line, (x + label["padLeft"], y + h / 2 + spec["dy"]), spec, fg)
         else:
-            lines = self.two_lines(box, op, name, fg)
+            lines = self.node_lines(box, ref, fg)
         if not pseudo and item.flags & (HAS_SUBGRAPH | FUNCTION_CALL):
             b = V["badge"]
             lines += _text(b["subgraph"], (x + w + b["dx"], y + h + b["dy"]), b, b["fill"])
         name = _e(item.name)
         return f'<g data-name="{name}"><title>{name}{_e(tip)}</title>{shape}{lines}</g>'
+
+    def node_lines(self, box: Box, ref: int, fg: str) -> str:
+        """The caption (``Conv conv1``) over the weights (``W⟨64x3x7x7⟩``), one block."""
+        x, y, w, h = box
+        label = V["label"]
+        room = w - label["padLeft"] - label["padRight"]
+        caption, weights = self.scene.texts[ref]
+        rows = text_rows(y, h, len(weights))
+        x += label["padLeft"]
+        t, ws = label["title"], V["weights"]
+        out = _text(fit_text(caption, room, t["charWidth"]), (x, rows[0]), t, fg)
+        wfg = ws["fill"] if fg == V["text"]["dark"] else fg
+        for line, at in zip(weights, rows[1:], strict=True):
+            out += _text(fit_text(line, room, ws["charWidth"]), (x, at), ws, wfg)
+        return out
 
     @staticmethod
     def two_lines(box: Box, title: str, sub: str, fg: str) -> str:
@@ -353,7 +379,8 @@ def scene_svg(
     precisions: Mapping[str, str] | None = None,
 ) -> str:
     """The drawing of `result` (default: the scene's current layout) as one SVG document at the
-    layout's natural size: what the canvas shows at zoom 1, without viewport or hover."""
+    layout's natural size: what the canvas shows at zoom 1, without viewport or hover (edge
+    shapes from inference once `scene.infer` ran, as the canvas has them once it asked)."""
     result = scene.layout() if result is None else result
     picture = _Picture(scene, result, selected, marks or {}, overlay, precisions=precisions or {})
     rects = result.rects.astype(np.float64)
@@ -386,6 +413,7 @@ def scene_svg(
     out.extend(picture.frames())
     out.extend(picture.edges())
     out.extend(picture.boxes())
+    out.append(picture.shapes)
     out.extend(picture.initializers())
     out.extend(picture.selection())
     out.extend(picture.problem_marks())

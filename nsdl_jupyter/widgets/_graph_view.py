@@ -75,9 +75,11 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     _topology = traitlets.Bytes(b"").tag(sync=True)
     _layout = traitlets.Bytes(b"").tag(sync=True)
+    # every tensor's type and shape after shape inference (GraphScene.shapes_bytes)
+    _shapes = traitlets.Bytes(b"").tag(sync=True)
     _edits = traitlets.List(traitlets.Dict()).tag(sync=True)
     selected = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    direction = traitlets.Enum(("LR", "TB"), default_value="LR").tag(sync=True)
+    direction = traitlets.Enum(("LR", "TB"), default_value="TB").tag(sync=True)
     show_constants = traitlets.Bool(False).tag(sync=True)
     show_grid = traitlets.Bool(False).tag(sync=True)
     _marks = traitlets.Dict().tag(sync=True)
@@ -103,7 +105,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             positions=positions,
             collapsed=collapsed if isinstance(collapsed, list) else None,
         )
-        self._scene.direction = options.pop("direction", "LR")
+        self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
@@ -128,6 +130,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
                 "set_precision": lambda payload: set_precision(self._doc, payload),
+                "tensor_shapes": self._on_tensor_shapes,
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -356,6 +359,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         if fmt not in ("png", "jpeg", "svg"):
             raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
+        self._send_shapes()  # an exported picture shows every tensor shape
         if fmt == "svg":
             svg = scene_svg(
                 self._scene,
@@ -404,6 +408,15 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     def _known_groups(self, payload: Groups) -> Iterator[int]:
         n_groups = len(self._scene.hierarchy.groups)
         return (g for g in payload["groups"] if 0 <= g < n_groups)
+
+    def _on_tensor_shapes(self, _payload: Empty) -> None:
+        self._send_shapes()
+
+    def _send_shapes(self) -> None:
+        """Run shape inference (once) and send every tensor's type and shape to the views."""
+        shapes = self._scene.shapes_bytes()
+        if shapes != self._shapes:
+            self._shapes = shapes
 
     def _on_expand(self, payload: Groups) -> LayoutAnswer:
         self._scene.expand(self._known_groups(payload))

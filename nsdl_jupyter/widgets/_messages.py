@@ -76,6 +76,9 @@ GRAPH_VIEW = Catalog(
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
         "set_precision": Kind(SetPrecision, Empty, "kernel"),
+        # a view zoomed in enough to draw tensor shapes, or hovers an edge: the kernel runs
+        # shape inference (once) and sets `_shapes`
+        "tensor_shapes": Kind(Empty, None, "kernel"),
     },
 )
 

@@ -18,7 +18,7 @@ class GraphViewOptions(TypedDict, total=False):
     """Options of `GraphView(source, **options)`."""
 
     height: int  # pixels
-    direction: Literal["LR", "TB"]  # layout direction: left to right, or top to bottom
+    direction: Literal["LR", "TB"]  # layout direction: top to bottom (default) or left to right
     show_constants: bool  # draw Constant nodes and initializers as boxes
     show_grid: bool
     selected: list[str]  # node names selected at start

@@ -31,6 +31,8 @@ export interface TopologyMeta {
 export interface Graph {
   version: number;
   names: string[];
+  labels: string[]; // box caption: op type plus the meaningful name part (graph/_labels.py)
+  weights: string[][]; // weight lines shown in the box, "W⟨64×3×7×7⟩"
   ops: string[];
   category: Map<string, string>; // op -> op category (drawing colour)
   flags: number[];
@@ -57,7 +59,7 @@ export interface Graph {
 export interface Patch {
   seq: number;
   topology: number;
-  items: Record<string, [string, string, number, number]>;
+  items: Record<string, [string, string, number, number, string, string]>;
   edges_of: number[];
   edges: [number, number, number, number][];
   tensors: Record<string, [string, string, string]>;
@@ -75,6 +77,10 @@ function strs(column: Column | undefined): string[] {
   return (column as string[] | undefined) ?? [];
 }
 
+function lines(text: string): string[] {
+  return text ? text.split("\n") : [];
+}
+
 export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
   const { meta, columns: c } = decoded;
   const opCodes = ints(c["item.op"]);
@@ -90,6 +96,8 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
   return {
     version: meta.version,
     names,
+    labels: strs(c["item.label"]),
+    weights: strs(c["item.weights"]).map(lines),
     ops: opCodes.map((k) => meta.ops[k]),
     category: new Map(meta.ops.map((op, k) => [op, meta.categories?.[k] ?? "Other"])),
     flags,
@@ -118,13 +126,33 @@ export function decodeGraph(buffer: ArrayBuffer | ArrayBufferView): Graph {
   return graphFromColumns(decodeColumns<TopologyMeta>(buffer));
 }
 
+/** Tensor types and shapes from shape inference (nsdl_jupyter/graph/_scene.py shapes_bytes),
+ *  sent after the first drawing; false when they belong to another topology. */
+export function applyShapes(graph: Graph, buffer: ArrayBuffer | ArrayBufferView): boolean {
+  const { meta, columns: c } = decodeColumns<{
+    topology: number;
+    dtypes: string[];
+    shapes: string[];
+  }>(buffer);
+  if (meta.topology !== graph.version) return false;
+  ints(c["tensor.dtype"]).forEach((k, t) => {
+    graph.tensorDtype[t] = meta.dtypes[k];
+  });
+  ints(c["tensor.shape"]).forEach((k, t) => {
+    graph.tensorShape[t] = meta.shapes[k];
+  });
+  return true;
+}
+
 /** Apply one edit patch in place (items renamed/added/removed, their edges replaced). */
 export function applyPatch(graph: Graph, patch: Patch): void {
-  for (const [key, [name, op, flags, group]] of Object.entries(patch.items)) {
+  for (const [key, [name, op, flags, group, label, weights]] of Object.entries(patch.items)) {
     const i = Number(key);
     const old = graph.names[i];
     if (old !== undefined && graph.nameIndex.get(old) === i) graph.nameIndex.delete(old);
     graph.names[i] = name;
+    graph.labels[i] = label;
+    graph.weights[i] = lines(weights);
     graph.ops[i] = op;
     graph.flags[i] = flags;
     graph.group[i] = group;
@@ -313,9 +341,4 @@ export function ancestors(graph: Graph, item: number): number[] {
     g = graph.groupParent[g];
   }
   return out;
-}
-
-export function shortName(name: string): string {
-  const k = name.lastIndexOf("/");
-  return k >= 0 && k < name.length - 1 ? name.slice(k + 1) : name;
 }

@@ -14,6 +14,7 @@ export interface OverlayMeta {
 export interface GraphViewModel {
   _topology: DataView; // binary columns, sent once (nsdl_jupyter/graph/_scene.py topology_bytes)
   _layout: DataView; // rectangles of the visible boxes (layout_bytes)
+  _shapes: DataView; // tensor types and shapes after shape inference (shapes_bytes)
   _edits: Patch[]; // patches since the topology was sent
   selected: string[]; // node names, both ways
   direction: "LR" | "TB";

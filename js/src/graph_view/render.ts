@@ -26,11 +26,19 @@ import {
   OPTIONAL_INPUT,
   PSEUDO,
   representatives,
-  shortName,
   type VisibleEdges,
   visibleEdges,
 } from "./graph";
-import { categoryFill, countText, fitText, font, lineWidth, V } from "./vocabulary";
+import {
+  categoryFill,
+  countText,
+  curveMiddle,
+  fitText,
+  font,
+  lineWidth,
+  textRows,
+  V,
+} from "./vocabulary";
 
 export interface Overlay {
   values: Float32Array; // per item, NaN = no value
@@ -77,6 +85,7 @@ export interface DrawStats {
   boxes: number;
   edges: number;
   ms: number;
+  texts: string[]; // every text drawn in the frame (labels, weights, edge shapes)
 }
 
 /** What one frame needs besides the scene: the view rectangle in world units and the scale. */
@@ -87,6 +96,14 @@ interface Frame {
   view: Rect;
   s: number;
   n: number;
+  texts: string[];
+}
+
+/** Draws one line of text and keeps it in the frame's list (the test API reads it). */
+function text(f: Frame, line: string, x: number, y: number): void {
+  if (!line) return;
+  f.ctx.fillText(line, x, y);
+  f.texts.push(line);
 }
 
 function drawGrid(ctx: CanvasRenderingContext2D, view: Rect, scale: number): void {
@@ -117,7 +134,8 @@ function visible(f: Frame, k: number): boolean {
   return intersects(f.view, layout.x[k], layout.y[k], layout.w[k], layout.h[k]);
 }
 
-/** Title and subtitle of a box: (group label, node count) or (short name, op). */
+/** Title and subtitle of a box: (group label, node count), (tensor name, op) of a graph
+ *  input/output, or (caption, op) of a node ("Conv conv1", "Conv"). */
 export function slotLabel(scene: Scene, s: number): [string, string] {
   const { graph, layout } = scene;
   const ref = layout.ref[s];
@@ -127,7 +145,7 @@ export function slotLabel(scene: Scene, s: number): [string, string] {
   }
   const flags = graph.flags[ref];
   if (flags & PSEUDO) return [graph.names[ref], graph.ops[ref]];
-  return [shortName(graph.names[ref]), graph.ops[ref]];
+  return [graph.labels[ref] || graph.ops[ref], graph.ops[ref]];
 }
 
 /** Overlay colour of item `ref`, or null when it has no value. */
@@ -184,10 +202,10 @@ function drawFrameTitles(f: Frame, slots: number[]): void {
   ctx.textBaseline = "middle";
   for (const k of slots) {
     const [label, count] = slotLabel(scene, k);
-    const text = `${V.label.expanded}${label}  (${count})`;
+    const title = `${V.label.expanded}${label}  (${count})`;
     const room = layout.w[k] - spec.padLeft - spec.padRight;
     ctx.fillText(
-      fitText(text, room, spec.charWidth),
+      fitText(title, room, spec.charWidth),
       layout.x[k] + spec.padLeft,
       layout.y[k] + HEADER / 2,
     );
@@ -332,36 +350,51 @@ function drawMarks(f: Frame): void {
   }
 }
 
-/** Labels of the visible leaves: op over name, "+ group" over its size, arrows on graph I/O. */
+/** Labels of the visible leaves: a node's caption over its weights (these when zoomed in
+ *  enough to read), "+ group" over its size, arrows on graph inputs/outputs. */
 function drawLabels(f: Frame, leaves: number[]): void {
-  const { ctx, scene, o } = f;
+  const { ctx, scene, o, s } = f;
   const { graph, layout } = scene;
-  const { label: L, text } = V;
+  const { label: L, text: colors } = V;
+  const detail = s >= L.detailScale;
   ctx.textBaseline = "middle";
   for (const k of leaves) {
     const ref = layout.ref[k];
     const [title, sub] = slotLabel(scene, k);
     const [x, y, w, h] = [layout.x[k], layout.y[k], layout.w[k], layout.h[k]];
     const painted = overlayColor(o, ref);
-    const fg = painted ? textOn(painted) : text.dark;
+    const fg = painted ? textOn(painted) : colors.dark;
     const room = w - L.padLeft - L.padRight;
+    const left = x + L.padLeft;
     ctx.fillStyle = fg;
-    if (ref >= 0 && graph.flags[ref] & PSEUDO) {
-      const flags = graph.flags[ref];
+    if (ref < 0) {
+      ctx.font = font(L.title);
+      text(f, fitText(L.collapsed + title, room, L.title.charWidth), left, y + h / 2 + L.title.dy);
+      ctx.font = font(L.sub);
+      ctx.fillStyle = fg === colors.dark ? colors.sub : fg;
+      text(f, fitText(sub, room, L.sub.charWidth), left, y + h / 2 + L.sub.dy);
+      continue;
+    }
+    const flags = graph.flags[ref];
+    if (flags & PSEUDO) {
       const a = L.arrow;
       const arrow = flags & GRAPH_INPUT ? a.input : flags & GRAPH_OUTPUT ? a.output : a.outer;
       ctx.font = font(L.pseudo);
-      ctx.fillText(fitText(arrow + title, room, L.pseudo.charWidth), x + L.padLeft, y + h / 2);
+      text(f, fitText(arrow + title, room, L.pseudo.charWidth), left, y + h / 2 + L.pseudo.dy);
       continue;
     }
-    const top = ref < 0 ? L.collapsed + title : sub;
+    const weights = graph.weights[ref] ?? [];
+    const rows = textRows(y, h, weights.length);
     ctx.font = font(L.title);
-    ctx.fillText(fitText(top, room, L.title.charWidth), x + L.padLeft, y + h / 2 + L.title.dy);
-    ctx.font = font(L.sub);
-    ctx.fillStyle = fg === text.dark ? text.sub : fg;
-    const bottom = ref < 0 ? sub : title;
-    ctx.fillText(fitText(bottom, room, L.sub.charWidth), x + L.padLeft, y + h / 2 + L.sub.dy);
-    if (ref >= 0 && graph.flags[ref] & (HAS_SUBGRAPH | FUNCTION_CALL)) {
+    text(f, fitText(title, room, L.title.charWidth), left, rows[0]);
+    if (detail && weights.length) {
+      ctx.font = font(V.weights);
+      ctx.fillStyle = fg === colors.dark ? V.weights.fill : fg;
+      weights.forEach((line, j) => {
+        text(f, fitText(line, room, V.weights.charWidth), left, rows[j + 1]);
+      });
+    }
+    if (flags & (HAS_SUBGRAPH | FUNCTION_CALL)) {
       ctx.fillStyle = V.badge.fill;
       ctx.font = font(V.badge);
       ctx.fillText(V.badge.subgraph, x + w + V.badge.dx, y + h + V.badge.dy);
@@ -385,6 +418,51 @@ function drawBadges(f: Frame): void {
     ctx.fill(path);
     ctx.fillStyle = p.text;
     ctx.fillText(text, x + w / 2, y + h / 2);
+  }
+  ctx.textAlign = "left";
+}
+
+/** Collapsed groups zoomed out too far for box labels: their name at a fixed screen size,
+ *  as much of it as the box holds on screen. */
+function drawGroupTitles(f: Frame, leaves: number[]): void {
+  const { ctx, scene, s } = f;
+  const { layout } = scene;
+  const { label: L } = V;
+  const spec = L.groupScreen;
+  ctx.textBaseline = "middle";
+  ctx.fillStyle = V.text.dark;
+  ctx.font = font(spec, spec.size / s);
+  for (const k of leaves) {
+    if (layout.kind[k] !== KIND_GROUP) continue;
+    const room = layout.w[k] * s - 2 * spec.pad;
+    if (room < spec.minChars * spec.charWidth) continue;
+    const [title] = slotLabel(scene, k);
+    text(
+      f,
+      fitText(title, room, spec.charWidth),
+      layout.x[k] + spec.pad / s,
+      layout.y[k] + layout.h[k] / 2,
+    );
+  }
+}
+
+/** Tensor shapes on the visible edges, at the middle of each curve. */
+function drawEdgeShapes(f: Frame): void {
+  const { ctx, scene } = f;
+  const { layout, edges: e, graph } = scene;
+  const spec = V.edgeShape;
+  const lr = layout.meta.direction === "LR";
+  ctx.font = font(spec);
+  ctx.fillStyle = spec.fill;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = lr ? "center" : "left";
+  for (let k = 0; k < e.src.length; k++) {
+    const shape = graph.tensorShape[graph.edgeTensor[e.edge[k]]];
+    if (!shape) continue;
+    const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
+    const [mx, my] = curveMiddle(c);
+    if (!intersects(f.view, mx - 1, my - 1, 2, 2)) continue;
+    text(f, shape, lr ? mx : mx + spec.dx, lr ? my + spec.dy : my);
   }
   ctx.textAlign = "left";
 }
@@ -423,7 +501,7 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
   ctx.setTransform(dpr * s, 0, 0, dpr * s, dpr * camera.tx, dpr * camera.ty);
   const view = worldViewport(camera, o.width, o.height);
   if (o.grid) drawGrid(ctx, view, s);
-  const f: Frame = { ctx, scene, o, view, s, n: scene.layout.ref.length };
+  const f: Frame = { ctx, scene, o, view, s, n: scene.layout.ref.length, texts: [] };
   const frames = drawFrames(f);
   const edges = drawEdges(f);
   const leaves = drawBoxes(f);
@@ -433,6 +511,9 @@ export function draw(ctx: CanvasRenderingContext2D, scene: Scene, o: DrawOptions
     drawLabels(f, leaves);
     drawInitializers(f);
     drawBadges(f);
+    if (s >= V.label.detailScale) drawEdgeShapes(f);
+  } else {
+    drawGroupTitles(f, leaves);
   }
-  return { boxes: frames + leaves.length, edges, ms: performance.now() - t0 };
+  return { boxes: frames + leaves.length, edges, ms: performance.now() - t0, texts: f.texts };
 }

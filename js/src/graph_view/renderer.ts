@@ -3,6 +3,7 @@
 import { boundsOf, type Camera, fitCamera, worldViewport, zoomAt } from "./geometry";
 import { type DrawOptions, draw } from "./render";
 import type { SceneStore } from "./scene_store";
+import { V } from "./vocabulary";
 
 export class Renderer {
   camera: Camera = { scale: 1, tx: 0, ty: 0 };
@@ -13,6 +14,7 @@ export class Renderer {
   private fitted = false;
   private frame = 0;
   private patchUnpainted = false;
+  lastTexts: string[] = []; // what the last paint wrote (test API)
   private readonly ctx: CanvasRenderingContext2D;
   readonly stats = {
     draws: 0,
@@ -92,8 +94,10 @@ export class Renderer {
   private paint(): void {
     const scene = this.store.scene;
     if (!scene || this.width === 0) return;
+    if (this.camera.scale >= V.label.detailScale || this.hoverEdge >= 0) this.store.wantShapes();
     const result = draw(this.ctx, scene, this.drawOptions());
     this.stats.draws++;
+    this.lastTexts = result.texts;
     if (this.patchUnpainted) {
       this.patchUnpainted = false;
       this.stats.patchPaintedAt = Date.now();

@@ -3,6 +3,7 @@
 import type { AnyModel } from "@anywidget/types";
 import {
   applyPatch,
+  applyShapes,
   decodeGraph,
   decodeLayout,
   type Graph,
@@ -27,6 +28,8 @@ export interface SceneEvents {
   patched(): void;
   /** The overlay changed: update its legend (null: none). */
   legend(meta: OverlayMeta | null): void;
+  /** Tensor shapes are wanted (zoomed in, or an edge hovered): ask the kernel for them. */
+  needShapes(): void;
 }
 
 export class SceneStore {
@@ -37,6 +40,7 @@ export class SceneStore {
   readonly marks = new Map<number, MarkLevel>();
   overlay: Overlay | null = null;
   readonly precisions = new Map<number, string>(); // item -> TensorRT precision (badges)
+  private shapesAsked = -1; // the topology version whose shapes were asked for
   readonly stats = {
     topologyDecodes: 0,
     layoutDecodes: 0,
@@ -58,6 +62,26 @@ export class SceneStore {
     this.root.dataset.topologyVersion = String(this.graph.version);
     this.applyEdits();
     this.loadLayout();
+    this.loadShapes();
+  }
+
+  /** Asks the kernel once per topology for the inferred tensor shapes, unless they are here:
+   *  shape inference waits until a view needs it (zoomed in, or an edge hovered). */
+  wantShapes(): void {
+    const graph = this.graph;
+    if (!graph || this.shapesAsked === graph.version) return;
+    this.shapesAsked = graph.version;
+    if (this.root.dataset.shapes !== String(graph.version)) this.events.needShapes();
+  }
+
+  /** Merges the inferred tensor shapes when they match the topology; false when they do not. */
+  loadShapes(): boolean {
+    const buffer = this.model.get("_shapes");
+    if (!this.graph || !buffer || buffer.byteLength === 0) return false;
+    if (!applyShapes(this.graph, buffer)) return false;
+    this.root.dataset.shapes = String(this.graph.version);
+    this.events.paint();
+    return true;
   }
 
   applyEdits(): void {

@@ -1,8 +1,8 @@
 // Hooks for the UI tests and the benchmark (root.__nsdl): read-only probes of what is drawn,
 // plus camera moves and raw requests that a user would make with the mouse.
 import type { GraphViewToKernel } from "../messages";
-import { RequestError } from "../protocol";
 import { type PillKind, pillRect, pills } from "./badges";
+import { RequestError, type RequestName } from "../protocol";
 import { HEADER } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Renderer } from "./renderer";
@@ -53,6 +53,23 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       ];
       return { text: pill.text, at };
     },
+    /** Every text the last frame drew: box captions, weight lines, edge shapes, titles. */
+    texts: () => [...renderer.lastTexts],
+    /** The caption and weight lines of the box drawing node `name` (its tensor shapes are
+     *  `edgeShape`), as the renderer reads them. */
+    label: (name: string) => {
+      const graph = store.graph;
+      const i = graph?.nameIndex.get(name);
+      return i === undefined || !graph
+        ? null
+        : { caption: graph.labels[i], weights: graph.weights[i] };
+    },
+    /** Element type and shape of the tensor `name` as edges and their tooltips show it. */
+    tensor: (name: string) => {
+      const graph = store.graph;
+      const t = graph?.tensorName.indexOf(name) ?? -1;
+      return t < 0 || !graph ? null : { dtype: graph.tensorDtype[t], shape: graph.tensorShape[t] };
+    },
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
     visible: (name: string) => {
       const i = store.graph?.nameIndex.get(name);
@@ -71,7 +88,7 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
     request: async (name: string, payload: unknown, timeoutMs?: number) => {
       try {
         const reply = await requests.channel.request(
-          name as keyof GraphViewToKernel,
+          name as RequestName<GraphViewToKernel>,
           payload as never,
           timeoutMs,
         );

@@ -1,12 +1,17 @@
 // The hover tooltip: what it says about a box or an edge, and where it stands.
 import type { Scene } from "./render";
 
+/** An edge's tensor, element type and shape (_drawing.py edge_tip). */
+function tensorTip(name: string, dtype: string, shape: string): string {
+  return `${name}\n${dtype || "unknown type"} ${shape || "unknown shape"}`;
+}
+
 export function edgeTip(scene: Scene, k: number): string {
   const g = scene.graph;
   const e = scene.edges.edge[k];
   const t = g.edgeTensor[e];
   const more = scene.edges.count[k] > 1 ? `\n(+${scene.edges.count[k] - 1} more edges)` : "";
-  return `${g.tensorName[t]}\n${g.tensorDtype[t] || "?"} ${g.tensorShape[t] || ""}${more}`;
+  return `${tensorTip(g.tensorName[t], g.tensorDtype[t], g.tensorShape[t])}${more}`;
 }
 
 export function slotTip(scene: Scene, s: number): string {

@@ -53,6 +53,7 @@ export class GraphViewElement {
       paint: () => renderer.invalidate(),
       patched: () => renderer.patched(),
       legend: (meta) => showLegend(legend, meta),
+      needShapes: () => requests.channel.notify("tensor_shapes", {}),
     });
     const renderer = new Renderer(canvas, root, store, grid);
     const requests = new Requests(model, renderer, (message) => {
@@ -86,6 +87,7 @@ export class GraphViewElement {
     on("_topology", () => store.loadTopology());
     on("_layout", () => store.loadLayout());
     on("_edits", () => store.applyEdits());
+    on("_shapes", () => store.loadShapes());
     on("selected", () => selection.changed());
     on("show_grid", () => renderer.invalidate());
     on("_marks", () => store.loadMarks());

@@ -33,3 +33,15 @@ export function countText(size: number): string {
 export function lineWidth(style: { width: number; screenWidth: number }, scale: number): number {
   return Math.max(style.width, style.screenWidth / scale);
 }
+
+/** Centre lines of a node box's caption and its `weights` weight lines, one block centred in
+ *  the box (_drawing.py text_rows). */
+export function textRows(y: number, h: number, weights: number): number[] {
+  const top = y + h / 2 - (weights * V.weights.line) / 2;
+  return Array.from({ length: weights + 1 }, (_, k) => top + k * V.weights.line);
+}
+
+/** The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2. */
+export function curveMiddle(c: number[]): [number, number] {
+  return [(c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8];
+}

@@ -1,0 +1,118 @@
+"""Tensor types and shapes for the drawing, from ONNX shape inference run once on a weightless
+copy of a graph: nothing in the document changes and no large weight is read or copied."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from functools import lru_cache
+
+import onnx
+import onnx_ir as ir
+
+logger = logging.getLogger(__name__)
+
+# initializers up to this many elements keep their data (shape inputs of Reshape, Expand...,
+# which data propagation reads); larger ones go in as typed graph inputs
+SMALL_INITIALIZER = 1024
+UNKNOWN_DIM = "unk__"  # onnx shape inference's name for a dim it cannot name
+TIMES = "\u00d7"  # the multiplication sign, as Netron writes shapes
+
+
+def shape_text(shape: Iterable[object] | None) -> str:
+    """``1x3x224x224``, ``batchxsequencex768`` (symbolic dims by name, unknown ones ``?``);
+    a scalar is ``scalar`` and an unknown rank is ``""``."""
+    if shape is None:
+        return ""
+    dims = [str(d) if isinstance(d, int) else _symbol(getattr(d, "value", None)) for d in shape]
+    return TIMES.join(dims) if dims else "scalar"
+
+
+def _symbol(name: object) -> str:
+    """A symbolic dim by its name; ``?`` for an unknown one, or one that shape inference
+    named itself (``unk__12``)."""
+    text = str(name) if name else ""
+    return "?" if not text or text.startswith(UNKNOWN_DIM) else text
+
+
+@lru_cache(maxsize=4096)
+def display_shape(text: str) -> str:
+    """The graph table's ``[1,batch,None]`` (str of an ir.Shape) as `shape_text` writes it."""
+    if not text:
+        return ""
+    dims = text.strip("[]")
+    if not dims:
+        return "scalar"
+    return TIMES.join(_symbol(None if d == "None" else d) for d in dims.split(","))
+
+
+def _dtype_text(dtype: ir.DataType | None) -> str:
+    return dtype.name.lower() if dtype is not None else ""
+
+
+def _weightless_proto(graph: ir.Graph) -> onnx.ModelProto:
+    model = onnx.ModelProto(ir_version=10)
+    for domain, version in graph.opset_imports.items():
+        model.opset_import.add(domain=domain, version=version)
+    proto = model.graph
+    proto.name = graph.name or "graph"
+    for value in graph.inputs:
+        ir.serde.serialize_value_into(proto.input.add(), value)
+    for name, value in graph.initializers.items():
+        tensor = value.const_value
+        if tensor is not None and math.prod(tensor.shape.numpy()) <= SMALL_INITIALIZER:
+            ir.serde.serialize_tensor_into(proto.initializer.add(), tensor)
+            proto.initializer[-1].name = name
+        elif value not in graph.inputs:
+            info = proto.input.add()
+            info.name = name
+            dtype = value.dtype or (tensor.dtype if tensor is not None else None)
+            shape = value.shape or (tensor.shape if tensor is not None else None)
+            if dtype is not None:
+                ir.serde.serialize_type_into(info.type, ir.TensorType(dtype))
+                if shape is not None:
+                    ir.serde.serialize_shape_into(info.type, shape)
+    for node in graph:
+        ir.serde.serialize_node_into(proto.node.add(), node)
+    for value in graph.outputs:
+        ir.serde.serialize_value_into(proto.output.add(), value)
+    return model
+
+
+def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, str]]:
+    """Tensor name -> (dtype, shape text) for the values of `graph` whose type the model does
+    not state; empty when inference fails (a custom op, an invalid model): then shapes stay
+    unknown, as they were."""
+    if not isinstance(graph, ir.Graph):
+        return {}
+    missing = any(out.shape is None or out.dtype is None for node in graph for out in node.outputs)
+    if not missing:  # the dynamo exporter writes every value_info already
+        return {}
+    try:
+        proto = _weightless_proto(graph)
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
+    except Exception as error:  # any failure leaves shapes unknown, as before
+        logger.info("shape inference for the drawing failed: %s", error)
+        return {}
+    # read the protobuf fields directly: onnx_ir's deserializer costs 20x as much here
+    found: dict[str, tuple[str, str]] = {}
+    for info in inferred.graph.value_info:
+        tensor = info.type.tensor_type
+        shape = ""
+        if tensor.HasField("shape"):
+            dims = [
+                str(d.dim_value) if d.HasField("dim_value") else _symbol(d.dim_param)
+                for d in tensor.shape.dim
+            ]
+            shape = TIMES.join(dims) if dims else "scalar"
+        found[info.name] = (_elem_text(tensor.elem_type), shape)
+    return found
+
+
+@lru_cache(maxsize=64)
+def _elem_text(elem_type: int) -> str:
+    try:
+        return _dtype_text(ir.DataType(elem_type)) if elem_type else ""
+    except ValueError:  # an element type newer than onnx_ir knows
+        return ""
