@@ -1,8 +1,8 @@
 // Hooks for the UI tests and the benchmark (root.__nsdl): read-only probes of what is drawn,
 // plus camera moves and raw requests that a user would make with the mouse.
 import type { GraphViewToKernel } from "../messages";
-import { type PillKind, pillRect, pills } from "./badges";
 import { RequestError, type RequestName } from "../protocol";
+import { type PillKind, pillRect, pills } from "./badges";
 import { HEADER } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Renderer } from "./renderer";
