@@ -29,7 +29,7 @@ import {
   type VisibleEdges,
   visibleEdges,
 } from "./graph";
-import { categoryFill, countText, fitText, font, lineWidth, V } from "./vocabulary";
+import { categoryFill, countText, fitText, font, lineWidth, subgraphIcon, V } from "./vocabulary";
 
 export interface Overlay {
   values: Float32Array; // per item, NaN = no value
@@ -360,10 +360,20 @@ function drawLabels(f: Frame, leaves: number[]): void {
     const bottom = ref < 0 ? sub : title;
     ctx.fillText(fitText(bottom, room, L.sub.charWidth), x + L.padLeft, y + h / 2 + L.sub.dy);
     if (ref >= 0 && graph.flags[ref] & (HAS_SUBGRAPH | FUNCTION_CALL)) {
-      ctx.fillStyle = V.badge.fill;
-      ctx.font = font(V.badge);
-      ctx.fillText(V.badge.subgraph, x + w + V.badge.dx, y + h + V.badge.dy);
+      drawSubgraphIcon(ctx, x + w + V.badge.dx, y + h + V.badge.dy);
     }
+  }
+}
+
+/** The If/Loop/Scan (or function call) mark as shapes: no font glyph it could lack. */
+function drawSubgraphIcon(ctx: CanvasRenderingContext2D, x: number, y: number): void {
+  const b = V.badge;
+  ctx.strokeStyle = b.fill;
+  ctx.lineWidth = b.strokeWidth;
+  ctx.fillStyle = b.back;
+  for (const [bx, by, bw, bh, filled] of subgraphIcon(x, y)) {
+    if (filled) ctx.fillRect(bx, by, bw, bh);
+    ctx.strokeRect(bx, by, bw, bh);
   }
 }
 

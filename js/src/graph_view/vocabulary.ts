@@ -33,3 +33,14 @@ export function countText(size: number): string {
 export function lineWidth(style: { width: number; screenWidth: number }, scale: number): number {
   return Math.max(style.width, style.screenWidth / scale);
 }
+
+/** The subgraph mark left-centred on (x, y): [x, y, w, h, filled] squares, back first (the
+ *  filled one takes the badge's back colour, both are outlined); _drawing.py subgraph_icon. */
+export function subgraphIcon(x: number, y: number): [number, number, number, number, boolean][] {
+  const { size, offset } = V.badge;
+  const top = y - size / 2;
+  return [
+    [x + offset, top - offset, size, size, false],
+    [x, top, size, size, true],
+  ];
+}
