@@ -30,14 +30,25 @@ from nsdl_jupyter._static_export import (
 )
 from nsdl_jupyter.document import UnknownNodeError
 from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.graph._properties import (
+    GroupProperties,
+    NodeProperties,
+    Properties,
+    TensorProperties,
+    TensorStats,
+)
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
     Empty,
     ExportImage,
+    GroupRef,
     Groups,
+    ItemRef,
     Items,
     LayoutAnswer,
+    TensorName,
+    TensorRef,
 )
 from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
 from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
@@ -79,6 +90,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _overlay = traitlets.Dict().tag(sync=True)
     _overlay_values = traitlets.Bytes(b"").tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # the properties pane beside the canvas (what a click selected); False hides it
+    show_properties = traitlets.Bool(True).tag(sync=True)
     # SVG picture of the last state, redrawn after each cell that changed the view: the widget
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
@@ -98,6 +111,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "LR")
         self._scene.show_constants = bool(options.pop("show_constants", False))
+        self._properties = Properties(self._scene)
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
         super().__init__(
@@ -118,6 +132,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "collapse_all": self._on_collapse_all,
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
+                "node_properties": self._on_node_properties,
+                "tensor_properties": self._on_tensor_properties,
+                "group_properties": self._on_group_properties,
+                "tensor_stats": self._on_tensor_stats,
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -422,9 +440,22 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._scene.arrange()
         return self._layout_answer()
 
+    def _on_node_properties(self, payload: ItemRef) -> NodeProperties:
+        return self._properties.node(payload["item"])
+
+    def _on_tensor_properties(self, payload: TensorRef) -> TensorProperties:
+        return self._properties.tensor(payload["tensor"], payload["item"])
+
+    def _on_group_properties(self, payload: GroupRef) -> GroupProperties:
+        return self._properties.group(payload["group"])
+
+    def _on_tensor_stats(self, payload: TensorName) -> TensorStats:
+        return self._properties.stats(payload["name"])
+
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
         scene = self._scene
+        self._properties.invalidate()
         if getattr(event, "source", "do") == "load":
             self._rebuild()
             return
@@ -472,6 +503,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _rebuild(self) -> None:
         self._scene.rebuild()
+        self._properties.invalidate()
         with self.hold_sync():
             self._edits = []
             self._topology = self._scene.topology_bytes()
