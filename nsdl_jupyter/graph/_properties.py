@@ -145,9 +145,13 @@ def shape_text(shape: ir.ShapeProtocol | None) -> str:
         return ""
     if not len(shape):
         return "scalar"
-    return TIMES.join(
-        str(d) if isinstance(d, int) else (d.value or "?") if d is not None else "?" for d in shape
-    )
+    return TIMES.join(str(d) if isinstance(d, int) else _dim_name(d) for d in shape)
+
+
+def _dim_name(dim: object) -> str:
+    """A symbolic dim's name; "?" for none, and for the unk__N that inference makes up."""
+    name = getattr(dim, "value", None)
+    return name if isinstance(name, str) and name and not name.startswith("unk__") else "?"
 
 
 def declared_type(value: ir.Value) -> tuple[str, str]:

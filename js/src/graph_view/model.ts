@@ -23,6 +23,7 @@ export interface GraphViewModel {
   _overlay: OverlayMeta;
   _overlay_values: DataView; // float32 per item, NaN where no value
   height: number; // CSS pixels
+  show_properties: boolean; // the properties pane beside the canvas
 }
 
 // custom messages: ../messages.ts (GraphViewToKernel, GraphViewToBrowser), generated from

@@ -8,6 +8,7 @@ import { downloadPng } from "./export";
 import { showLegend } from "./legend";
 import type { GraphViewModel } from "./model";
 import { Pointer } from "./pointer";
+import { PropertiesPane } from "./properties";
 import { Renderer } from "./renderer";
 import { Requests } from "./requests";
 import { SceneStore } from "./scene_store";
@@ -59,6 +60,14 @@ export class GraphViewElement {
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
     const selection = new Selection(model, store, renderer, requests);
+    const pane = new PropertiesPane(
+      root,
+      stage,
+      model,
+      store,
+      requests,
+      (item) => void selection.jumpTo(item),
+    );
     const toolbar = new Toolbar(bar, model, {
       renderer,
       graph: () => store.graph,
@@ -75,6 +84,7 @@ export class GraphViewElement {
       selected: () => selection.current(),
       select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      inspect: (target) => pane.show(target),
     });
 
     const d = this.disposables;
@@ -94,6 +104,7 @@ export class GraphViewElement {
     d.add(() => requests.close());
     d.add(() => toolbar.destroy());
     d.add(() => pointer.destroy());
+    d.add(() => pane.destroy());
     d.add(() => renderer.destroy());
 
     el.appendChild(root);
