@@ -117,3 +117,31 @@ def test_click_a_node_an_edge_and_a_group_then_hide_the_pane(notebook: Any) -> N
     nb.page.locator(f"{VIEW} .nsdl-gv-pane-show").first.click()
     nb.page.locator(f"{VIEW} {PANE}").first.wait_for(state="visible")
     assert nb.error_outputs() == []
+
+
+def test_on_a_narrow_output_area_the_pane_lies_over_the_canvas_only_when_needed(
+    notebook: Any,
+) -> None:
+    narrow = SETUP.replace(
+        "view\n", "import ipywidgets as w\nw.Box([view], layout=w.Layout(width='480px'))\n"
+    )
+    nb = notebook([narrow])
+    nb.run_cell(0)
+    nb.wait_for(READY)
+    assert nb.error_outputs() == []
+    pane = nb.page.locator(f"{VIEW} {PANE}").first
+    assert not pane.is_visible()  # nothing picked yet: the whole width is the canvas
+    assert not nb.page.locator(f"{VIEW} .nsdl-gv-pane-show").first.is_visible()
+    canvas = nb.page.locator(f"{VIEW} canvas").first
+    width = canvas.bounding_box()["width"]
+    click_box(nb, MATMUL)
+    assert MATMUL in wait_pane(nb, "node")
+    view, box = nb.page.locator(VIEW).first.bounding_box(), pane.bounding_box()
+    assert box["x"] >= view["x"] and box["x"] + box["width"] <= view["x"] + view["width"] + 1
+    assert canvas.bounding_box()["width"] == width  # over the canvas, not beside it
+    nb.screenshot("narrow_node", VIEW)
+    graph_api(nb, "(a) => a.fit()")
+    nb.two_frames()
+    nb.page.mouse.click(view["x"] + 10, view["y"] + view["height"] - 10)  # blank canvas
+    pane.wait_for(state="hidden")
+    nb.screenshot("narrow_cleared", VIEW)
