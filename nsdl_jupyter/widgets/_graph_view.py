@@ -29,13 +29,17 @@ from nsdl_jupyter._static_export import (
     track_static_picture,
 )
 from nsdl_jupyter.document import UnknownNodeError
-from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
-from nsdl_jupyter.graph._properties import (
+from nsdl_jupyter.graph import (
+    COLORMAPS,
+    EditSummary,
+    GraphScene,
     GroupProperties,
+    NeedsRebuild,
     NodeProperties,
     Properties,
     TensorProperties,
     TensorStats,
+    scene_svg,
 )
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
-from nsdl_jupyter.graph._properties import (
+from nsdl_jupyter.graph import (
     GroupProperties,
     NodeProperties,
     TensorProperties,
