@@ -162,10 +162,11 @@ export class PropertiesPane {
     this.pane.classList.remove("nsdl-gv-idle");
     this.pane.dataset.loading = "1";
     const done = <T>(reply: { value: T } | null, paint: (value: T) => void) => {
-      if (token !== this.token || !reply) return;
+      if (token !== this.token) return;
       delete this.pane.dataset.loading;
       this.content.replaceChildren();
-      paint(reply.value);
+      if (reply) paint(reply.value);
+      else el(this.content, "div", "nsdl-gv-error", "The kernel did not answer: see below.");
     };
     if (target.kind === "group") {
       void this.requests
