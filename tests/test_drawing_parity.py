@@ -268,3 +268,17 @@ def test_op_categories_travel_with_the_topology(view: nj.GraphView) -> None:
     assert by_op["MatMul"] == "Math" and by_op["Softmax"] == "Activation"
     assert op_category("com.microsoft::FusedMatMul") == "Contrib"
     assert op_category("my.custom::Thing") == op_category("NoSuchOp") == "Other"
+
+
+def test_subgraph_marks_are_shapes_not_a_font_glyph(recorder: Path) -> None:
+    """If/Loop boxes carry the subgraph mark as two outlined squares in both renderers."""
+    view = nj.GraphView(real_exports.load("control_flow_torchscript"))
+    svg = scene_svg(view._scene, background=None)
+    expected, translate, size = svg_records(svg)
+    drawn = canvas_records(_canvas(recorder, view, translate, size))
+    assert drawn == expected
+    badge = VOCABULARY["badge"]
+    marks = [r for r in expected if r[0] == "stroke" and r[1] == badge["fill"]]
+    assert len(marks) == 2 * 2  # /If and /Loop, two squares each
+    assert sum(r[1] == badge["back"] for r in expected if r[0] == "fill") == 2
+    assert not [r for r in expected if r[0] == "text" and not r[1].isascii() and len(r[1]) == 1]

@@ -1,6 +1,35 @@
 // Generated from nsdl_jupyter/widgets/_messages.py by `python js/gen_messages.py`.
 // Do not edit: tests/test_widget_protocol.py fails when this file is not current.
 
+export interface Attribute {
+  name: string;
+  type: string;
+  value: string;
+}
+
+export interface Port {
+  slot: string;
+  name: string;
+  dtype: string;
+  shape: string;
+  source: string;
+  initializer: Initializer | null;
+}
+
+export interface Initializer {
+  name: string;
+  dtype: string;
+  shape: string;
+  size: number;
+  values: string;
+  stats: boolean;
+}
+
+export interface OpCount {
+  op: string;
+  count: number;
+}
+
 export interface GraphViewToKernel {
   expand: {
     payload: { groups: number[] };
@@ -25,6 +54,58 @@ export interface GraphViewToKernel {
   arrange: {
     payload: Record<string, never>;
     answer: { layout_seq: number };
+  };
+  node_properties: {
+    payload: { item: number };
+    answer: {
+      item: number;
+      name: string;
+      op_type: string;
+      domain: string;
+      op: string;
+      scope: string;
+      doc: string;
+      attributes: Attribute[];
+      inputs: Port[];
+      outputs: Port[];
+      body_inputs: Port[];
+    };
+  };
+  tensor_properties: {
+    payload: { tensor: number; item: number };
+    answer: {
+      name: string;
+      dtype: string;
+      shape: string;
+      producer: string;
+      producer_op: string;
+      consumers: string[];
+      more_consumers: number;
+      graph_input: boolean;
+      graph_output: boolean;
+      initializer: Initializer | null;
+    };
+  };
+  group_properties: {
+    payload: { group: number };
+    answer: {
+      group: number;
+      key: string;
+      label: string;
+      nodes: number;
+      ops: OpCount[];
+      synthetic: boolean;
+    };
+  };
+  tensor_stats: {
+    payload: { name: string };
+    answer: {
+      name: string;
+      min: number | null;
+      max: number | null;
+      mean: number | null;
+      nonfinite: number;
+    };
   };
   set_precision: {
     payload: { node: string; precision: string };

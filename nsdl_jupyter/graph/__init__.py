@@ -1,7 +1,8 @@
 """Graph data for views, without widget code: extraction into binary columns, name-scope
 hierarchy with grouping of oversized levels, layered layout (python-igraph), edit patches,
-the drawing vocabulary shared with the canvas (drawing.json) and the one SVG renderer; a
-TensorRT engine's layer JSON as a graph."""
+what a properties pane says about a node, tensor or group, the drawing vocabulary shared
+with the canvas (drawing.json) and the one SVG renderer; a TensorRT engine's layer JSON as
+a graph."""
 
 from nsdl_jupyter.graph._columns import decode_columns, encode_columns
 from nsdl_jupyter.graph._drawing import COLORMAPS, VOCABULARY, Overlay, op_category
@@ -25,6 +26,14 @@ from nsdl_jupyter.graph._extract import (
 )
 from nsdl_jupyter.graph._hierarchy import Hierarchy, build_hierarchy, is_group_ref
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutEngine, LayoutResult
+from nsdl_jupyter.graph._properties import (
+    GroupProperties,
+    NodeProperties,
+    Properties,
+    PropertiesLookupError,
+    TensorProperties,
+    TensorStats,
+)
 from nsdl_jupyter.graph._scene import EditSummary, GraphScene, NeedsRebuild
 from nsdl_jupyter.graph._svg import MARGIN, scene_svg, visible_edges
 
@@ -45,11 +54,17 @@ __all__ = [
     "GraphDataError",
     "GraphScene",
     "GraphTable",
+    "GroupProperties",
     "Hierarchy",
     "LayoutEngine",
     "LayoutResult",
     "NeedsRebuild",
+    "NodeProperties",
     "Overlay",
+    "Properties",
+    "PropertiesLookupError",
+    "TensorProperties",
+    "TensorStats",
     "build_hierarchy",
     "build_table",
     "decode_columns",

@@ -36,6 +36,15 @@ def op_category(op: str) -> str:
         return "Other"
 
 
+def subgraph_icon(x: float, y: float) -> list[tuple[float, float, float, float, bool]]:
+    """The subgraph mark left-centred on (x, y): (x, y, w, h, filled) squares, back first;
+    the filled one is painted with the badge's back colour, both are outlined."""
+    b = VOCABULARY["badge"]
+    size, offset = b["size"], b["offset"]
+    top = y - size / 2
+    return [(x + offset, top - offset, size, size, False), (x, top, size, size, True)]
+
+
 def category_fill(category: str) -> str:
     colors: dict[str, str] = VOCABULARY["category"]
     return colors.get(category, colors["Other"])

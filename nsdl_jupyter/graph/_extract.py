@@ -13,6 +13,7 @@ from functools import cache, lru_cache
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._walk import graphs_in, subgraphs
 from nsdl_jupyter.ops import is_custom_domain, parse_literal
 
 # item flags (mirrored in js/src/graph_view/graph.ts)
@@ -32,6 +33,7 @@ MAX_SCOPE_TEXT = 16_384  # characters of a name_scopes / namespace metadata valu
 # edge flags
 OPTIONAL_INPUT = 1
 FROM_CONSTANT = 2
+BODY_INPUT = 4  # a tensor the node's If/Loop/Scan body reads from the enclosing graph
 
 
 @dataclass
@@ -207,6 +209,23 @@ def _has_subgraph(node: ir.Node) -> bool:
     )
 
 
+def body_inputs(node: ir.Node) -> list[ir.Value]:
+    """Tensors of the graphs around `node` that its bodies read (at any depth), in first-use
+    order, leaving out those that are inputs of `node` itself: ONNX's implicit inputs."""
+    inner = [g for body in subgraphs(node) for g in graphs_in(body)]
+    own = {id(g) for g in inner}
+    explicit = {id(v) for v in node.inputs if v is not None}
+    found: dict[int, ir.Value] = {}
+    for graph in inner:
+        for body_node in graph:
+            for value in body_node.inputs:
+                if value is None or id(value) in explicit or id(value) in found:
+                    continue
+                if id(value.graph) not in own:
+                    found[id(value)] = value
+    return list(found.values())
+
+
 class TableBuilder:
     """Builds and incrementally updates a GraphTable from an onnx_ir graph."""
 
@@ -364,6 +383,11 @@ class TableBuilder:
             if items[src].flags & CONSTANT:
                 flags |= FROM_CONSTANT
             edges.append(Edge(src, dst, tensor, flags))
+        if items[dst].flags & HAS_SUBGRAPH:
+            for value in body_inputs(node):
+                src = self._source_of(value)
+                if src is not None:  # None: an initializer, no box to draw the edge from
+                    edges.append(Edge(src, dst, self.tensor(value), self._body_flags(src)))
 
     def _add_output(self, value: ir.Value) -> None:
         dst = self._add_item(value.name or "", "Output", GRAPH_OUTPUT, f"output:{value.name}")
@@ -409,6 +433,24 @@ class TableBuilder:
                     dst = table.by_key.get(f"output:{value.name}")
                     if dst is not None and dst not in items:
                         table.edges.append(Edge(index, dst, self.tensor(value)))
+        self._refresh_body_edges(items)
+
+    def _refresh_body_edges(self, items: set[int]) -> None:
+        """Edges from `items` into the control-flow nodes (outside `items`) whose bodies read
+        their outputs; a scan of the item flags, bodies walked only for control-flow nodes."""
+        table = self.table
+        for dst, owner in enumerate(table.items):
+            if dst in items or not owner.alive or owner.node is None:
+                continue
+            if not owner.flags & HAS_SUBGRAPH:
+                continue
+            for value in body_inputs(owner.node):
+                src = self._source_of(value)
+                if src is not None and src in items:
+                    table.edges.append(Edge(src, dst, self.tensor(value), self._body_flags(src)))
+
+    def _body_flags(self, src: int) -> int:
+        return BODY_INPUT | (FROM_CONSTANT if self.table.items[src].flags & CONSTANT else 0)
 
 
 def build_table(

@@ -47,7 +47,8 @@ def display_shape(text: str) -> str:
     return TIMES.join(_symbol(None if d == "None" else d) for d in dims.split(","))
 
 
-def _dtype_text(dtype: ir.DataType | None) -> str:
+def dtype_text(dtype: ir.DataType | None) -> str:
+    """``float``, ``int64``: an element type as the views write it ("" when unknown)."""
     return dtype.name.lower() if dtype is not None else ""
 
 
@@ -113,6 +114,6 @@ def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, st
 @lru_cache(maxsize=64)
 def _elem_text(elem_type: int) -> str:
     try:
-        return _dtype_text(ir.DataType(elem_type)) if elem_type else ""
+        return dtype_text(ir.DataType(elem_type)) if elem_type else ""
     except ValueError:  # an element type newer than onnx_ir knows
         return ""

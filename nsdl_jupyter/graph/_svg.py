@@ -26,6 +26,7 @@ from nsdl_jupyter.graph._drawing import (
     fit_text,
     js_round,
     representatives,
+    subgraph_icon,
     text_on,
     text_rows,
 )
@@ -100,6 +101,15 @@ def _text(text: str, at: tuple[float, float], spec: Mapping[str, Any], fill: str
         f'<text x="{at[0]:.1f}" y="{at[1]:.1f}" font-size="{spec["size"]}" '
         f'font-weight="{spec["weight"]}" fill="{fill}" dominant-baseline="central"{anchor}>'
         f"{_e(text)}</text>"
+    )
+
+
+def _subgraph_icon(x: float, y: float) -> str:
+    b = V["badge"]
+    outline = f'stroke="{b["fill"]}" stroke-width="{b["strokeWidth"]}"'
+    return "".join(
+        _rect(box[:4], f'fill="{b["back"] if box[4] else "none"}" {outline}')
+        for box in subgraph_icon(x, y)
     )
 
 
@@ -276,8 +286,7 @@ class _Picture:
         else:
             lines = self.node_lines(box, ref, fg)
         if not pseudo and item.flags & (HAS_SUBGRAPH | FUNCTION_CALL):
-            b = V["badge"]
-            lines += _text(b["subgraph"], (x + w + b["dx"], y + h + b["dy"]), b, b["fill"])
+            lines += _subgraph_icon(x + w + V["badge"]["dx"], y + h + V["badge"]["dy"])
         name = _e(item.name)
         return f'<g data-name="{name}"><title>{name}{_e(tip)}</title>{shape}{lines}</g>'
 

@@ -61,7 +61,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             )
         self.doc = doc
         height = options.get("height", 620)
-        self.graph = GraphView(doc, height=height)
+        # the Designer's own Parameters pane shows the selection; its pane opens on request
+        self.graph = GraphView(doc, height=height, show_properties=False)
         self.parameters = ParameterEditor(doc)
         self.initializers = InitializerEditor(doc)
         self.palette = LayerPalette(doc)

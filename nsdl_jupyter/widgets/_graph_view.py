@@ -29,15 +29,30 @@ from nsdl_jupyter._static_export import (
     track_static_picture,
 )
 from nsdl_jupyter.document import UnknownNodeError
-from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.graph import (
+    COLORMAPS,
+    EditSummary,
+    GraphScene,
+    GroupProperties,
+    NeedsRebuild,
+    NodeProperties,
+    Properties,
+    TensorProperties,
+    TensorStats,
+    scene_svg,
+)
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
     Empty,
     ExportImage,
+    GroupRef,
     Groups,
+    ItemRef,
     Items,
     LayoutAnswer,
+    TensorName,
+    TensorRef,
 )
 from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
 from nsdl_jupyter.widgets._precision_badges import (
@@ -88,6 +103,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _precisions = traitlets.Dict().tag(sync=True)  # node -> TensorRT precision (badges)
     _precision_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # the properties pane beside the canvas (what a click selected); False hides it
+    show_properties = traitlets.Bool(True).tag(sync=True)
     # SVG picture of the last state, redrawn after each cell that changed the view: the widget
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
@@ -107,6 +124,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
+        self._properties = Properties(self._scene)
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
         super().__init__(
@@ -131,6 +149,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "arrange": self._on_arrange,
                 "set_precision": lambda payload: set_precision(self._doc, payload),
                 "tensor_shapes": self._on_tensor_shapes,
+                "node_properties": self._on_node_properties,
+                "tensor_properties": self._on_tensor_properties,
+                "group_properties": self._on_group_properties,
+                "tensor_stats": self._on_tensor_stats,
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -447,10 +469,23 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._scene.arrange()
         return self._layout_answer()
 
+    def _on_node_properties(self, payload: ItemRef) -> NodeProperties:
+        return self._properties.node(payload["item"])
+
+    def _on_tensor_properties(self, payload: TensorRef) -> TensorProperties:
+        return self._properties.tensor(payload["tensor"], payload["item"])
+
+    def _on_group_properties(self, payload: GroupRef) -> GroupProperties:
+        return self._properties.group(payload["group"])
+
+    def _on_tensor_stats(self, payload: TensorName) -> TensorStats:
+        return self._properties.stats(payload["name"])
+
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
         scene = self._scene
         self._precisions = precision_badges(self._doc)  # cheap: a dict of the constraints
+        self._properties.invalidate()
         if getattr(event, "source", "do") == "load":
             self._rebuild()
             return
@@ -498,6 +533,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _rebuild(self) -> None:
         self._scene.rebuild()
+        self._properties.invalidate()
         with self.hold_sync():
             self._edits = []
             self._topology = self._scene.topology_bytes()

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+from nsdl_jupyter.graph import (
+    GroupProperties,
+    NodeProperties,
+    TensorProperties,
+    TensorStats,
+)
 from nsdl_jupyter.widgets._protocol import Catalog, Kind, typescript
 
 
@@ -27,6 +33,23 @@ class Items(TypedDict):
 
 class LayoutAnswer(TypedDict):
     layout_seq: int  # the layout that holds the change; it reached the views before the answer
+
+
+class ItemRef(TypedDict):
+    item: int  # item index of the topology
+
+
+class TensorRef(TypedDict):
+    tensor: int  # tensor index of the topology; -1: the tensor of a graph input/output box
+    item: int  # an item at one end of an edge that carries it (or that box)
+
+
+class GroupRef(TypedDict):
+    group: int  # group index of the topology
+
+
+class TensorName(TypedDict):
+    name: str  # an initializer of the graph
 
 
 class ExportImage(TypedDict):
@@ -73,6 +96,11 @@ GRAPH_VIEW = Catalog(
         "collapse_all": _layout_request(Empty),
         "reveal": _layout_request(Items),
         "arrange": _layout_request(Empty),
+        # the properties pane (nsdl_jupyter/graph/_properties.py answers)
+        "node_properties": Kind(ItemRef, NodeProperties, "kernel"),
+        "tensor_properties": Kind(TensorRef, TensorProperties, "kernel"),
+        "group_properties": Kind(GroupRef, GroupProperties, "kernel"),
+        "tensor_stats": Kind(TensorName, TensorStats, "kernel"),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
         "set_precision": Kind(SetPrecision, Empty, "kernel"),

@@ -21,6 +21,7 @@ class GraphViewOptions(TypedDict, total=False):
     direction: Literal["LR", "TB"]  # layout direction: top to bottom (default) or left to right
     show_constants: bool  # draw Constant nodes and initializers as boxes
     show_grid: bool
+    show_properties: bool  # the properties pane beside the canvas (default True)
     selected: list[str]  # node names selected at start
 
 

@@ -252,12 +252,10 @@ _TS[type(None)] = "null"
 # ---------------------------------------------------------------------- TypeScript
 def typescript(catalogs: tuple[Catalog, ...], source: str, command: str) -> str:
     """The TypeScript declarations of `catalogs`, declared in `source` and written by
-    `command`, so that the message kinds are written once."""
-    lines = [
-        f"// Generated from {source} by `{command}`.",
-        "// Do not edit: tests/test_widget_protocol.py fails when this file is not current.",
-        "",
-    ]
+    `command`, so that the message kinds are written once. A payload or answer is written
+    inline; a TypedDict nested in one becomes an interface of its own, named as in Python."""
+    named: dict[str, type] = {}
+    lines: list[str] = []
     for catalog in catalogs:
         for to in _DIRECTIONS:
             kinds = catalog.sent_to(to)
@@ -265,42 +263,67 @@ def typescript(catalogs: tuple[Catalog, ...], source: str, command: str) -> str:
                 continue
             lines.append(f"export interface {catalog.name}To{to.capitalize()} {{")
             for name, kind in kinds.items():
-                answer = "null" if kind.answer is None else _ts_type(kind.answer)
                 lines += [
                     f"  {name}: {{",
-                    _ts_field("payload", kind.payload),
-                    f"    answer: {answer};",
+                    _ts_field("payload", kind.payload, named),
+                    _ts_field("answer", kind.answer, named),
                     "  };",
                 ]
             lines.append("}")
             lines.append("")
-    return "\n".join(lines)
+    head = [
+        f"// Generated from {source} by `{command}`.",
+        "// Do not edit: tests/test_widget_protocol.py fails when this file is not current.",
+        "",
+    ]
+    done: set[str] = set()
+    while len(done) < len(named):  # an interface may name further ones
+        for name, annotation in list(named.items()):
+            if name in done:
+                continue
+            done.add(name)
+            fields = typing.get_type_hints(annotation).items()
+            head.append(f"export interface {name} {{")
+            head += [f"  {k}: {_ts_type(v, named, nested=True)};" for k, v in fields]
+            head += ["}", ""]
+    return "\n".join(head + lines)
 
 
-def _ts_field(name: str, annotation: type) -> str:
+def _ts_field(name: str, annotation: type | None, named: dict[str, type]) -> str:
     """`    name: {...};`, one field a line when one line would pass Biome's 100 columns."""
-    line = f"    {name}: {_ts_type(annotation)};"
+    if annotation is None:
+        return f"    {name}: null;"
+    line = f"    {name}: {_ts_type(annotation, named)};"
     if len(line) <= 100:
         return line
-    fields = [f"      {k}: {_ts_type(v)};" for k, v in typing.get_type_hints(annotation).items()]
+    fields = [
+        f"      {k}: {_ts_type(v, named, nested=True)};"
+        for k, v in typing.get_type_hints(annotation).items()
+    ]
     return "\n".join([f"    {name}: {{", *fields, "    };"])
 
 
-def _ts_type(annotation: Any) -> str:
+def _ts_type(annotation: Any, named: dict[str, type], *, nested: bool = False) -> str:
     origin = typing.get_origin(annotation)
     if typing.is_typeddict(annotation):
+        if nested:
+            known = named.setdefault(annotation.__name__, annotation)
+            if known is not annotation:
+                raise WidgetError(f"two message types are named {annotation.__name__!r}")
+            return str(annotation.__name__)
         hints = typing.get_type_hints(annotation)
         if not hints:
             return "Record<string, never>"
-        return "{ " + "; ".join(f"{k}: {_ts_type(v)}" for k, v in hints.items()) + " }"
+        inner = "; ".join(f"{k}: {_ts_type(v, named, nested=True)}" for k, v in hints.items())
+        return "{ " + inner + " }"
     if origin is Literal:
         return " | ".join(
             f'"{a}"' if isinstance(a, str) else str(a) for a in typing.get_args(annotation)
         )
     if origin in (typing.Union, types.UnionType):
-        return " | ".join(_ts_type(a) for a in typing.get_args(annotation))
+        return " | ".join(_ts_type(a, named, nested=nested) for a in typing.get_args(annotation))
     if origin is list:
         (item,) = typing.get_args(annotation)
-        inner = _ts_type(item)
+        inner = _ts_type(item, named, nested=True)
         return f"({inner})[]" if " " in inner else f"{inner}[]"
     return _TS[annotation]

@@ -12,7 +12,7 @@ Range = tuple[float, float]
 def pixels_near_node(channels: tuple[Range, Range, Range], box: tuple[int, int, int, int]) -> str:
     """JS `(name) => count` of canvas pixels whose r, g, b lie strictly inside `channels`, in
     the box (dx, dy, width, height) placed relative to the node's on-screen point; -1 when
-    the node is not drawn."""
+    the node is not drawn, 0 when it is scrolled out of the canvas."""
     dx, dy, width, height = box
     (r0, r1), (g0, g1), (b0, b1) = ([_js(lo), _js(hi)] for lo, hi in channels)
     return f"""(name) => {{
@@ -22,8 +22,13 @@ def pixels_near_node(channels: tuple[Range, Range, Range], box: tuple[int, int, 
   const canvas = root.querySelector('canvas');
   const r = canvas.getBoundingClientRect();
   const dpr = canvas.width / r.width;
-  const x = Math.max(0, (at[0] - r.left - {dx}) * dpr);
-  const y = Math.max(0, (at[1] - r.top - {dy}) * dpr);
+  const x0 = (at[0] - r.left - {dx}) * dpr;
+  const y0 = (at[1] - r.top - {dy}) * dpr;
+  // a node scrolled out of the canvas has no pixels there (clamping would read the edge)
+  if (x0 + {width} * dpr <= 0 || y0 + {height} * dpr <= 0) return 0;
+  if (x0 >= canvas.width || y0 >= canvas.height) return 0;
+  const x = Math.max(0, x0);
+  const y = Math.max(0, y0);
   const data = canvas.getContext('2d').getImageData(x, y, {width} * dpr, {height} * dpr).data;
   const inside = (v, lo, hi) => lo < v && v < hi;
   let n = 0;

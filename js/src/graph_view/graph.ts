@@ -13,6 +13,7 @@ export const PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE;
 
 export const OPTIONAL_INPUT = 1;
 export const FROM_CONSTANT = 2;
+export const BODY_INPUT = 4; // read by the node's If/Loop/Scan body from the enclosing graph
 
 export const KIND_NODE = 0;
 export const KIND_GROUP = 1;

@@ -26,6 +26,7 @@ export interface GraphViewModel {
   _precisions: Record<string, string>; // node -> TensorRT layer precision (badges)
   _precision_choices: string[]; // what a precision badge offers; [] when read-only
   height: number; // CSS pixels
+  show_properties: boolean; // the properties pane beside the canvas
 }
 
 // custom messages: ../messages.ts (GraphViewToKernel, GraphViewToBrowser), generated from

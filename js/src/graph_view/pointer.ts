@@ -4,6 +4,7 @@
 import { Disposables } from "./dom";
 import { fitCamera, slotsInside, toWorld } from "./geometry";
 import { boxAt, clickAt, hoverAt } from "./hit";
+import type { Inspect } from "./properties";
 import type { Renderer } from "./renderer";
 import type { SceneStore } from "./scene_store";
 import { edgeTip, slotTip, type Tooltip } from "./tooltip";
@@ -18,6 +19,7 @@ export interface PointerHost {
   select(names: string[]): void;
   toggleGroup(kind: "expand" | "collapse", group: number): void;
   badgeClick?(x: number, y: number): boolean; // badges.ts: a click on a precision badge
+  inspect(target: Inspect): void; // the properties pane: what a click picked besides a node
 }
 
 interface Drag {
@@ -122,14 +124,22 @@ export class Pointer {
     const target = clickAt(store.layout, renderer.camera, x, y);
     if (target.kind === "expand" || target.kind === "collapse") {
       this.host.toggleGroup(target.kind, target.group);
+      this.host.inspect({ kind: "group", group: target.group });
       return;
     }
     if (target.kind === "empty") {
       if (!shift) this.host.select([]);
+      const edge = store.scene ? hoverAt(store.scene, renderer.camera, x, y).edge : -1;
+      if (edge >= 0 && store.scene)
+        this.host.inspect({ kind: "edge", edge: store.scene.edges.edge[edge] });
       return;
     }
     const [name] = store.itemsOfSlots([target.slot]);
-    if (name === undefined) return;
+    if (name === undefined) {
+      const ref = store.layout.ref[target.slot];
+      if (ref >= 0) this.host.inspect({ kind: "item", item: ref }); // a graph input/output
+      return;
+    }
     const current = this.host.selected();
     if (!shift) this.host.select([name]);
     else if (current.includes(name)) this.host.select(current.filter((n) => n !== name));

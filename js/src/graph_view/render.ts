@@ -36,6 +36,7 @@ import {
   fitText,
   font,
   lineWidth,
+  subgraphIcon,
   textRows,
   V,
 } from "./vocabulary";
@@ -395,9 +396,7 @@ function drawLabels(f: Frame, leaves: number[]): void {
       });
     }
     if (flags & (HAS_SUBGRAPH | FUNCTION_CALL)) {
-      ctx.fillStyle = V.badge.fill;
-      ctx.font = font(V.badge);
-      ctx.fillText(V.badge.subgraph, x + w + V.badge.dx, y + h + V.badge.dy);
+      drawSubgraphIcon(ctx, x + w + V.badge.dx, y + h + V.badge.dy);
     }
   }
 }
@@ -465,6 +464,18 @@ function drawEdgeShapes(f: Frame): void {
     text(f, shape, lr ? mx : mx + spec.dx, lr ? my + spec.dy : my);
   }
   ctx.textAlign = "left";
+}
+
+/** The If/Loop/Scan (or function call) mark as shapes: no font glyph it could lack. */
+function drawSubgraphIcon(ctx: CanvasRenderingContext2D, x: number, y: number): void {
+  const b = V.badge;
+  ctx.strokeStyle = b.fill;
+  ctx.lineWidth = b.strokeWidth;
+  ctx.fillStyle = b.back;
+  for (const [bx, by, bw, bh, filled] of subgraphIcon(x, y)) {
+    if (filled) ctx.fillRect(bx, by, bw, bh);
+    ctx.strokeRect(bx, by, bw, bh);
+  }
 }
 
 /** Initializer-fed inputs: small squares on the input side of the box. */

@@ -3,7 +3,7 @@
 import type { GraphViewToKernel } from "../messages";
 import { RequestError, type RequestName } from "../protocol";
 import { type PillKind, pillRect, pills } from "./badges";
-import { HEADER } from "./geometry";
+import { curvePoint, edgeCurve, HEADER } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Renderer } from "./renderer";
 import type { Requests } from "./requests";
@@ -28,6 +28,20 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       const cy = isFrame ? layout.y[slot] + HEADER / 2 : layout.y[slot] + layout.h[slot] / 2;
       const { scale, tx, ty } = renderer.camera;
       return [r.left + cx * scale + tx, r.top + cy * scale + ty];
+    },
+    /** client coordinates of the middle of the drawn edge from node `src` to node `dst`. */
+    locateEdge: (src: string, dst: string): [number, number] | null => {
+      const { scene } = store;
+      const [a, b] = [store.slotOf(src), store.slotOf(dst)];
+      if (!scene || a === undefined || b === undefined) return null;
+      const e = scene.edges;
+      const k = e.src.findIndex((s, j) => s === a && e.dst[j] === b);
+      if (k < 0) return null;
+      const curve = edgeCurve(scene.layout, a, b, scene.layout.meta.direction);
+      const [x, y] = curvePoint(curve, 0.5);
+      const r = renderer.canvas.getBoundingClientRect();
+      const { scale, tx, ty } = renderer.camera;
+      return [r.left + x * scale + tx, r.top + y * scale + ty];
     },
     fit: (names?: string[]) => {
       if (!names) return renderer.fit();

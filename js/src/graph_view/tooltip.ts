@@ -28,15 +28,42 @@ export function slotTip(scene: Scene, s: number): string {
   return `${g.names[ref]}\n${g.ops[ref]}${inits.length ? `\ninitializers:\n${inits.join("\n")}` : ""}`;
 }
 
+/** Gap between the pointer and the tooltip, and between the tooltip and the stage's edges. */
+export const TIP_OFFSET = 14;
+export const TIP_MARGIN = 4;
+
+/** Where a `tipW` x `tipH` tooltip stands for the pointer at (x, y) on a `stageW` x `stageH`
+ *  stage: below right of the pointer, flipped to its left or above where it would cross the
+ *  stage's edge, and never outside the stage (a tooltip larger than it keeps its top left). */
+export function placeTooltip(
+  x: number,
+  y: number,
+  tipW: number,
+  tipH: number,
+  stageW: number,
+  stageH: number,
+): [number, number] {
+  const along = (p: number, size: number, room: number): number => {
+    let at = p + TIP_OFFSET;
+    if (at + size > room - TIP_MARGIN) at = p - TIP_OFFSET - size;
+    return Math.max(TIP_MARGIN, Math.min(at, room - TIP_MARGIN - size));
+  };
+  return [along(x, tipW, stageW), along(y, tipH, stageH)];
+}
+
 export class Tooltip {
   constructor(private readonly el: HTMLElement) {}
 
-  /** Show `text` near the point (x, y) of a stage `width` pixels wide. */
+  /** Show `text` near the point (x, y) of a stage `width` pixels wide, inside the stage. */
   show(x: number, y: number, width: number, text: string): void {
-    this.el.textContent = text;
-    this.el.style.display = "block";
-    this.el.style.left = `${Math.min(x + 14, width - 260)}px`;
-    this.el.style.top = `${y + 14}px`;
+    const el = this.el;
+    el.textContent = text;
+    el.style.display = "block";
+    el.style.maxWidth = `min(420px, ${Math.max(0, width - 2 * TIP_MARGIN)}px)`;
+    const height = el.parentElement?.clientHeight ?? 0;
+    const [left, top] = placeTooltip(x, y, el.offsetWidth, el.offsetHeight, width, height);
+    el.style.left = `${left}px`;
+    el.style.top = `${top}px`;
   }
 
   hide(): void {

@@ -9,6 +9,7 @@ import { downloadPng } from "./export";
 import { showLegend } from "./legend";
 import type { GraphViewModel } from "./model";
 import { Pointer } from "./pointer";
+import { PropertiesPane } from "./properties";
 import { Renderer } from "./renderer";
 import { Requests } from "./requests";
 import { SceneStore } from "./scene_store";
@@ -61,6 +62,14 @@ export class GraphViewElement {
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
     const selection = new Selection(model, store, renderer, requests);
+    const pane = new PropertiesPane(
+      root,
+      stage,
+      model,
+      store,
+      requests,
+      (item) => void selection.jumpTo(item),
+    );
     const toolbar = new Toolbar(bar, model, {
       renderer,
       graph: () => store.graph,
@@ -79,6 +88,7 @@ export class GraphViewElement {
       select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
       badgeClick: (x, y) => badges.click(x, y),
+      inspect: (target) => pane.show(target),
     });
 
     const d = this.disposables;
@@ -100,6 +110,7 @@ export class GraphViewElement {
     d.add(() => toolbar.destroy());
     d.add(() => pointer.destroy());
     d.add(() => badges.destroy());
+    d.add(() => pane.destroy());
     d.add(() => renderer.destroy());
 
     el.appendChild(root);

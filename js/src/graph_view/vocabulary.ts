@@ -45,3 +45,14 @@ export function textRows(y: number, h: number, weights: number): number[] {
 export function curveMiddle(c: number[]): [number, number] {
   return [(c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8];
 }
+
+/** The subgraph mark left-centred on (x, y): [x, y, w, h, filled] squares, back first (the
+ *  filled one takes the badge's back colour, both are outlined); _drawing.py subgraph_icon. */
+export function subgraphIcon(x: number, y: number): [number, number, number, number, boolean][] {
+  const { size, offset } = V.badge;
+  const top = y - size / 2;
+  return [
+    [x + offset, top - offset, size, size, false],
+    [x, top, size, size, true],
+  ];
+}
