@@ -2,13 +2,20 @@
 // plus camera moves and raw requests that a user would make with the mouse.
 import type { GraphViewToKernel } from "../messages";
 import { RequestError } from "../protocol";
-import { HEADER } from "./geometry";
+import type { Breadcrumb } from "./breadcrumb";
+import { HEADER, slotsInside, worldViewport } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
-import type { Renderer } from "./renderer";
+import type { Minimap } from "./minimap";
+import { LEGIBLE_PX, READABLE, type Renderer } from "./renderer";
 import type { Requests } from "./requests";
 import type { SceneStore } from "./scene_store";
 
-export function testApi(store: SceneStore, renderer: Renderer, requests: Requests) {
+export function testApi(
+  store: SceneStore,
+  renderer: Renderer,
+  requests: Requests,
+  nav: { breadcrumb: Breadcrumb; minimap: Minimap },
+) {
   return {
     stats: () => ({
       ...store.stats,
@@ -33,7 +40,23 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       const slots = names.map((n) => store.slotOf(n)).filter((s): s is number => s !== undefined);
       renderer.fit(slots);
     },
+    /** The toolbar's Fit (readable; a second call shows the whole graph). */
+    fitReadable: () => renderer.fitReadable(),
     camera: () => ({ ...renderer.camera }),
+    /** On-screen size (CSS px) of the smallest label text now, and the least Fit keeps. */
+    labelPx: () => ({
+      now: (renderer.camera.scale * LEGIBLE_PX) / READABLE.legible,
+      legible: LEGIBLE_PX,
+    }),
+    /** Leaves (nodes, collapsed groups) wholly on screen. */
+    boxesInView: () => {
+      const layout = store.layout;
+      if (!layout) return 0;
+      return slotsInside(layout, worldViewport(renderer.camera, renderer.width, renderer.height))
+        .length;
+    },
+    breadcrumb: () => nav.breadcrumb.parts(),
+    minimap: () => nav.minimap.probe(),
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
     visible: (name: string) => {
       const i = store.graph?.nameIndex.get(name);
