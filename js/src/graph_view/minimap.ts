@@ -18,6 +18,7 @@ export class Minimap {
   private readonly canvas: HTMLCanvasElement;
   private readonly view: HTMLDivElement;
   private drawnFor: Layout | null = null;
+  private drawnSize = ""; // the canvas size the overview was sized for
   private pending = 0;
   private bounds: Rect = { x: 0, y: 0, w: 1, h: 1 };
   private sx = 1;
@@ -66,12 +67,15 @@ export class Minimap {
     this.pending = 0;
   }
 
-  /** After a paint: redraw the overview when the layout changed, move the rectangle. */
+  /** After a paint: redraw the overview when the layout or the canvas size changed; move
+   *  the rectangle. */
   update(): void {
     const { graph, layout } = this.store;
     if (!graph || !layout || this.renderer.width === 0) return;
-    if (this.drawnFor !== layout) {
+    const size = `${this.renderer.width}x${this.renderer.height}`;
+    if (this.drawnFor !== layout || this.drawnSize !== size) {
       this.drawnFor = layout;
+      this.drawnSize = size;
       this.cancel();
       // after the paint that shows the layout, not before it: the first view comes first
       this.pending = requestIdleCallback(() => this.drawOverview(graph, layout), { timeout: 500 });
