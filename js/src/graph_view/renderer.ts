@@ -18,7 +18,8 @@ import { V } from "./vocabulary";
 
 /** Least on-screen size (CSS px) of the smallest label text that "Fit" keeps. */
 export const LEGIBLE_PX = 10;
-const LABEL_PX = Math.min(V.label.title.size, V.label.sub.size);
+/** Size (world px, so CSS px at scale 1) of the smallest label text. */
+export const LABEL_PX = Math.min(V.label.title.size, V.label.sub.size);
 export const READABLE: ReadableFit = {
   legible: LEGIBLE_PX / LABEL_PX,
   comfortable: 1,

@@ -1,4 +1,5 @@
 // Styles of the GraphView, scoped under .nsdl-graph-view (injected with the view).
+import { BREADCRUMB_HEIGHT } from "./breadcrumb";
 import { V } from "./vocabulary";
 
 export const STYLE = `
@@ -27,10 +28,11 @@ export const STYLE = `
 .nsdl-gv-legend-ticks { display: flex; justify-content: space-between; color: #57606a; }
 .nsdl-gv-status { position: absolute; right: 8px; bottom: 6px; color: #57606a; pointer-events: none;
   background: rgba(255,255,255,0.8); padding: 0 4px; border-radius: 3px; }
-.nsdl-gv-breadcrumb { position: absolute; left: 0; right: 0; top: 0; height: 24px; box-sizing: border-box;
-  padding: 4px 8px; background: rgba(246,248,250,0.9); border-bottom: 1px solid #eaeef2;
-  color: #57606a; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; z-index: 1; }
-.nsdl-gv-crumb { color: ${V.frame.text}; cursor: pointer; font-weight: 600; }
+.nsdl-gv-breadcrumb { position: absolute; left: 0; right: 0; top: 0; height: ${BREADCRUMB_HEIGHT}px;
+  box-sizing: border-box; padding: 4px 8px; background: rgba(246,248,250,0.9); border-bottom: 1px solid #eaeef2;
+  color: #57606a; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; z-index: 1;
+  pointer-events: none; }
+.nsdl-gv-crumb { color: ${V.frame.text}; cursor: pointer; font-weight: 600; pointer-events: auto; }
 .nsdl-gv-crumb:hover { text-decoration: underline; }
 .nsdl-gv-minimap { position: absolute; right: 8px; bottom: 26px; padding: 3px; z-index: 1;
   background: rgba(255,255,255,0.92); border: 1px solid #d0d7de; border-radius: 4px;

@@ -6,7 +6,7 @@ import type { Breadcrumb } from "./breadcrumb";
 import { HEADER, slotsInside, worldViewport } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Minimap } from "./minimap";
-import { LEGIBLE_PX, READABLE, type Renderer } from "./renderer";
+import { LABEL_PX, LEGIBLE_PX, type Renderer } from "./renderer";
 import type { Requests } from "./requests";
 import type { SceneStore } from "./scene_store";
 
@@ -45,7 +45,7 @@ export function testApi(
     camera: () => ({ ...renderer.camera }),
     /** On-screen size (CSS px) of the smallest label text now, and the least Fit keeps. */
     labelPx: () => ({
-      now: (renderer.camera.scale * LEGIBLE_PX) / READABLE.legible,
+      now: renderer.camera.scale * LABEL_PX,
       legible: LEGIBLE_PX,
     }),
     /** Leaves (nodes, collapsed groups) wholly on screen. */

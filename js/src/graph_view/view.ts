@@ -1,7 +1,8 @@
 // One rendered view of a GraphView model: builds the DOM and ties the components together
 // (scene_store: data; renderer: painting and camera; pointer + hit: interaction; toolbar;
-// breadcrumb and minimap: where the view is; selection; requests: the kernel protocol). A model may have several views at once: each
-// has its own protocol id, and `destroy` removes every listener this view added.
+// breadcrumb and minimap: where the view is; selection; requests: the kernel protocol). A
+// model may have several views at once: each has its own protocol id, and `destroy` removes
+// every listener this view added.
 import type { AnyModel } from "@anywidget/types";
 import { BREADCRUMB_HEIGHT, Breadcrumb } from "./breadcrumb";
 import { Disposables, div } from "./dom";
