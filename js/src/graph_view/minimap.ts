@@ -20,6 +20,7 @@ export class Minimap {
   private drawnFor: Layout | null = null;
   private drawnSize = ""; // the canvas size the overview was sized for
   private pending = 0;
+  overviewMs = 0; // the last overview's drawing time
   private bounds: Rect = { x: 0, y: 0, w: 1, h: 1 };
   private sx = 1;
   private sy = 1;
@@ -87,6 +88,7 @@ export class Minimap {
   private drawOverview(graph: Graph, layout: Layout): void {
     this.pending = 0;
     if (this.store.layout !== layout) return;
+    const t0 = performance.now();
     const b = boundsOf(layout);
     const wide = b.w >= b.h;
     const long = Math.min(LONG, (wide ? this.renderer.width : this.renderer.height) - SPARE);
@@ -139,6 +141,7 @@ export class Minimap {
       ctx.fillStyle = color;
       ctx.fill(path);
     }
+    this.overviewMs = performance.now() - t0;
     this.el.dataset.drawnSlots = String(layout.ref.length);
     this.follow();
   }

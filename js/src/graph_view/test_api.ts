@@ -21,6 +21,8 @@ export function testApi(
       ...store.stats,
       ...renderer.stats,
       frameMs: [...renderer.stats.frameMs],
+      afterPaintMs: [...renderer.stats.afterPaintMs],
+      overviewMs: nav.minimap.overviewMs,
       patchMs: [...store.stats.patchMs],
     }),
     /** client coordinates of the centre of the box drawing node `name` (or group key). */
