@@ -153,6 +153,7 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     nb.page.mouse.up()
     nb.two_frames()
     assert on_screen(nb, "/conv1/Conv")
+    assert graph_api(nb, "(a) => a.minimap().overviews") == mini["overviews"]  # only moved
     assert graph_api(nb, "(a) => a.camera()")["scale"] == first["scale"]  # moved, not zoomed
 
     # left to right: the same readable start, the minimap wide

@@ -21,6 +21,7 @@ export class Minimap {
   private drawnSize = ""; // the canvas size the overview was sized for
   private pending = 0;
   overviewMs = 0; // the last overview's drawing time
+  overviews = 0; // how many overviews were drawn (panning must draw none)
   private bounds: Rect = { x: 0, y: 0, w: 1, h: 1 };
   private sx = 1;
   private sy = 1;
@@ -142,6 +143,7 @@ export class Minimap {
       ctx.fill(path);
     }
     this.overviewMs = performance.now() - t0;
+    this.overviews++;
     this.el.dataset.drawnSlots = String(layout.ref.length);
     this.follow();
   }
@@ -182,12 +184,13 @@ export class Minimap {
   }
 
   /** For the tests: whether it is shown, its canvas's client rectangle, the viewport
-   *  rectangle inside it (CSS px). */
-  probe(): { shown: boolean; canvas: Rect; view: Rect } {
+   *  rectangle inside it (CSS px), how many overviews it drew. */
+  probe(): { shown: boolean; canvas: Rect; view: Rect; overviews: number } {
     const r = this.canvas.getBoundingClientRect();
     const s = this.view.style;
     return {
       shown: this.el.style.display !== "none",
+      overviews: this.overviews,
       canvas: { x: r.left, y: r.top, w: r.width, h: r.height },
       view: {
         x: Number.parseFloat(s.left) || 0,
