@@ -12,7 +12,8 @@ import { categoryFill, V } from "./vocabulary";
 const LONG = 320; // the most CSS px the overview takes along the graph's long side
 const SHORT = 120; // ... across it
 const THIN = 36; // the least across it (a deep graph is stretched across rather than a line)
-const SPARE = 64; // CSS px of the canvas the minimap always leaves free
+const SHARE_LONG = 0.5; // the most of the canvas's size it takes along ...
+const SHARE_SHORT = 0.25; // ... and across
 
 export class Minimap {
   private readonly canvas: HTMLCanvasElement;
@@ -92,8 +93,9 @@ export class Minimap {
     const t0 = performance.now();
     const b = boundsOf(layout);
     const wide = b.w >= b.h;
-    const long = Math.min(LONG, (wide ? this.renderer.width : this.renderer.height) - SPARE);
-    const short = Math.min(SHORT, (wide ? this.renderer.height : this.renderer.width) - SPARE);
+    const { width, height } = this.renderer;
+    const long = Math.min(LONG, SHARE_LONG * (wide ? width : height));
+    const short = Math.min(SHORT, SHARE_SHORT * (wide ? height : width));
     const [mw, mh] = wide ? [long, short] : [short, long];
     const k = Math.min(mw / b.w, mh / b.h);
     const w = Math.max(Math.min(THIN, mw), b.w * k);
