@@ -8,7 +8,8 @@ Measures, per model (synthetic network-shaped DAGs of 1k/5k/20k/50k nodes and BE
   so the widget modules are imported already);
 - bytes sent to the browser (topology + layout buffers);
 - frame time while panning (the renderer's draw time per frame, 120 frames), in the default
-  (collapsed) view and with every group expanded;
+  (collapsed) view and with every group expanded, and the time the breadcrumb and the minimap
+  take to follow each frame; the minimap's overview drawing time (once per layout);
 - edit -> updated drawing: from the document edit (``doc.rename_node`` in the kernel) to the
   paint that shows its patch (both wall clocks of this machine); also from the Ctrl+Enter of
   that cell (adds Jupyter's cell round trip, ~100 ms on a loaded 2-core box).
@@ -94,7 +95,8 @@ def timed_run(nb: Any, index: int, until: str, arg: Any) -> float:
 
 
 def pan_frames(nb: Any, frames: int = 120) -> dict[str, float]:
-    """Draw time per frame while the camera moves every frame (a steady drag)."""
+    """Draw time per frame while the camera moves every frame (a steady drag), and what
+    following the camera (breadcrumb, minimap) takes per frame."""
     ms = nb.page.evaluate(
         f"""async (frames) => {{
       const root = {ROOT}; const api = root.__nsdl;
@@ -109,15 +111,21 @@ def pan_frames(nb: Any, frames: int = 120) -> dict[str, float]:
         wall.push(performance.now() - t);
       }}
       await new Promise(r => requestAnimationFrame(r));
-      return {{ draw: api.stats().frameMs.slice(before), wall }};
+      const stats = api.stats();
+      return {{ draw: stats.frameMs.slice(before), nav: stats.afterPaintMs.slice(before), wall,
+                overview: stats.overviewMs }};
     }}""",
         frames,
     )
     draw = sorted(ms["draw"])
+    nav = sorted(ms["nav"])
     wall = sorted(ms["wall"])
     return {
         "draw_median_ms": round(statistics.median(draw), 2),
         "draw_p95_ms": round(draw[int(0.95 * (len(draw) - 1))], 2),
+        "navigation_median_ms": round(statistics.median(nav), 3),
+        "navigation_p95_ms": round(nav[int(0.95 * (len(nav) - 1))], 3),
+        "minimap_overview_ms": round(ms["overview"], 2),
         "frame_median_ms": round(statistics.median(wall), 2),
         "frame_p95_ms": round(wall[int(0.95 * (len(wall) - 1))], 2),
     }
@@ -219,7 +227,9 @@ def main() -> int:
                         f"({result['boxes_collapsed']} boxes), expanded "
                         f"{result['pan_expanded']['draw_median_ms']:.1f} ms "
                         f"p95 {result['pan_expanded']['draw_p95_ms']:.1f} ms "
-                        f"({result['boxes_expanded']} boxes) | "
+                        f"({result['boxes_expanded']} boxes), breadcrumb + minimap "
+                        f"{result['pan_expanded']['navigation_median_ms']:.2f} ms, overview "
+                        f"{result['pan_expanded']['minimap_overview_ms']:.0f} ms | "
                         f"edit {result['edit_to_drawing_ms']:.0f} ms"
                         f" (cell run {result['edit_cell_to_drawing_ms']:.0f} ms,"
                         f" browser {result['edit_browser_patch_ms']} ms)"

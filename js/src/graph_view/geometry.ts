@@ -41,6 +41,67 @@ export function fitCamera(
   };
 }
 
+/** How a view that keeps labels legible is placed: `legible` is the least scale at which
+ *  label text reaches a readable size, `comfortable` the most a deep graph is enlarged to
+ *  fill the canvas across its flow, `top` the screen height kept free above (breadcrumb). */
+export interface ReadableFit {
+  legible: number;
+  comfortable: number;
+  margin: number;
+  top: number;
+}
+
+/** Scale of the readable fit of `box`: the whole box when it is legible that way (`whole`),
+ *  else the scale that fills the canvas across the flow, kept between legible and comfortable. */
+export function readableScale(
+  box: Rect,
+  width: number,
+  height: number,
+  direction: "LR" | "TB",
+  o: ReadableFit,
+): { scale: number; whole: boolean } {
+  const across = Math.max(1, width - 2 * o.margin) / Math.max(box.w, 1);
+  const down = Math.max(1, height - 2 * o.margin - o.top) / Math.max(box.h, 1);
+  const whole = Math.min(across, down);
+  if (whole >= o.legible) return { scale: clampScale(Math.min(whole, 1.5)), whole: true };
+  const cross = direction === "TB" ? across : down;
+  const most = Math.max(o.comfortable, o.legible);
+  return { scale: clampScale(Math.min(most, Math.max(o.legible, cross))), whole: false };
+}
+
+/** Camera at `scale` showing the start of `box` (its top for TB, its left for LR); across
+ *  the flow it centres the box when it fits, else `head` (what the first screen holds),
+ *  never leaving blank space beyond the box's edges. */
+export function startCamera(
+  box: Rect,
+  head: Rect,
+  scale: number,
+  width: number,
+  height: number,
+  direction: "LR" | "TB",
+  o: ReadableFit,
+): Camera {
+  const place = (lo: number, hi: number, b0: number, bw: number, h0: number, hw: number) => {
+    const room = hi - lo;
+    if (bw * scale <= room) return lo + (room - bw * scale) / 2 - b0 * scale;
+    const t = (lo + hi) / 2 - (h0 + hw / 2) * scale;
+    return Math.min(lo - b0 * scale, Math.max(hi - (b0 + bw) * scale, t));
+  };
+  const m = o.margin;
+  if (direction === "TB") {
+    return {
+      scale,
+      tx: place(m, width - m, box.x, box.w, head.x, head.w),
+      ty: o.top + m - box.y * scale,
+    };
+  }
+  return {
+    scale,
+    tx: m - box.x * scale,
+    ty: place(o.top + m, height - m, box.y, box.h, head.y, head.h),
+  };
+}
+
 /** Zoom by `factor` keeping the world point under screen (sx, sy) in place. */
 export function zoomAt(camera: Camera, factor: number, sx: number, sy: number): Camera {
   const scale = clampScale(camera.scale * factor);
@@ -182,4 +243,21 @@ export function slotsInside(layout: Layout, r: Rect): number[] {
       out.push(s);
   }
   return out;
+}
+
+/** Bounds of the leaves inside `box` that start within `reach` world units of its start
+ *  (top for TB, left for LR): what a view aligned to that start shows first. */
+export function headBounds(layout: Layout, box: Rect, reach: number, direction: "LR" | "TB"): Rect {
+  const inside: number[] = [];
+  const tb = direction === "TB";
+  const limit = (tb ? box.y : box.x) + reach;
+  for (let s = 0; s < layout.ref.length; s++) {
+    if (layout.kind[s] === KIND_FRAME) continue;
+    const x = layout.x[s];
+    const y = layout.y[s];
+    if ((tb ? y : x) > limit || x < box.x || y < box.y) continue;
+    if (x + layout.w[s] > box.x + box.w || y + layout.h[s] > box.y + box.h) continue;
+    inside.push(s);
+  }
+  return inside.length ? boundsOf(layout, inside) : box;
 }

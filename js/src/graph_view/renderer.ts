@@ -1,9 +1,37 @@
 // Rendering orchestration: the camera, one paint per animation frame, fitting and scrolling,
 // and the offscreen picture for image export. The drawing itself is render.ts's `draw`.
-import { boundsOf, type Camera, fitCamera, worldViewport, zoomAt } from "./geometry";
+import { BREADCRUMB_HEIGHT } from "./breadcrumb";
+import {
+  boundsOf,
+  type Camera,
+  fitCamera,
+  headBounds,
+  type ReadableFit,
+  readableScale,
+  startCamera,
+  worldViewport,
+  zoomAt,
+} from "./geometry";
 import { type DrawOptions, draw } from "./render";
 import type { SceneStore } from "./scene_store";
 import { V } from "./vocabulary";
+
+/** Least on-screen size (CSS px) of the smallest label text that "Fit" keeps. */
+export const LEGIBLE_PX = 10;
+/** Size (world px, so CSS px at scale 1) of the smallest label text. */
+export const LABEL_PX = Math.min(V.label.title.size, V.label.sub.size);
+export const READABLE: ReadableFit = {
+  legible: LEGIBLE_PX / LABEL_PX,
+  comfortable: 1,
+  margin: 24,
+  top: BREADCRUMB_HEIGHT,
+};
+
+/** Append `value` to a ring of the last 500 figures. */
+function keepLast(ring: number[], value: number): void {
+  ring.push(value);
+  if (ring.length > 500) ring.shift();
+}
 
 export class Renderer {
   camera: Camera = { scale: 1, tx: 0, ty: 0 };
@@ -12,6 +40,10 @@ export class Renderer {
   hoverEdge = -1;
   hoverSlot = -1;
   private fitted = false;
+  // where the last readable fit put the camera, and of what ("" = the whole graph)
+  private readableView: { camera: Camera; of: string } | null = null;
+  /** Run after every paint (the breadcrumb and the minimap follow the camera). */
+  readonly afterPaint: (() => void)[] = [];
   private frame = 0;
   private patchUnpainted = false;
   lastTexts: string[] = []; // what the last paint wrote (test API)
@@ -19,6 +51,7 @@ export class Renderer {
   readonly stats = {
     draws: 0,
     frameMs: [] as number[],
+    afterPaintMs: [] as number[], // breadcrumb and minimap following the camera
     patchPaintedAt: 0, // wall clock (ms) of the first paint showing the last patch
   };
 
@@ -102,8 +135,10 @@ export class Renderer {
       this.patchUnpainted = false;
       this.stats.patchPaintedAt = Date.now();
     }
-    this.stats.frameMs.push(result.ms);
-    if (this.stats.frameMs.length > 500) this.stats.frameMs.shift();
+    const t0 = performance.now();
+    for (const fn of this.afterPaint) fn();
+    keepLast(this.stats.afterPaintMs, performance.now() - t0);
+    keepLast(this.stats.frameMs, result.ms);
     this.root.dataset.draws = String(this.stats.draws);
     this.root.dataset.drawnBoxes = String(result.boxes);
     if (!this.root.dataset.ready) {
@@ -129,25 +164,45 @@ export class Renderer {
     this.invalidate();
   }
 
-  /** First view: the whole graph when it is readable that way, else its start (the graph
-   *  inputs) at a readable zoom; "Fit" always shows everything. */
-  private initialView(): void {
+  /** "Fit": the whole of `slots` (all boxes when absent) if its labels stay legible that
+   *  way, else its start at a legible scale, filling the canvas across the flow, the rest to
+   *  scroll to. Asked again without moving in between, it shows everything. */
+  fitReadable(slots?: number[]): void {
     const layout = this.store.layout;
     if (!layout || this.width === 0) return;
-    this.fit();
-    const readable = 0.6;
-    if (this.camera.scale >= readable) return;
-    const box = boundsOf(layout);
-    const s = readable;
-    if (layout.meta.direction === "LR") {
-      const ty =
-        box.h * s < this.height ? (this.height - box.h * s) / 2 - box.y * s : 24 - box.y * s;
-      this.camera = { scale: s, tx: 24 - box.x * s, ty };
-    } else {
-      const tx = box.w * s < this.width ? (this.width - box.w * s) / 2 - box.x * s : 24 - box.x * s;
-      this.camera = { scale: s, tx, ty: 24 - box.y * s };
+    const of = slots ? slots.join(",") : "";
+    const last = this.readableView;
+    const c = this.camera;
+    if (
+      last?.of === of &&
+      last.camera.scale === c.scale &&
+      last.camera.tx === c.tx &&
+      last.camera.ty === c.ty
+    ) {
+      this.readableView = null;
+      this.fit(slots);
+      return;
     }
+    const box = boundsOf(layout, slots);
+    const dir = layout.meta.direction;
+    const { scale, whole } = readableScale(box, this.width, this.height, dir, READABLE);
+    if (whole) {
+      const top = READABLE.top;
+      const c = fitCamera(box, this.width, this.height - top, READABLE.margin, scale);
+      this.camera = { ...c, ty: c.ty + top };
+    } else {
+      const reach = (dir === "TB" ? this.height - READABLE.top : this.width) / scale;
+      const head = headBounds(layout, box, reach, dir);
+      this.camera = startCamera(box, head, scale, this.width, this.height, dir, READABLE);
+    }
+    this.fitted = true;
+    this.readableView = { camera: this.camera, of };
     this.invalidate();
+  }
+
+  /** First view: the readable fit of the whole graph. */
+  private initialView(): void {
+    this.fitReadable();
   }
 
   zoomBy(factor: number, x = this.width / 2, y = this.height / 2): void {

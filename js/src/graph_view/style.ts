@@ -1,4 +1,5 @@
 // Styles of the GraphView, scoped under .nsdl-graph-view (injected with the view).
+import { BREADCRUMB_HEIGHT } from "./breadcrumb";
 import { V } from "./vocabulary";
 
 export const STYLE = `
@@ -27,6 +28,18 @@ export const STYLE = `
 .nsdl-gv-legend-ticks { display: flex; justify-content: space-between; color: #57606a; }
 .nsdl-gv-status { position: absolute; right: 8px; bottom: 6px; color: #57606a; pointer-events: none;
   background: rgba(255,255,255,0.8); padding: 0 4px; border-radius: 3px; }
+.nsdl-gv-breadcrumb { position: absolute; left: 0; right: 0; top: 0; height: ${BREADCRUMB_HEIGHT}px;
+  box-sizing: border-box; padding: 4px 8px; background: rgba(246,248,250,0.9); border-bottom: 1px solid #eaeef2;
+  color: #57606a; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; z-index: 1;
+  pointer-events: none; }
+.nsdl-gv-crumb { color: ${V.frame.text}; cursor: pointer; font-weight: 600; pointer-events: auto; }
+.nsdl-gv-crumb:hover { text-decoration: underline; }
+.nsdl-gv-minimap { position: absolute; right: 8px; bottom: 26px; padding: 3px; z-index: 1;
+  background: rgba(255,255,255,0.92); border: 1px solid #d0d7de; border-radius: 4px;
+  cursor: pointer; touch-action: none; line-height: 0; }
+.nsdl-gv-minimap canvas { display: block; }
+.nsdl-gv-minimap-view { position: absolute; margin: 3px; box-sizing: border-box;
+  border: 1.5px solid #2563eb; background: rgba(37,99,235,0.12); pointer-events: none; }
 .nsdl-gv-band { position: absolute; display: none; border: 1px dashed #2563eb;
   background: rgba(37,99,235,0.08); pointer-events: none; }
 `;

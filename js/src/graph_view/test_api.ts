@@ -3,18 +3,27 @@
 import type { GraphViewToKernel } from "../messages";
 import { RequestError, type RequestName } from "../protocol";
 import { type PillKind, pillRect, pills } from "./badges";
-import { curvePoint, edgeCurve, HEADER } from "./geometry";
+import type { Breadcrumb } from "./breadcrumb";
+import { curvePoint, edgeCurve, HEADER, slotsInside, worldViewport } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
-import type { Renderer } from "./renderer";
+import type { Minimap } from "./minimap";
+import { LABEL_PX, LEGIBLE_PX, type Renderer } from "./renderer";
 import type { Requests } from "./requests";
 import type { SceneStore } from "./scene_store";
 
-export function testApi(store: SceneStore, renderer: Renderer, requests: Requests) {
+export function testApi(
+  store: SceneStore,
+  renderer: Renderer,
+  requests: Requests,
+  nav: { breadcrumb: Breadcrumb; minimap: Minimap },
+) {
   return {
     stats: () => ({
       ...store.stats,
       ...renderer.stats,
       frameMs: [...renderer.stats.frameMs],
+      afterPaintMs: [...renderer.stats.afterPaintMs],
+      overviewMs: nav.minimap.overviewMs,
       patchMs: [...store.stats.patchMs],
     }),
     /** client coordinates of the centre of the box drawing node `name` (or group key). */
@@ -48,6 +57,8 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       const slots = names.map((n) => store.slotOf(n)).filter((s): s is number => s !== undefined);
       renderer.fit(slots);
     },
+    /** The toolbar's Fit (readable; a second call shows the whole graph). */
+    fitReadable: () => renderer.fitReadable(),
     camera: () => ({ ...renderer.camera }),
     /** Node `name`'s precision or custom badge: its text and the client coordinates of its
      *  centre; null when none is drawn. */
@@ -84,6 +95,20 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
       const t = graph?.tensorName.indexOf(name) ?? -1;
       return t < 0 || !graph ? null : { dtype: graph.tensorDtype[t], shape: graph.tensorShape[t] };
     },
+    /** On-screen size (CSS px) of the smallest label text now, and the least Fit keeps. */
+    labelPx: () => ({
+      now: renderer.camera.scale * LABEL_PX,
+      legible: LEGIBLE_PX,
+    }),
+    /** Leaves (nodes, collapsed groups) wholly on screen. */
+    boxesInView: () => {
+      const layout = store.layout;
+      if (!layout) return 0;
+      return slotsInside(layout, worldViewport(renderer.camera, renderer.width, renderer.height))
+        .length;
+    },
+    breadcrumb: () => nav.breadcrumb.parts(),
+    minimap: () => nav.minimap.probe(),
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
     visible: (name: string) => {
       const i = store.graph?.nameIndex.get(name);

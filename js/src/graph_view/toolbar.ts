@@ -37,7 +37,12 @@ export class Toolbar {
     };
     this.button("zoom-in", "+", "Zoom in", () => renderer.zoomBy(1.25));
     this.button("zoom-out", "−", "Zoom out", () => renderer.zoomBy(0.8));
-    this.button("fit", "Fit", "Fit the graph to the view", () => renderer.fit());
+    this.button(
+      "fit",
+      "Fit",
+      "Fit: the graph at a readable size from its start (press again: the whole graph)",
+      () => renderer.fitReadable(),
+    );
     const box = this.button("box-zoom", "Box zoom", "Drag a rectangle to zoom into", () => {
       this.boxZoom = !this.boxZoom;
       box.classList.toggle("nsdl-gv-on", this.boxZoom);

@@ -1,12 +1,15 @@
 // One rendered view of a GraphView model: builds the DOM and ties the components together
 // (scene_store: data; renderer: painting and camera; pointer + hit: interaction; toolbar;
-// selection; requests: the kernel protocol). A model may have several views at once: each
-// has its own protocol id, and `destroy` removes every listener this view added.
+// breadcrumb and minimap: where the view is; selection; requests: the kernel protocol). A
+// model may have several views at once: each has its own protocol id, and `destroy` removes
+// every listener this view added.
 import type { AnyModel } from "@anywidget/types";
 import { PrecisionBadges } from "./badges";
+import { BREADCRUMB_HEIGHT, Breadcrumb } from "./breadcrumb";
 import { Disposables, div } from "./dom";
 import { downloadPng } from "./export";
 import { showLegend } from "./legend";
+import { Minimap } from "./minimap";
 import type { GraphViewModel } from "./model";
 import { Pointer } from "./pointer";
 import { PropertiesPane } from "./properties";
@@ -39,6 +42,8 @@ export class GraphViewElement {
     const legend = div(stage, "nsdl-gv-legend");
     const status = div(stage, "nsdl-gv-status");
     const band = div(stage, "nsdl-gv-band");
+    const crumbs = div(stage, "nsdl-gv-breadcrumb");
+    const map = div(stage, "nsdl-gv-minimap");
 
     const grid = () => !!model.get("show_grid");
     // the store's events run only from `store.loadTopology()` on, when every part exists
@@ -57,6 +62,12 @@ export class GraphViewElement {
       needShapes: () => requests.channel.notify("tensor_shapes", {}),
     });
     const renderer = new Renderer(canvas, root, store, grid);
+    const breadcrumb = new Breadcrumb(crumbs, store, renderer);
+    const minimap = new Minimap(map, store, renderer, BREADCRUMB_HEIGHT);
+    renderer.afterPaint.push(
+      () => breadcrumb.update(),
+      () => minimap.update(),
+    );
     const requests = new Requests(model, renderer, (message) => {
       if (message === null) delete root.dataset.error;
       else root.dataset.error = status.textContent = `⚠ ${message}`;
@@ -112,9 +123,14 @@ export class GraphViewElement {
     d.add(() => badges.destroy());
     d.add(() => pane.destroy());
     d.add(() => renderer.destroy());
+    d.add(() => breadcrumb.destroy());
+    d.add(() => minimap.destroy());
 
     el.appendChild(root);
-    (root as unknown as { __nsdl: unknown }).__nsdl = testApi(store, renderer, requests);
+    (root as unknown as { __nsdl: unknown }).__nsdl = testApi(store, renderer, requests, {
+      breadcrumb,
+      minimap,
+    });
     applyHeight();
     store.loadTopology();
     const observer = new ResizeObserver(() => renderer.resize());

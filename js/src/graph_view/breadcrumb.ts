@@ -1,0 +1,83 @@
+// The sticky breadcrumb at the top of the canvas: the name scope under the viewport's centre
+// (`bert › encoder › layer.3 › attention`), each part a link that zooms to that group. It
+// follows every paint, so the lookup is one walk down the frame tree (scope.ts), and the DOM
+// is only touched when the scope changes.
+import { Disposables } from "./dom";
+import { toWorld } from "./geometry";
+import type { Layout } from "./graph";
+import type { Renderer } from "./renderer";
+import type { SceneStore } from "./scene_store";
+import { ScopeIndex, scopePath } from "./scope";
+
+/** Screen height the breadcrumb covers at the top of the canvas (CSS pixels). */
+export const BREADCRUMB_HEIGHT = 24;
+const ROOT_LABEL = "graph";
+const SEPARATOR = " › ";
+
+export class Breadcrumb {
+  private index: ScopeIndex | null = null;
+  private indexed: Layout | null = null;
+  private shown = -1;
+  private path: number[] = [];
+  private readonly disposables = new Disposables();
+
+  constructor(
+    private readonly el: HTMLElement,
+    private readonly store: SceneStore,
+    private readonly renderer: Renderer,
+  ) {
+    this.disposables.listen(el, "click", (ev) => {
+      const part = (ev.target as HTMLElement).closest<HTMLElement>("[data-group]");
+      if (part) this.zoomTo(Number(part.dataset.group));
+    });
+  }
+
+  destroy(): void {
+    this.disposables.dispose();
+  }
+
+  /** Labels of the parts shown now, root first. */
+  parts(): string[] {
+    return this.path.map((g) => this.label(g));
+  }
+
+  /** After a paint: name the scope under the centre of the view. */
+  update(): void {
+    const { graph, layout } = this.store;
+    const { renderer } = this;
+    if (!graph || !layout || renderer.width === 0) return;
+    if (this.indexed !== layout) {
+      this.index = new ScopeIndex(graph, layout);
+      this.indexed = layout;
+      this.shown = -1;
+    }
+    const top = BREADCRUMB_HEIGHT;
+    const [x, y] = toWorld(renderer.camera, renderer.width / 2, (top + renderer.height) / 2);
+    const g = this.index?.at(x, y) ?? 0;
+    if (g === this.shown) return;
+    this.shown = g;
+    this.path = scopePath(graph, g);
+    this.el.replaceChildren();
+    this.path.forEach((p, k) => {
+      if (k) this.el.append(SEPARATOR);
+      const part = document.createElement("span");
+      part.className = "nsdl-gv-crumb";
+      part.dataset.group = String(p);
+      part.textContent = this.label(p);
+      part.title = p ? `Zoom to ${graph.groupKey[p]}` : "Show the start of the graph";
+      this.el.appendChild(part);
+    });
+    this.el.dataset.scope = graph.groupKey[g] ?? "";
+  }
+
+  private label(g: number): string {
+    return g > 0 ? (this.store.graph?.groupLabel[g] ?? "?") : ROOT_LABEL;
+  }
+
+  /** Zoom to group `g`'s frame, readably; the root (or a group not drawn as a frame) shows
+   *  the start of the graph. */
+  zoomTo(g: number): void {
+    const slot = g > 0 ? this.store.layout?.groupSlot.get(g) : undefined;
+    this.renderer.fitReadable(slot === undefined ? undefined : [slot]);
+  }
+}
