@@ -30,6 +30,46 @@ export interface GraphViewToKernel {
     payload: { node: string; attribute: string };
     answer: null;
   };
+  terminals: {
+    payload: { nodes: string[] };
+    answer: { nodes: ({ node: string; inputs: ({ tensor: string; state: "free" | "linked" | "initializer"; optional: boolean })[]; variadic: boolean; outputs: string[] })[] };
+  };
+  link: {
+    payload: { tensor: string; node: string; input: number };
+    answer: { message: string };
+  };
+  unlink: {
+    payload: { links: ({ node: string; input: number })[] };
+    answer: { message: string };
+  };
+  delete: {
+    payload: { nodes: string[] };
+    answer: { message: string };
+  };
+  move: {
+    payload: { nodes: string[]; x: number[]; y: number[] };
+    answer: { message: string };
+  };
+  rename: {
+    payload: { node: string; name: string };
+    answer: { message: string };
+  };
+  precision: {
+    payload: { nodes: string[]; precision: string };
+    answer: { message: string };
+  };
+  extract: {
+    payload: { nodes: string[]; downstream: boolean };
+    answer: { message: string };
+  };
+  profile: {
+    payload: { nodes: string[] };
+    answer: { message: string };
+  };
+  add_at: {
+    payload: { text: string; x: number; y: number };
+    answer: { message: string };
+  };
 }
 
 export interface GraphViewToBrowser {

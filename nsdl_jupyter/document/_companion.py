@@ -16,6 +16,9 @@ from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter.document._tensorrt import COMPANION_KEY, companion_entry
 
 COMPANION_SUFFIX = ".nsdl.json"
+# node name -> [x, y]: where the user dragged a box on the canvas (top-left, layout units);
+# applied over the computed layout, dropped by "Arrange"
+MOVED_KEY = "moved"
 _VERSION = 1
 _MAX_BYTES = 64 * 2**20
 
@@ -122,6 +125,7 @@ def _json_simple(value: Any, depth: int = 0) -> Any:
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "positions": _positions,
     "collapsed": _collapsed,
+    MOVED_KEY: _positions,
     COMPANION_KEY: companion_entry,
 }
 # Properties that change what a build does: dropping one silently would surprise the user.

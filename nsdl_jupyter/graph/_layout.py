@@ -66,6 +66,9 @@ class LayoutEngine:
         self.positions: MutableMapping[str, list[float]] = (
             positions if positions is not None else {}
         )
+        # node key -> top-left corner the user dragged it to: drawn there whatever the layout
+        # says (the widget sets it from the document's companion "moved" entry)
+        self.placed: Mapping[str, Sequence[float]] = {}
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
 
@@ -248,11 +251,17 @@ class LayoutEngine:
                 else:
                     kind = KIND_GROUP if is_group_ref(ref) else KIND_NODE
                     leaves.append((ref, kind, (ax, ay, w, h)))
-        for ref, kind, rect in leaves:
+        w0, h0 = sizes.get(~0, (0.0, 0.0))
+        items = self.table.items
+        for ref, kind, computed in leaves:
+            rect = computed
+            point = self.placed.get(items[ref].key) if kind == KIND_NODE else None
+            if point is not None:
+                rect = (float(point[0]), float(point[1]), rect[2], rect[3])
+                w0, h0 = max(w0, rect[0] + rect[2]), max(h0, rect[1] + rect[3])
             refs.append(ref)
             kinds.append(kind)
             rects.append(rect)
-        w0, h0 = sizes.get(~0, (0.0, 0.0))
         return LayoutResult(
             refs=np.asarray(refs, dtype=np.int32),
             kinds=np.asarray(kinds, dtype=np.uint8),

@@ -28,8 +28,9 @@ from nsdl_jupyter._static_export import (
     overlay_of,
     track_static_picture,
 )
-from nsdl_jupyter.document import UnknownNodeError
+from nsdl_jupyter.document import ModelDocument, UnknownNodeError
 from nsdl_jupyter.graph import COLORMAPS, EditSummary, GraphScene, NeedsRebuild, scene_svg
+from nsdl_jupyter.widgets._canvas_edit import CanvasEdits
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
@@ -80,6 +81,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _overlay = traitlets.Dict().tag(sync=True)
     _overlay_values = traitlets.Bytes(b"").tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # edit gestures on the canvas: on when the view shows an open document, off for a file
+    _editable = traitlets.Bool(False).tag(sync=True)
     # SVG picture of the last state, redrawn after each cell that changed the view: the widget
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
@@ -87,7 +90,13 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     def __init__(self, source: Any, **options: Unpack[GraphViewOptions]) -> None:
         check_options("GraphView", options, GraphViewOptions)
         self._doc: _DocumentLike | None = None
+        self._from_file = False
         graph, functions = self._resolve(source)
+        editable = isinstance(self._doc, ModelDocument) and not self._from_file
+        self._canvas = CanvasEdits(
+            self._doc if isinstance(self._doc, ModelDocument) and editable else None,
+            lambda: list(self.selected),
+        )
         companion = self._companion()
         positions = dict(companion.get("positions") or {})
         collapsed = companion.get("collapsed")
@@ -99,6 +108,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "LR")
         self._scene.show_constants = bool(options.pop("show_constants", False))
+        self._scene.engine.placed = self._canvas.moved
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
         self._body_callbacks: list[Callable[[str, str], None]] = []
@@ -107,6 +117,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             _layout=self._scene.layout_bytes(),
             direction=self._scene.direction,
             show_constants=self._scene.show_constants,
+            _editable=editable,
             **options,
         )
         self._save_companion()
@@ -121,6 +132,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
                 "open_body": self._on_open_body,
+                **self._canvas.handlers(),
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -146,6 +158,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             from nsdl_jupyter.document import open_model
 
             source = open_model(source)
+            self._from_file = True  # nobody else holds this document: a read-only view
         if isinstance(source, onnx.ModelProto):
             source = ir.from_proto(source)
         if isinstance(source, ir.Model):
@@ -176,6 +189,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ layout
     def _relayout(self) -> None:
+        self._scene.engine.placed = self._canvas.moved
         self._layout = self._scene.layout_bytes()
         self._save_companion()
 
@@ -222,8 +236,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         }
 
     def arrange(self) -> None:
-        """Recompute the layout from scratch (forgets stored positions)."""
+        """Recompute the layout from scratch (forgets stored positions and, as one undo step
+        of the document, where boxes were dragged)."""
         self._scene.arrange()
+        self._canvas.forget_moves()
         self._relayout()
 
     def fit(self) -> None:
@@ -337,6 +353,11 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
         return remove
 
+    def on_profile(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Call `callback(nodes)` when the user picks "Profile from here" on the canvas (the
+        chosen node names). Returns a function that removes the callback."""
+        return self._canvas.on_profile(callback)
+
     def _on_open_body(self, payload: OpenBody) -> None:
         for callback in list(self._body_callbacks):
             callback(payload["node"], payload["attribute"])
@@ -440,10 +461,16 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _on_arrange(self, _payload: Empty) -> LayoutAnswer:
         self._scene.arrange()
+        self._canvas.forget_moves()
         return self._layout_answer()
 
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
+        self._apply_change(event)
+        if self._canvas.moved is not self._scene.engine.placed:  # a box was dragged (or undone)
+            self._relayout()
+
+    def _apply_change(self, event: Any) -> None:
         scene = self._scene
         if getattr(event, "source", "do") == "load":
             self._rebuild()

@@ -60,6 +60,73 @@ class OpenBody(TypedDict):
     attribute: str  # its graph attribute ("then_branch"); "" for its first body or its function
 
 
+class Nodes(TypedDict):
+    nodes: list[str]  # node names
+
+
+class InputTerminal(TypedDict):
+    tensor: str  # the linked tensor, "" when free
+    state: Literal["free", "linked", "initializer"]
+    optional: bool
+
+
+class NodeTerminals(TypedDict):
+    node: str
+    inputs: list[InputTerminal]
+    variadic: bool  # the last input takes any number: the canvas draws a "+" slot after it
+    outputs: list[str]  # output tensor names
+
+
+class Terminals(TypedDict):
+    nodes: list[NodeTerminals]
+
+
+class Link(TypedDict):
+    tensor: str  # an output tensor, linked to input `input` of `node`
+    node: str
+    input: int
+
+
+class LinkEnd(TypedDict):
+    node: str
+    input: int
+
+
+class Unlink(TypedDict):
+    links: list[LinkEnd]
+
+
+class Move(TypedDict):
+    nodes: list[str]
+    x: list[float]  # new top-left corners in layout coordinates, one per node
+    y: list[float]
+
+
+class Rename(TypedDict):
+    node: str
+    name: str
+
+
+class Precision(TypedDict):
+    nodes: list[str]
+    precision: str  # a TensorRT layer precision, or "none"
+
+
+class Extract(TypedDict):
+    nodes: list[str]
+    downstream: bool  # "extract from here": the nodes and everything they feed
+
+
+class AddAt(TypedDict):
+    text: str  # an operator as typed in quick add ("Relu", "com.microsoft.Gelu")
+    x: float  # where the pointer is, in layout coordinates
+    y: float
+
+
+class Done(TypedDict):
+    message: str  # what was done (the undo description, or the file written)
+
+
 def _layout_request(payload: type) -> Kind:
     return Kind(payload, LayoutAnswer, "kernel")
 
@@ -74,6 +141,16 @@ GRAPH_VIEW = Catalog(
         "reveal": _layout_request(Items),
         "arrange": _layout_request(Empty),
         "open_body": Kind(OpenBody, None, "kernel"),
+        "terminals": Kind(Nodes, Terminals, "kernel"),
+        "link": Kind(Link, Done, "kernel"),
+        "unlink": Kind(Unlink, Done, "kernel"),
+        "delete": Kind(Nodes, Done, "kernel"),
+        "move": Kind(Move, Done, "kernel"),
+        "rename": Kind(Rename, Done, "kernel"),
+        "precision": Kind(Precision, Done, "kernel"),
+        "extract": Kind(Extract, Done, "kernel"),
+        "profile": Kind(Nodes, Done, "kernel"),
+        "add_at": Kind(AddAt, Done, "kernel"),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
     },
