@@ -69,38 +69,41 @@ def rect(view: GraphView, node: str) -> tuple[float, float]:
 
 
 def test_terminals_say_free_linked_initializer_optional_and_variadic(view: GraphView) -> None:
-    nodes = ok(view, "terminals", nodes=["clip1", "cat1", "add1", "nope"])["nodes"]
-    by_node = {n["node"]: n for n in nodes}
-    assert set(by_node) == {"clip1", "cat1", "add1"}
-    clip = by_node["clip1"]
-    assert [(i["state"], i["optional"]) for i in clip["inputs"]] == [
-        ("linked", False),
-        ("free", True),
-        ("free", True),
-    ]
-    assert clip["outputs"] == ["c"] and not clip["variadic"]
-    assert by_node["cat1"]["variadic"]
-    assert [i["tensor"] for i in by_node["cat1"]["inputs"]] == ["r", "c"]
-    assert [i["state"] for i in by_node["add1"]["inputs"]] == ["linked", "initializer"]
+    answer = ok(view, "terminals", nodes=["clip1", "cat1", "add1", "nope"])
+    assert answer["nodes"] == ["clip1", "cat1", "add1"]
+    (clip, cat, add) = range(3)
+    assert answer["states"][clip] == ["linked", "free", "free"]
+    assert answer["optional"][clip] == [False, True, True]
+    assert answer["outputs"][clip] == ["c"]
+    assert answer["variadic"] == [False, True, False]
+    assert answer["tensors"][cat] == ["r", "c"]
+    assert answer["states"][add] == ["linked", "initializer"]
 
 
 def test_link_and_unlink_are_one_undo_step_each(view: GraphView) -> None:
     doc = view._canvas.doc
     assert doc is not None and view._editable
-    ok(view, "link", tensor="r", node="clip1", input=1)
+    ok(view, "link", tensor="r", node="clip1", input=1, from_node="", from_input=0)
     assert doc.nodes["clip1"].inputs[1].name == "r"
-    ok(view, "link", tensor="X", node="cat1", input=2)  # the "+" slot of a variadic input
+    new = {"from_node": "", "from_input": 0}
+    ok(view, "link", tensor="X", node="cat1", input=2, **new)  # the "+" slot of a variadic input
     assert [v.name for v in doc.nodes["cat1"].inputs] == ["r", "c", "X"]
     doc.undo()
     assert len(doc.nodes["cat1"].inputs) == 2
-    ok(view, "unlink", links=[{"node": "cat1", "input": 0}, {"node": "clip1", "input": 1}])
+    ok(view, "unlink", nodes=["cat1", "clip1"], inputs=[0, 1])
     assert doc.nodes["cat1"].inputs[0] is None
     assert len(doc.nodes["clip1"].inputs) == 1
     doc.undo()
     assert doc.nodes["cat1"].inputs[0].name == "r"
     assert doc.nodes["clip1"].inputs[1].name == "r"
-    answer = ask(view, "link", tensor="cat", node="relu1", input=0)
+    answer = ask(view, "link", tensor="cat", node="relu1", input=0, **new)
     assert not answer["ok"] and "cycle" in answer["error"]["message"]
+    # a link end dragged from cat1[0] to clip1[2]: one undo step
+    ok(view, "link", tensor="r", node="clip1", input=2, from_node="cat1", from_input=0)
+    assert doc.nodes["clip1"].inputs[2].name == "r" and doc.nodes["cat1"].inputs[0] is None
+    doc.undo()
+    assert [v.name for v in doc.nodes["cat1"].inputs] == ["r", "c"]
+    assert len(doc.nodes["clip1"].inputs) == 2
 
 
 def test_delete_removes_the_nodes_and_one_undo_brings_them_back(view: GraphView) -> None:

@@ -32,14 +32,21 @@ export interface GraphViewToKernel {
   };
   terminals: {
     payload: { nodes: string[] };
-    answer: { nodes: ({ node: string; inputs: ({ tensor: string; state: "free" | "linked" | "initializer"; optional: boolean })[]; variadic: boolean; outputs: string[] })[] };
+    answer: {
+      nodes: string[];
+      tensors: string[][];
+      states: string[][];
+      optional: boolean[][];
+      variadic: boolean[];
+      outputs: string[][];
+    };
   };
   link: {
-    payload: { tensor: string; node: string; input: number };
+    payload: { tensor: string; node: string; input: number; from_node: string; from_input: number };
     answer: { message: string };
   };
   unlink: {
-    payload: { links: ({ node: string; input: number })[] };
+    payload: { nodes: string[]; inputs: number[] };
     answer: { message: string };
   };
   delete: {

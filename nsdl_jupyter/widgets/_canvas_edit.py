@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import onnx_ir as ir
 
@@ -22,11 +21,9 @@ from nsdl_jupyter.widgets._messages import (
     AddAt,
     Done,
     Extract,
-    InputTerminal,
     Link,
     Move,
     Nodes,
-    NodeTerminals,
     Precision,
     Rename,
     Terminals,
@@ -75,8 +72,18 @@ class CanvasEdits:
     def terminals(self, payload: Nodes) -> Terminals:
         doc = self._doc()
         nodes = doc.nodes
-        found = [nodes[n] for n in payload["nodes"][:_MAX_TERMINAL_NODES] if n in nodes]
-        return {"nodes": [_terminals_of(doc, node) for node in found]}
+        answer: Terminals = {
+            "nodes": [],
+            "tensors": [],
+            "states": [],
+            "optional": [],
+            "variadic": [],
+            "outputs": [],
+        }
+        for name in payload["nodes"][:_MAX_TERMINAL_NODES]:
+            if name in nodes:
+                _add_terminals(doc, nodes[name], answer)
+        return answer
 
     @property
     def moved(self) -> Mapping[str, Sequence[float]]:
@@ -88,13 +95,21 @@ class CanvasEdits:
 
     # ------------------------------------------------------------------ edits
     def link(self, payload: Link) -> Done:
+        """A new link, or a link end dragged from one input to another (one undo step)."""
         doc = self._doc()
-        doc.connect(payload["tensor"], payload["node"], payload["input"], replace=True)
+        tensor, node, index = payload["tensor"], payload["node"], payload["input"]
+        if not payload["from_node"]:
+            doc.connect(tensor, node, index, replace=True)
+            return _done(doc)
+        with doc.batch(f"relink {tensor} to {node}[{index}]"):
+            doc.disconnect(payload["from_node"], payload["from_input"])
+            doc.connect(tensor, node, index, replace=True)
         return _done(doc)
 
     def unlink(self, payload: Unlink) -> Done:
         doc = self._doc()
-        ends = sorted({(e["node"], e["input"]) for e in payload["links"]}, key=lambda e: -e[1])
+        pairs = set(zip(payload["nodes"], payload["inputs"], strict=True))
+        ends = sorted(pairs, key=lambda e: -e[1])  # trailing inputs first: indexes stay valid
         if not ends:
             raise WidgetError("no link to remove: select a link or drag a link's end away")
         what = ", ".join(f"{node}[{index}]" for node, index in sorted(ends))
@@ -214,32 +229,23 @@ def _done(doc: ModelDocument) -> Done:
     return {"message": doc.undo_description or ""}
 
 
-def _terminals_of(doc: ModelDocument, node: ir.Node) -> NodeTerminals:
+def _add_terminals(doc: ModelDocument, node: ir.Node, answer: Terminals) -> None:
     schema = doc.schema(node)
     formal = list(schema.inputs) if schema is not None else []
     variadic = bool(formal) and formal[-1].option == "variadic"
     fixed = len(formal) - 1 if variadic else len(formal)
     count = max(len(node.inputs), fixed + (1 if variadic else 0))
-    inputs: list[InputTerminal] = []
-    for index in range(count):
-        value = node.inputs[index] if index < len(node.inputs) else None
-        option = formal[min(index, len(formal) - 1)].option if formal else "single"
-        inputs.append(
-            {
-                "tensor": (value.name or "") if value is not None else "",
-                "state": _state(value),
-                "optional": option == "optional",
-            }
-        )
-    return {
-        "node": node.name or "",
-        "inputs": inputs,
-        "variadic": variadic,
-        "outputs": [v.name or "" for v in node.outputs],
-    }
+    values = [node.inputs[i] if i < len(node.inputs) else None for i in range(count)]
+    options = [formal[min(i, len(formal) - 1)].option if formal else "single" for i in range(count)]
+    answer["nodes"].append(node.name or "")
+    answer["tensors"].append([(v.name or "") if v is not None else "" for v in values])
+    answer["states"].append([_state(v) for v in values])
+    answer["optional"].append([option == "optional" for option in options])
+    answer["variadic"].append(variadic)
+    answer["outputs"].append([v.name or "" for v in node.outputs])
 
 
-def _state(value: ir.Value | None) -> Any:
+def _state(value: ir.Value | None) -> str:
     if value is None:
         return "free"
     if value.is_initializer() or value.const_value is not None:

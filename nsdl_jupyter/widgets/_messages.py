@@ -64,36 +64,28 @@ class Nodes(TypedDict):
     nodes: list[str]  # node names
 
 
-class InputTerminal(TypedDict):
-    tensor: str  # the linked tensor, "" when free
-    state: Literal["free", "linked", "initializer"]
-    optional: bool
-
-
-class NodeTerminals(TypedDict):
-    node: str
-    inputs: list[InputTerminal]
-    variadic: bool  # the last input takes any number: the canvas draws a "+" slot after it
-    outputs: list[str]  # output tensor names
-
-
 class Terminals(TypedDict):
-    nodes: list[NodeTerminals]
+    """Terminals of the nodes asked for, one entry per known node in each list (columns)."""
+
+    nodes: list[str]
+    tensors: list[list[str]]  # per input: the linked tensor, "" when free
+    states: list[list[str]]  # per input: "free", "linked" or "initializer"
+    optional: list[list[bool]]  # per input
+    variadic: list[bool]  # the last input takes any number: a "+" slot follows it
+    outputs: list[list[str]]  # output tensor names
 
 
 class Link(TypedDict):
     tensor: str  # an output tensor, linked to input `input` of `node`
     node: str
     input: int
-
-
-class LinkEnd(TypedDict):
-    node: str
-    input: int
+    from_node: str  # a link end dragged from input `from_input` of `from_node` ("": a new link)
+    from_input: int
 
 
 class Unlink(TypedDict):
-    links: list[LinkEnd]
+    nodes: list[str]  # input inputs[k] of nodes[k] becomes empty
+    inputs: list[int]
 
 
 class Move(TypedDict):

@@ -265,11 +265,11 @@ def typescript(catalogs: tuple[Catalog, ...], source: str, command: str) -> str:
                 continue
             lines.append(f"export interface {catalog.name}To{to.capitalize()} {{")
             for name, kind in kinds.items():
-                answer = "null" if kind.answer is None else _ts_type(kind.answer)
+                answer = "    answer: null;" if kind.answer is None else None
                 lines += [
                     f"  {name}: {{",
                     _ts_field("payload", kind.payload),
-                    f"    answer: {answer};",
+                    answer or _ts_field("answer", typing.cast("type", kind.answer)),
                     "  };",
                 ]
             lines.append("}")
