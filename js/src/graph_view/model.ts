@@ -23,6 +23,7 @@ export interface GraphViewModel {
   _overlay: OverlayMeta;
   _overlay_values: DataView; // float32 per item, NaN where no value
   height: number; // CSS pixels
+  _editable: boolean; // edit gestures on the canvas (a view of an open document)
 }
 
 // custom messages: ../messages.ts (GraphViewToKernel, GraphViewToBrowser), generated from

@@ -10,6 +10,8 @@ export class Renderer {
   height = 0;
   hoverEdge = -1;
   hoverSlot = -1;
+  // drawn over each frame in world coordinates, canvas only (edit mode: terminals, drag lines)
+  readonly overlays: ((ctx: CanvasRenderingContext2D) => void)[] = [];
   private fitted = false;
   private frame = 0;
   private patchUnpainted = false;
@@ -92,6 +94,7 @@ export class Renderer {
     const scene = this.store.scene;
     if (!scene || this.width === 0) return;
     const result = draw(this.ctx, scene, this.drawOptions());
+    for (const overlay of this.overlays) overlay(this.ctx);
     this.stats.draws++;
     if (this.patchUnpainted) {
       this.patchUnpainted = false;

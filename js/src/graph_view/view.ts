@@ -3,7 +3,9 @@
 // selection; requests: the kernel protocol). A model may have several views at once: each
 // has its own protocol id, and `destroy` removes every listener this view added.
 import type { AnyModel } from "@anywidget/types";
+import { MENU_STYLE } from "./context_menu";
 import { Disposables, div } from "./dom";
+import { CanvasEditor } from "./edit";
 import { downloadPng } from "./export";
 import { showLegend } from "./legend";
 import type { GraphViewModel } from "./model";
@@ -26,7 +28,7 @@ export class GraphViewElement {
     this.root = root;
     root.className = "nsdl-graph-view";
     const style = document.createElement("style");
-    style.textContent = STYLE;
+    style.textContent = STYLE + MENU_STYLE;
     root.appendChild(style);
     const bar = div(root, "nsdl-gv-toolbar");
     const stage = div(root, "nsdl-gv-stage");
@@ -50,7 +52,10 @@ export class GraphViewElement {
         selection.layoutChanged();
       },
       paint: () => renderer.invalidate(),
-      patched: () => renderer.patched(),
+      patched: () => {
+        renderer.patched();
+        editor.invalidate();
+      },
       legend: (meta) => showLegend(legend, meta),
     });
     const renderer = new Renderer(canvas, root, store, grid);
@@ -66,7 +71,20 @@ export class GraphViewElement {
       download: () => void downloadPng(renderer, grid()),
       jumpTo: (item) => selection.jumpTo(item),
     });
+    const editor = new CanvasEditor({
+      model,
+      store,
+      renderer,
+      requests,
+      canvas,
+      stage,
+      root,
+      selected: () => selection.current(),
+      select: (names) => selection.select(names),
+      arrange: () => void requests.send("arrange", {}),
+    });
     const pointer = new Pointer(canvas, {
+      edit: editor,
       store,
       renderer,
       tooltip,
@@ -85,7 +103,11 @@ export class GraphViewElement {
     const d = this.disposables;
     const on = (trait: keyof GraphViewModel, fn: () => void) =>
       d.onModel(model, `change:${trait}`, fn);
-    on("_topology", () => store.loadTopology());
+    on("_topology", () => {
+      editor.invalidate();
+      store.loadTopology();
+    });
+    on("_editable", () => editor.sync());
     on("_layout", () => store.loadLayout());
     on("_edits", () => store.applyEdits());
     on("selected", () => selection.changed());
@@ -99,6 +121,7 @@ export class GraphViewElement {
     d.add(() => requests.close());
     d.add(() => toolbar.destroy());
     d.add(() => pointer.destroy());
+    d.add(() => editor.destroy());
     d.add(() => renderer.destroy());
 
     el.appendChild(root);
