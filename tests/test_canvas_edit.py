@@ -3,6 +3,7 @@ each edit is one undoable command and the view's layout follows the document."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nsdl_jupyter as nj
+from nsdl_jupyter.document import PRECISIONS
 from nsdl_jupyter.graph import decode_columns
 from nsdl_jupyter.widgets import GraphView
 
@@ -200,3 +202,10 @@ def test_a_view_of_a_file_is_read_only(path: Path) -> None:
     assert not view._editable
     answer = ask(view, "delete", nodes=["relu1"])
     assert not answer["ok"] and "read-only" in answer["error"]["message"]
+
+
+def test_the_canvas_menu_offers_the_document_precisions() -> None:
+    source = (Path(__file__).parents[1] / "js/src/graph_view/edit.ts").read_text()
+    listed = re.search(r"export const PRECISIONS = \[(.*?)\];", source, re.S)
+    assert listed is not None
+    assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == PRECISIONS

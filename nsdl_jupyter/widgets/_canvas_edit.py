@@ -11,8 +11,7 @@ from pathlib import Path
 
 import onnx_ir as ir
 
-from nsdl_jupyter.document import ChangeEvent, ModelDocument
-from nsdl_jupyter.document._companion import MOVED_KEY
+from nsdl_jupyter.document import MOVED_KEY, ChangeEvent, ModelDocument
 from nsdl_jupyter.document.edits import SetMapping
 from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
 from nsdl_jupyter.transforms import extract_subgraph

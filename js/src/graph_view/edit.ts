@@ -86,7 +86,24 @@ export class CanvasEditor {
       renderer.overlays.splice(renderer.overlays.indexOf(this.paint), 1);
       this.menu.el.remove();
     });
+    (host.root as unknown as { __nsdlEdit: unknown }).__nsdlEdit = {
+      terminal: (node: string, side: "in" | "out", index: number) =>
+        this.terminalPoint(node, side, index),
+    };
     this.sync();
+  }
+
+  /** Client coordinates of a terminal drawn now (UI tests), or null. */
+  private terminalPoint(node: string, side: "in" | "out", index: number): [number, number] | null {
+    for (const placed of this.placed.values()) {
+      if (placed.node !== node) continue;
+      const spot = placed.spots.find((s) => s.side === side && s.index === index);
+      if (!spot) return null;
+      const r = this.host.canvas.getBoundingClientRect();
+      const { scale, tx, ty } = this.host.renderer.camera;
+      return [r.left + spot.x * scale + tx, r.top + spot.y * scale + ty];
+    }
+    return null;
   }
 
   destroy(): void {
@@ -304,8 +321,9 @@ export class CanvasEditor {
   }
 
   private onContextMenu(ev: MouseEvent): void {
-    if (!this.enabled) return;
+    if (!this.enabled || ev.shiftKey) return; // Shift: the browser's or JupyterLab's own menu
     ev.preventDefault();
+    ev.stopPropagation(); // JupyterLab opens its notebook menu from the document otherwise
     const r = this.host.canvas.getBoundingClientRect();
     const x = ev.clientX - r.left;
     const y = ev.clientY - r.top;
