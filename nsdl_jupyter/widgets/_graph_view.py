@@ -467,8 +467,14 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
         self._apply_change(event)
-        if self._canvas.moved is not self._scene.engine.placed:  # a box was dragged (or undone)
-            self._relayout()
+        engine = self._scene.engine
+        if self._canvas.moved is not engine.placed:  # a box was dragged (or the drag undone)
+            engine.placed = self._canvas.moved
+            placed = engine.replaced()  # the last packing with the boxes moved: no relayout
+            if placed is None:
+                self._relayout()
+            else:
+                self._layout = self._scene.layout_bytes(placed)
 
     def _apply_change(self, event: Any) -> None:
         scene = self._scene
