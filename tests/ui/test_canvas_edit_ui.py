@@ -146,8 +146,12 @@ def test_a_moved_node_is_where_it_was_left_after_reopening(notebook: Any) -> Non
     assert scale > 0
 
 
-def test_context_menu_rename(notebook: Any) -> None:
-    nb = _open(notebook, ["print('NAMES=', sorted(doc.nodes))"])
+def test_context_menu_rename_and_quick_add_at_the_pointer(notebook: Any) -> None:
+    added = (
+        "t = [n for n in doc.nodes if doc.nodes[n].op_type == 'Tanh']; "
+        "print('TANH=', t, [round(v) for v in doc.companion['moved'][t[0]]])"
+    )
+    nb = _open(notebook, ["print('NAMES=', sorted(doc.nodes))", added])
     at = graph_api(nb, "(a) => a.locate('add1')")
     nb.page.mouse.click(*at, button="right")
     menu = nb.wait_for(".nsdl-gv-menu")
@@ -167,3 +171,31 @@ def test_context_menu_rename(notebook: Any) -> None:
         timeout=20_000,
     )
     nb.screenshot("renamed", VIEW)
+
+    # Ctrl+Space on the canvas: an operator typed there lands where the pointer is
+    box = nb.wait_for("canvas").bounding_box()
+    spot = (box["x"] + 120, box["y"] + box["height"] - 80)
+    nb.page.mouse.click(*spot)
+    nb.page.keyboard.press("Control+Space")
+    field = nb.wait_for(".nsdl-gv-menu-input")
+    field.fill("Tanh")
+    nb.screenshot("quick_add", VIEW)
+    field.press("Enter")
+    name = _edited(nb, "Tanh")
+    world = graph_api(
+        nb,
+        "(a, p) => { const c = a.camera(); const r = document.querySelector('"
+        + SHOWN
+        + " canvas').getBoundingClientRect();"
+        " return [(p[0] - r.left - c.tx) / c.scale, (p[1] - r.top - c.ty) / c.scale]; }",
+        list(spot),
+    )
+    out = nb.run_cell(2)
+    assert f"TANH= ['{name}'] [{round(world[0])}, {round(world[1])}]" in out, (out, world)
+    nb.page.wait_for_function(
+        "(n) => document.querySelector('" + SHOWN + "').__nsdl.nodeNames().includes(n)",
+        arg=name,
+        timeout=20_000,
+    )
+    nb.two_frames()
+    nb.screenshot("quick_added", VIEW)

@@ -96,7 +96,8 @@ export const MENU_STYLE = `
 .nsdl-gv-menu-item { position: relative; padding: 4px 14px; cursor: pointer; white-space: nowrap; }
 .nsdl-gv-menu-item:hover { background: #eef2ff; }
 .nsdl-gv-menu-item.nsdl-gv-disabled { color: #8c959f; cursor: default; background: none; }
-.nsdl-gv-submenu { display: none; position: absolute; left: 100%; top: -4px; background: #ffffff;
+/* opens upward: the submenu (TensorRT precision) is the menu's last item */
+.nsdl-gv-submenu { display: none; position: absolute; left: 100%; bottom: -4px; background: #ffffff;
   border: 1px solid #d0d7de; border-radius: 6px; padding: 4px 0 !important; min-width: 90px;
   box-shadow: 0 4px 14px rgba(31,35,40,0.15); }
 .nsdl-gv-menu-item:hover > .nsdl-gv-submenu { display: block; }
