@@ -152,6 +152,12 @@ def test_rename_keeps_the_moved_position_and_undoes_in_one_step(view: GraphView)
     assert "relu1" in doc.nodes and rect(view, "relu1") == (10.0, 500.0)
     answer = ask(view, "rename", node="relu1", name="not-an-identifier")
     assert not answer["ok"] and "relu1" in doc.nodes
+    doc.rename_node("relu1", "from_python")  # renamed from Python: the box follows too
+    assert rect(view, "from_python") == (10.0, 500.0)
+    doc.remove_node("from_python")
+    assert "from_python" not in doc.companion["moved"]
+    doc.undo()
+    assert rect(view, "from_python") == (10.0, 500.0)
 
 
 def test_precision_and_quick_add_at_the_pointer(view: GraphView) -> None:

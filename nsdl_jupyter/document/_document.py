@@ -29,6 +29,7 @@ from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._companion import (
     CompanionWarning,
+    FollowMoves,
     companion_path,
     read_companion,
     write_companion,
@@ -376,7 +377,11 @@ class ModelDocument:
         self._check_editable()
         if event.renamed or event.removed:
             removed = event.removed - event.added
-            edits = [*edits, self.tensorrt.follow_edit(renamed=event.renamed, removed=removed)]
+            edits = [
+                *edits,
+                self.tensorrt.follow_edit(renamed=event.renamed, removed=removed),
+                FollowMoves(self.companion, event.renamed, removed),
+            ]
         command = Command(description, edits, event)
         emitted = self._history.push(command)
         self._forget_indexes(event)  # also inside a batch, where no event is emitted yet

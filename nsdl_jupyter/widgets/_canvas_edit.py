@@ -158,14 +158,7 @@ class CanvasEdits:
 
     def rename(self, payload: Rename) -> Done:
         doc = self._doc()
-        old, new = payload["node"], payload["name"].strip()
-        point = self.moved.get(old)
-        with doc.batch(f"rename {old} to {new}"):
-            doc.rename_node(old, new)
-            if point is not None:  # the box keeps its place under its new name
-                moved = {k: list(v) for k, v in self.moved.items() if k != old}
-                moved[new] = list(point)
-                doc.apply_edits("", [SetMapping(doc.companion, MOVED_KEY, moved)], ChangeEvent(""))
+        doc.rename_node(payload["node"], payload["name"].strip())  # the position follows
         return _done(doc)
 
     def precision(self, payload: Precision) -> Done:
