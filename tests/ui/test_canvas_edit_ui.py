@@ -97,9 +97,10 @@ def test_drag_from_an_output_terminal_to_an_input_links_them(notebook: Any) -> N
     assert "IN= r" in out and "AFTER= 1" in out  # one undo reverts the link
 
 
-def test_delete_key_removes_the_selected_node(notebook: Any) -> None:
+def test_delete_key_removes_the_selected_node_or_link(notebook: Any) -> None:
     nb = _open(notebook, ["print('HAS=', 'sig1' in doc.nodes); doc.undo()"
-                          "; print('BACK=', 'sig1' in doc.nodes)"])  # fmt: skip
+                          "; print('BACK=', 'sig1' in doc.nodes)",
+                          "print('ADD0=', doc.nodes['add1'].inputs[0])"])  # fmt: skip
     at = graph_api(nb, "(a) => a.locate('sig1')")
     nb.page.mouse.click(*at)
     nb.page.wait_for_function(
@@ -114,6 +115,26 @@ def test_delete_key_removes_the_selected_node(notebook: Any) -> None:
     nb.screenshot("deleted", VIEW)
     out = nb.run_cell(1)
     assert "HAS= False" in out and "BACK= True" in out
+
+    # a click on the link cat1 -> add1 selects it; Backspace removes it
+    nb.page.wait_for_function(
+        "() => document.querySelector('" + SHOWN + "').__nsdl.nodeNames().includes('sig1')",
+        timeout=20_000,
+    )
+    nb.two_frames()
+    scale = graph_api(nb, "(a) => a.camera().scale")
+    left = graph_api(nb, "(a) => a.locate('cat1')")
+    right = graph_api(nb, "(a) => a.locate('add1')")
+    middle = ((left[0] + 75 * scale + right[0] - 75 * scale) / 2, (left[1] + right[1]) / 2)
+    nb.page.mouse.click(*middle)
+    nb.page.wait_for_function(
+        "() => document.querySelector('" + SHOWN + "').dataset.selectedLinks === 'add1[0]'",
+        timeout=20_000,
+    )
+    nb.screenshot("link_selected", VIEW)
+    nb.page.keyboard.press("Backspace")
+    assert "unlink add1[0]" in _edited(nb, "unlink")
+    assert "ADD0= None" in nb.run_cell(2)
 
 
 def test_a_moved_node_is_where_it_was_left_after_reopening(notebook: Any) -> None:
