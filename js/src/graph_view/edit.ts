@@ -60,6 +60,14 @@ interface LinkRef {
 
 type Placed = ReturnType<typeof placeTerminals>;
 
+const NO_TERMINALS: NodeTerminals = {
+  tensors: [],
+  states: [],
+  optional: [],
+  variadic: false,
+  outputs: [],
+};
+
 export class CanvasEditor {
   private readonly known = new Map<string, NodeTerminals>();
   private asking = false;
@@ -280,7 +288,10 @@ export class CanvasEditor {
     const missing = nodes.filter((n) => !this.known.has(n));
     if (missing.length) {
       const reply = await this.host.requests.send("terminals", { nodes: missing });
-      if (reply) for (const [node, row] of rowsOf(reply.value)) this.known.set(node, row);
+      const rows = reply ? rowsOf(reply.value) : new Map<string, NodeTerminals>();
+      // a node the kernel does not answer for (or a failed request) gets no terminals,
+      // rather than being asked for again at every frame
+      for (const node of missing) this.known.set(node, rows.get(node) ?? NO_TERMINALS);
     }
     return this.known;
   }
