@@ -215,3 +215,18 @@ def test_the_canvas_menu_offers_the_document_precisions() -> None:
     listed = re.search(r"export const PRECISIONS = \[(.*?)\];", source, re.S)
     assert listed is not None
     assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == PRECISIONS
+
+
+def test_deleting_several_nodes_that_feed_graph_outputs(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4]) for n in "ab"]
+    nodes = [helper.make_node(op, ["X"], [n], name=n + "_node") for op, n in [("Relu", "a"),
+             ("Tanh", "b")]]  # fmt: skip
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], outs))
+    onnx.save(model, tmp_path / "two.onnx")
+    view = GraphView(nj.open_model(tmp_path / "two.onnx"))
+    ok(view, "delete", nodes=["a_node", "b_node"])  # the earlier output first
+    doc = view._canvas.doc
+    assert doc is not None and not doc.graph.outputs
+    doc.undo()
+    assert [v.name for v in doc.graph.outputs] == ["a", "b"]
