@@ -220,3 +220,44 @@ def test_context_menu_rename_and_quick_add_at_the_pointer(notebook: Any) -> None
     )
     nb.two_frames()
     nb.screenshot("quick_added", VIEW)
+
+
+IF_SETUP = """
+import tempfile, onnx
+from onnx import TensorProto, helper
+import nsdl_jupyter as nj
+x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2])
+c = helper.make_tensor_value_info("C", TensorProto.BOOL, [])
+y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2])
+def branch(op):
+    out = helper.make_tensor_value_info(op.lower(), TensorProto.FLOAT, [2])
+    return helper.make_graph([helper.make_node(op, ["X"], [op.lower()], name=op.lower() + "1")],
+                             op, [], [out])
+gate = helper.make_node("If", ["C"], ["Y"], name="gate", then_branch=branch("Relu"),
+                        else_branch=branch("Neg"))
+model = helper.make_model(helper.make_graph([gate], "g", [x, c], [y]),
+                          opset_imports=[helper.make_opsetid("", 17)])
+path = tempfile.mkdtemp() + "/if.onnx"
+onnx.save(model, path)
+doc = nj.open_model(path)
+view = nj.GraphView(doc, height=420)
+opened = []
+view.on_open_body(lambda node, attribute: opened.append((node, attribute)))
+view
+"""
+
+
+def test_context_menu_open_subgraph_reaches_python(notebook: Any) -> None:
+    nb = notebook([IF_SETUP, "print('OPENED=', opened)"])
+    nb.run_cell(0)
+    nb.wait_for(READY).scroll_into_view_if_needed()
+    graph_api(nb, "(a) => a.fit()")
+    nb.two_frames()
+    at = graph_api(nb, "(a) => a.locate('gate')")
+    nb.page.mouse.click(*at, button="right")
+    menu = nb.wait_for(".nsdl-gv-menu")
+    item = menu.locator("[data-label='Open subgraph']")
+    assert "nsdl-gv-disabled" not in (item.get_attribute("class") or "")
+    item.click()
+    nb.page.wait_for_timeout(500)
+    assert "OPENED= [('gate', '')]" in nb.run_cell(1)
