@@ -53,10 +53,10 @@ def test_precision_badges_follow_the_document_and_the_chooser_edits_it(doc: Any)
     assert view._precisions == {} and view._precision_choices == [*PRECISIONS, "none"]
     doc.tensorrt.set_layer_precision("relu", "fp16")
     assert view._precisions == {"relu": "fp16"}
-    view._channel.receive(view, request("v:1", "set_precision", node="relu", precision="int8"), [])
+    view._channel.receive(view, request("v:1", "precision", nodes=["relu"], precision="int8"), [])
     assert sent.messages[-1]["ok"] is True
     assert doc.tensorrt.layer_precision("relu") == "int8" and view._precisions == {"relu": "int8"}
-    view._channel.receive(view, request("v:2", "set_precision", node="relu", precision="none"), [])
+    view._channel.receive(view, request("v:2", "precision", nodes=["relu"], precision="none"), [])
     assert doc.tensorrt.layer_precisions == {} and view._precisions == {}
     doc.undo()
     assert view._precisions == {"relu": "int8"}
@@ -65,7 +65,7 @@ def test_precision_badges_follow_the_document_and_the_chooser_edits_it(doc: Any)
     doc.rename_node("relu", "act")  # the constraint, and so the badge, follows the node
     assert view._precisions == {"act": "fp16"}
     # a refused pick reaches the view as an error naming the valid ones; nothing changes
-    view._channel.receive(view, request("v:3", "set_precision", node="act", precision="fp7"), [])
+    view._channel.receive(view, request("v:3", "precision", nodes=["act"], precision="fp7"), [])
     answer = sent.messages[-1]
     assert answer["ok"] is False and "fp16" in answer["error"]["message"]
     assert view._precisions == {"act": "fp16"}
@@ -77,9 +77,9 @@ def test_a_read_only_view_offers_no_chooser() -> None:
     view = GraphView(_model())
     sent = Sent(view)
     assert view._precision_choices == [] and view._precisions == {}
-    view._channel.receive(view, request("v:1", "set_precision", node="relu", precision="fp16"), [])
+    view._channel.receive(view, request("v:1", "precision", nodes=["relu"], precision="fp16"), [])
     assert sent.messages[-1]["ok"] is False
-    assert "open it as a document" in sent.messages[-1]["error"]["message"]
+    assert "open the model as a document" in sent.messages[-1]["error"]["message"]
 
 
 def test_custom_operators_carry_the_custom_flag_and_pill(doc: Any) -> None:

@@ -107,9 +107,56 @@ export interface GraphViewToKernel {
       nonfinite: number;
     };
   };
-  set_precision: {
-    payload: { node: string; precision: string };
-    answer: Record<string, never>;
+  open_body: {
+    payload: { node: string; attribute: string };
+    answer: null;
+  };
+  terminals: {
+    payload: { nodes: string[] };
+    answer: {
+      nodes: string[];
+      tensors: string[][];
+      states: string[][];
+      optional: boolean[][];
+      variadic: boolean[];
+      outputs: string[][];
+    };
+  };
+  link: {
+    payload: { tensor: string; node: string; input: number; from_node: string; from_input: number };
+    answer: { message: string };
+  };
+  unlink: {
+    payload: { nodes: string[]; inputs: number[] };
+    answer: { message: string };
+  };
+  delete: {
+    payload: { nodes: string[] };
+    answer: { message: string };
+  };
+  move: {
+    payload: { nodes: string[]; x: number[]; y: number[] };
+    answer: { message: string };
+  };
+  rename: {
+    payload: { node: string; name: string };
+    answer: { message: string };
+  };
+  precision: {
+    payload: { nodes: string[]; precision: string };
+    answer: { message: string };
+  };
+  extract: {
+    payload: { nodes: string[]; downstream: boolean };
+    answer: { message: string };
+  };
+  profile: {
+    payload: { nodes: string[] };
+    answer: { message: string };
+  };
+  add_at: {
+    payload: { text: string; x: number; y: number };
+    answer: { message: string };
   };
   tensor_shapes: {
     payload: Record<string, never>;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
-from nsdl_jupyter.document._companion import COMPANION_SUFFIX, CompanionWarning
+from nsdl_jupyter.document._companion import COMPANION_SUFFIX, MOVED_KEY, CompanionWarning
 from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
@@ -37,6 +37,7 @@ from nsdl_jupyter.document._tensorrt import (
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "MOVED_KEY",
     "NO_CONSTRAINT",
     "PRECISIONS",
     "AttributeEditError",

@@ -8,14 +8,18 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._tensorrt import COMPANION_KEY, companion_entry
 
 COMPANION_SUFFIX = ".nsdl.json"
+# node name -> [x, y]: where the user dragged a box on the canvas (top-left, layout units);
+# applied over the computed layout, dropped by "Arrange"
+MOVED_KEY = "moved"
 _VERSION = 1
 _MAX_BYTES = 64 * 2**20
 
@@ -70,6 +74,32 @@ def write_companion(model_path: Path, companion: dict[str, Any]) -> None:
     )
 
 
+class FollowMoves(e.Edit):
+    """Dragged positions follow node renames and leave with removed nodes, in the same
+    command (one undo restores both)."""
+
+    def __init__(
+        self, companion: dict[str, Any], renamed: Sequence[tuple[str, str]], removed: Iterable[str]
+    ) -> None:
+        self.companion, self.renamed, self.removed = companion, tuple(renamed), frozenset(removed)
+        self._old: dict[str, Any] | None = None
+
+    def apply(self) -> None:
+        self._old = self.companion.get(MOVED_KEY)
+        if not self._old:
+            return
+        moved = {k: v for k, v in self._old.items() if k not in self.removed}
+        for old, new in self.renamed:
+            if old in moved:
+                moved[new] = moved.pop(old)
+        if moved != self._old:
+            self.companion[MOVED_KEY] = moved
+
+    def revert(self) -> None:
+        if self._old is not None:
+            self.companion[MOVED_KEY] = self._old
+
+
 def _ignored(path: Path, why: str) -> dict[str, Any]:
     warnings.warn(
         f"ignoring the view state in {path.name}: {why} (layout starts fresh; the model is "
@@ -122,6 +152,7 @@ def _json_simple(value: Any, depth: int = 0) -> Any:
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "positions": _positions,
     "collapsed": _collapsed,
+    MOVED_KEY: _positions,
     COMPANION_KEY: companion_entry,
 }
 # Properties that change what a build does: dropping one silently would surprise the user.

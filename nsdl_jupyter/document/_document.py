@@ -29,6 +29,7 @@ from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
 from nsdl_jupyter.document._companion import (
     CompanionWarning,
+    FollowMoves,
     companion_path,
     read_companion,
     write_companion,
@@ -376,7 +377,11 @@ class ModelDocument:
         self._check_editable()
         if event.renamed or event.removed:
             removed = event.removed - event.added
-            edits = [*edits, self.tensorrt.follow_edit(renamed=event.renamed, removed=removed)]
+            edits = [
+                *edits,
+                self.tensorrt.follow_edit(renamed=event.renamed, removed=removed),
+                FollowMoves(self.companion, event.renamed, removed),
+            ]
         command = Command(description, edits, event)
         emitted = self._history.push(command)
         self._forget_indexes(event)  # also inside a batch, where no event is emitted yet
@@ -726,6 +731,7 @@ class ModelDocument:
         targets = list(dict.fromkeys(self.node(node) for node in nodes))
         doomed = set(targets)
         edits: list[e.Edit] = []
+        dropped: list[tuple[int, ir.Graph, ir.Value]] = []  # graph outputs fed by the nodes
         for target in targets:
             graph = _graph_of(target)
             for value in target.outputs:
@@ -733,8 +739,10 @@ class ModelDocument:
                     if user not in doomed:
                         edits.append(e.SetInput(user, index, None))
                 if value.is_graph_output():
-                    for position in reversed(_positions(graph.outputs, value)):
-                        edits.append(e.ListInsert(graph.outputs, position, value, remove=True))
+                    dropped += [(p, graph, value) for p in _positions(graph.outputs, value)]
+        # last position first, over all the nodes: each removal leaves the earlier ones valid
+        for position, graph, value in sorted(dropped, key=lambda d: -d[0]):
+            edits.append(e.ListInsert(graph.outputs, position, value, remove=True))
         edits += [e.DetachInputs(target) for target in targets]
         edits += [e.RemoveNode(_graph_of(target), target) for target in targets]
         names = frozenset(target.name or "" for target in targets)

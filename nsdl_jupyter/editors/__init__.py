@@ -41,6 +41,7 @@ from nsdl_jupyter.editors._palette import (
     PaletteEntry,
     PaletteIndex,
     add_operator,
+    entry_for_text,
     explain_missing,
 )
 from nsdl_jupyter.editors._parameters import (
@@ -115,6 +116,7 @@ __all__ = [
     "diagnostic_label",
     "disconnect_input",
     "dtypes_present",
+    "entry_for_text",
     "explain_missing",
     "filter_rows",
     "follow_event",

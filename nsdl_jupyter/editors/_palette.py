@@ -115,6 +115,22 @@ class PaletteIndex:
         return [item[4] for item in scored[:limit]]
 
 
+def entry_for_text(
+    index: PaletteIndex, text: str, opset_imports: Mapping[str, int]
+) -> tuple[PaletteEntry | None, str | None]:
+    """Quick add's reading of typed text: the exact operator, else the best match, else why not
+    (an exact name from a newer opset or another domain is explained, never swapped for a
+    look-alike)."""
+    entry = index.get(text.strip())
+    if entry is not None:
+        return entry, None
+    reason = explain_missing(text, opset_imports)
+    found = [] if reason else index.search(text)
+    if not found:
+        return None, reason or f"no operator matches {text.strip()!r}"
+    return found[0], None
+
+
 def explain_missing(text: str, opset_imports: Mapping[str, int]) -> str | None:
     """Why `text`, the exact name of an operator, is not in these opsets, and what to do
     (None when no known opset or domain has an operator of that name)."""

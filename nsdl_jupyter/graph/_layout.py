@@ -77,6 +77,10 @@ class LayoutEngine:
         self.positions: MutableMapping[str, list[float]] = (
             positions if positions is not None else {}
         )
+        # node key -> top-left corner the user dragged it to: drawn there whatever the layout
+        # says (the widget sets it from the document's companion "moved" entry)
+        self.placed: Mapping[str, Sequence[float]] = {}
+        self._computed: LayoutResult | None = None  # the last packing, before `placed`
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
 
@@ -264,13 +268,35 @@ class LayoutEngine:
             kinds.append(kind)
             rects.append(rect)
         w0, h0 = sizes.get(~0, (0.0, 0.0))
-        return LayoutResult(
+        self._computed = LayoutResult(
             refs=np.asarray(refs, dtype=np.int32),
             kinds=np.asarray(kinds, dtype=np.uint8),
             rects=np.asarray(rects, dtype=np.float32).reshape(-1, 4),
             width=w0,
             height=h0,
         )
+        return self._place(self._computed)
+
+    def replaced(self) -> LayoutResult | None:
+        """The last layout with the boxes in `placed` where the user put them, without packing
+        again (a drag costs what the dragged boxes cost); None before the first layout."""
+        return self._place(self._computed) if self._computed is not None else None
+
+    def _place(self, computed: LayoutResult) -> LayoutResult:
+        if not self.placed:
+            return computed
+        by_key = self.table.by_key
+        wanted = {by_key[k]: p for k, p in self.placed.items() if k in by_key}
+        rects = computed.rects.copy()
+        width, height = computed.width, computed.height
+        for row in np.flatnonzero(np.isin(computed.refs, list(wanted))):
+            if computed.kinds[row] != KIND_NODE:
+                continue
+            x, y = wanted[int(computed.refs[row])]
+            rects[row, 0], rects[row, 1] = x, y
+            width = max(width, float(x) + float(rects[row, 2]))
+            height = max(height, float(y) + float(rects[row, 3]))
+        return LayoutResult(computed.refs, computed.kinds, rects, width, height)
 
     def _leaf_size(self, ref: int) -> tuple[float, float]:
         if is_group_ref(ref):

@@ -28,7 +28,7 @@ from nsdl_jupyter._static_export import (
     overlay_of,
     track_static_picture,
 )
-from nsdl_jupyter.document import UnknownNodeError
+from nsdl_jupyter.document import ModelDocument, UnknownNodeError
 from nsdl_jupyter.graph import (
     COLORMAPS,
     EditSummary,
@@ -41,6 +41,7 @@ from nsdl_jupyter.graph import (
     TensorStats,
     scene_svg,
 )
+from nsdl_jupyter.widgets._canvas_edit import CanvasEdits
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
@@ -51,6 +52,7 @@ from nsdl_jupyter.widgets._messages import (
     ItemRef,
     Items,
     LayoutAnswer,
+    OpenBody,
     TensorName,
     TensorRef,
 )
@@ -58,7 +60,6 @@ from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
 from nsdl_jupyter.widgets._precision_badges import (
     precision_badges,
     precision_choices,
-    set_precision,
 )
 from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
 
@@ -105,6 +106,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     height = traitlets.Int(560).tag(sync=True)
     # the properties pane beside the canvas (what a click selected); False hides it
     show_properties = traitlets.Bool(True).tag(sync=True)
+    # edit gestures on the canvas: on when the view shows an open document, off for a file
+    _editable = traitlets.Bool(False).tag(sync=True)
     # SVG picture of the last state, redrawn after each cell that changed the view: the widget
     # state a notebook saves then carries it into static HTML exports (nsdl_jupyter.nbconvert)
     _static_html = traitlets.Unicode("").tag(sync=True)
@@ -112,7 +115,13 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     def __init__(self, source: Any, **options: Unpack[GraphViewOptions]) -> None:
         check_options("GraphView", options, GraphViewOptions)
         self._doc: _DocumentLike | None = None
+        self._from_file = False
         graph, functions = self._resolve(source)
+        editable = isinstance(self._doc, ModelDocument) and not self._from_file
+        self._canvas = CanvasEdits(
+            self._doc if isinstance(self._doc, ModelDocument) and editable else None,
+            lambda: list(self.selected),
+        )
         companion = self._companion()
         positions = dict(companion.get("positions") or {})
         collapsed = companion.get("collapsed")
@@ -125,8 +134,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
         self._properties = Properties(self._scene)
+        self._scene.engine.placed = self._canvas.moved
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
+        self._body_callbacks: list[Callable[[str, str], None]] = []
         super().__init__(
             _topology=self._scene.topology_bytes(),
             _layout=self._scene.layout_bytes(),
@@ -134,6 +145,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             show_constants=self._scene.show_constants,
             _precisions=precision_badges(self._doc),
             _precision_choices=precision_choices(self._doc),
+            _editable=editable,
             **options,
         )
         self._save_companion()
@@ -147,12 +159,13 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "collapse_all": self._on_collapse_all,
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
-                "set_precision": lambda payload: set_precision(self._doc, payload),
                 "tensor_shapes": self._on_tensor_shapes,
                 "node_properties": self._on_node_properties,
                 "tensor_properties": self._on_tensor_properties,
                 "group_properties": self._on_group_properties,
                 "tensor_stats": self._on_tensor_stats,
+                "open_body": self._on_open_body,
+                **self._canvas.handlers(),
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -179,6 +192,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             from nsdl_jupyter.document import open_model
 
             source = open_model(source)
+            self._from_file = True  # nobody else holds this document: a read-only view
         if isinstance(source, onnx.ModelProto):
             source = ir.from_proto(source)
         if isinstance(source, ir.Model):
@@ -209,6 +223,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ layout
     def _relayout(self) -> None:
+        self._scene.engine.placed = self._canvas.moved
         self._layout = self._scene.layout_bytes()
         self._save_companion()
 
@@ -255,8 +270,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         }
 
     def arrange(self) -> None:
-        """Recompute the layout from scratch (forgets stored positions)."""
+        """Recompute the layout from scratch (forgets stored positions and, as one undo step
+        of the document, where boxes were dragged)."""
         self._scene.arrange()
+        self._canvas.forget_moves()
         self._relayout()
 
     def fit(self) -> None:
@@ -356,6 +373,28 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 f"node {name!r} ({found.op_type}) has no subgraph and calls no local function"
             )
         return GraphView(function)
+
+    def on_open_body(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call `callback(node, attribute)` when the user asks to open a node's body (double
+        click on its subgraph mark, or "Open subgraph"); `attribute` is "" when the gesture
+        names none (the node's first body, or the local function it calls). Returns a function
+        that removes the callback."""
+        self._body_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._body_callbacks:
+                self._body_callbacks.remove(callback)
+
+        return remove
+
+    def on_profile(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        """Call `callback(nodes)` when the user picks "Profile from here" on the canvas (the
+        chosen node names). Returns a function that removes the callback."""
+        return self._canvas.on_profile(callback)
+
+    def _on_open_body(self, payload: OpenBody) -> None:
+        for callback in list(self._body_callbacks):
+            callback(payload["node"], payload["attribute"])
 
     # ------------------------------------------------------------------ export
     def export_image(
@@ -467,6 +506,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     def _on_arrange(self, _payload: Empty) -> LayoutAnswer:
         self._scene.arrange()
+        self._canvas.forget_moves()
         return self._layout_answer()
 
     def _on_node_properties(self, payload: ItemRef) -> NodeProperties:
@@ -483,6 +523,17 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ document edits
     def _on_change(self, event: Any) -> None:
+        self._apply_change(event)
+        engine = self._scene.engine
+        if self._canvas.moved is not engine.placed:  # a box was dragged (or the drag undone)
+            engine.placed = self._canvas.moved
+            placed = engine.replaced()  # the last packing with the boxes moved: no relayout
+            if placed is None:
+                self._relayout()
+            else:
+                self._layout = self._scene.layout_bytes(placed)
+
+    def _apply_change(self, event: Any) -> None:
         scene = self._scene
         self._precisions = precision_badges(self._doc)  # cheap: a dict of the constraints
         self._properties.invalidate()

@@ -78,9 +78,68 @@ class Activate(TypedDict):
     label: str  # its text
 
 
-class SetPrecision(TypedDict):
-    node: str  # a node of the main graph
-    precision: str  # a TensorRT layer precision, or "none" to remove the constraint
+class OpenBody(TypedDict):
+    node: str  # the node whose body to open
+    attribute: str  # its graph attribute ("then_branch"); "" for its first body or its function
+
+
+class Nodes(TypedDict):
+    nodes: list[str]  # node names
+
+
+class Terminals(TypedDict):
+    """Terminals of the nodes asked for, one entry per known node in each list (columns)."""
+
+    nodes: list[str]
+    tensors: list[list[str]]  # per input: the linked tensor, "" when free
+    states: list[list[str]]  # per input: "free", "linked" or "initializer"
+    optional: list[list[bool]]  # per input
+    variadic: list[bool]  # the last input takes any number: a "+" slot follows it
+    outputs: list[list[str]]  # output tensor names
+
+
+class Link(TypedDict):
+    tensor: str  # an output tensor, linked to input `input` of `node`
+    node: str
+    input: int
+    from_node: str  # a link end dragged from input `from_input` of `from_node` ("": a new link)
+    from_input: int
+
+
+class Unlink(TypedDict):
+    nodes: list[str]  # input inputs[k] of nodes[k] becomes empty
+    inputs: list[int]
+
+
+class Move(TypedDict):
+    nodes: list[str]
+    x: list[float]  # new top-left corners in layout coordinates, one per node
+    y: list[float]
+
+
+class Rename(TypedDict):
+    node: str
+    name: str
+
+
+class Precision(TypedDict):
+    nodes: list[str]
+    precision: str  # a TensorRT layer precision, or "none"
+
+
+class Extract(TypedDict):
+    nodes: list[str]
+    downstream: bool  # "extract from here": the nodes and everything they feed
+
+
+class AddAt(TypedDict):
+    text: str  # an operator as typed in quick add ("Relu", "com.microsoft.Gelu")
+    x: float  # where the pointer is, in layout coordinates
+    y: float
+
+
+class Done(TypedDict):
+    message: str  # what was done (the undo description, or the file written)
 
 
 def _layout_request(payload: type) -> Kind:
@@ -101,9 +160,19 @@ GRAPH_VIEW = Catalog(
         "tensor_properties": Kind(TensorRef, TensorProperties, "kernel"),
         "group_properties": Kind(GroupRef, GroupProperties, "kernel"),
         "tensor_stats": Kind(TensorName, TensorStats, "kernel"),
+        "open_body": Kind(OpenBody, None, "kernel"),
+        "terminals": Kind(Nodes, Terminals, "kernel"),
+        "link": Kind(Link, Done, "kernel"),
+        "unlink": Kind(Unlink, Done, "kernel"),
+        "delete": Kind(Nodes, Done, "kernel"),
+        "move": Kind(Move, Done, "kernel"),
+        "rename": Kind(Rename, Done, "kernel"),
+        "precision": Kind(Precision, Done, "kernel"),
+        "extract": Kind(Extract, Done, "kernel"),
+        "profile": Kind(Nodes, Done, "kernel"),
+        "add_at": Kind(AddAt, Done, "kernel"),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
-        "set_precision": Kind(SetPrecision, Empty, "kernel"),
         # a view zoomed in enough to draw tensor shapes, or hovers an edge: the kernel runs
         # shape inference (once) and sets `_shapes`
         "tensor_shapes": Kind(Empty, None, "kernel"),

@@ -73,7 +73,7 @@ export function precisionPillAt(
 
 /** The precision badges of one view: the model's `_precisions` kept in the store, and the
  *  small chooser a click on a pill opens (one button per precision plus "no constraint"),
- *  whose pick goes to Python as a `set_precision` request. */
+ *  whose pick goes to Python as the canvas edits' `precision` request. */
 export class PrecisionBadges {
   readonly el: HTMLDivElement;
   private readonly disposables = new Disposables();
@@ -132,7 +132,7 @@ export class PrecisionBadges {
   }
 
   private choose(node: string, precision: string): void {
-    void this.requests.send("set_precision", { node, precision });
+    void this.requests.send("precision", { nodes: [node], precision });
   }
 
   hide(): void {

@@ -27,6 +27,7 @@ export interface GraphViewModel {
   _precision_choices: string[]; // what a precision badge offers; [] when read-only
   height: number; // CSS pixels
   show_properties: boolean; // the properties pane beside the canvas
+  _editable: boolean; // edit gestures on the canvas (a view of an open document)
 }
 
 // custom messages: ../messages.ts (GraphViewToKernel, GraphViewToBrowser), generated from

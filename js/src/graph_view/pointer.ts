@@ -1,6 +1,7 @@
 // Pointer interaction on the canvas: pan (drag), zoom (Ctrl/⌘+wheel, box zoom), select
 // (click, Shift+click, Shift+drag box), expand/collapse groups (click), hover tooltips,
-// double-click on blank space to fit.
+// double-click on blank space to fit, on a node with a body to open it. In edit mode a press
+// on a terminal or a box starts an edit gesture instead of a pan (edit.ts).
 import { Disposables } from "./dom";
 import { fitCamera, slotsInside, toWorld } from "./geometry";
 import { boxAt, clickAt, hoverAt } from "./hit";
@@ -20,10 +21,21 @@ export interface PointerHost {
   toggleGroup(kind: "expand" | "collapse", group: number): void;
   badgeClick?(x: number, y: number): boolean; // badges.ts: a click on a precision badge
   inspect(target: Inspect): void; // the properties pane: what a click picked besides a node
+  openBody(slot: number): boolean; // a node with a body or a function: ask to open it
+  readonly edit: EditGestures;
+}
+
+/** What edit.ts's CanvasEditor does with the pointer (each false when not in edit mode). */
+export interface EditGestures {
+  down(x: number, y: number): boolean; // starts an edit gesture
+  move(x: number, y: number): void;
+  up(x: number, y: number): boolean; // it was a plain click
+  hover(x: number, y: number): boolean; // over a terminal
+  clickLink(x: number, y: number): boolean; // selected the link there
 }
 
 interface Drag {
-  mode: "pan" | "box" | "zoom";
+  mode: "pan" | "box" | "zoom" | "edit";
   x: number;
   y: number;
   moved: boolean;
@@ -66,7 +78,8 @@ export class Pointer {
   private onDown(ev: PointerEvent): void {
     if (ev.button !== 0) return;
     const [x, y] = this.local(ev);
-    const mode = this.host.boxZoom() ? "zoom" : ev.shiftKey ? "box" : "pan";
+    const edit = !this.host.boxZoom() && !ev.shiftKey && this.host.edit.down(x, y);
+    const mode = this.host.boxZoom() ? "zoom" : ev.shiftKey ? "box" : edit ? "edit" : "pan";
     this.drag = { mode, x, y, moved: false };
     this.canvas.setPointerCapture(ev.pointerId);
   }
@@ -76,6 +89,11 @@ export class Pointer {
     const drag = this.drag;
     if (!drag) {
       this.hover(x, y);
+      return;
+    }
+    if (drag.mode === "edit") {
+      this.host.tooltip.hide();
+      this.host.edit.move(x, y);
       return;
     }
     if (Math.abs(x - drag.x) + Math.abs(y - drag.y) > 3) drag.moved = true;
@@ -101,6 +119,10 @@ export class Pointer {
     if (!drag || !store.layout) return;
     const [x, y] = this.local(ev);
     this.host.band.style.display = "none";
+    if (drag.mode === "edit") {
+      if (this.host.edit.up(x, y)) this.click(x, y, ev.shiftKey);
+      return;
+    }
     if (!drag.moved) {
       this.click(x, y, ev.shiftKey);
       return;
@@ -128,6 +150,7 @@ export class Pointer {
       return;
     }
     if (target.kind === "empty") {
+      if (!shift && this.host.edit.clickLink(x, y)) return;
       if (!shift) this.host.select([]);
       const edge = store.scene ? hoverAt(store.scene, renderer.camera, x, y).edge : -1;
       if (edge >= 0 && store.scene)
@@ -150,13 +173,19 @@ export class Pointer {
     const { store, renderer } = this.host;
     if (!store.layout) return;
     const [x, y] = this.local(ev);
-    if (!boxAt(store.layout, renderer.camera, x, y)) renderer.fit();
+    const hit = boxAt(store.layout, renderer.camera, x, y);
+    if (!hit) renderer.fit();
+    else this.host.openBody(hit.slot);
   }
 
   private hover(x: number, y: number): void {
     const { store, renderer, tooltip } = this.host;
     const scene = store.scene;
     if (!scene) return;
+    if (this.host.edit.hover(x, y)) {
+      tooltip.hide();
+      return;
+    }
     const { hit, slot, edge } = hoverAt(scene, renderer.camera, x, y);
     if (edge !== renderer.hoverEdge || slot !== renderer.hoverSlot) {
       renderer.hoverEdge = edge;

@@ -39,6 +39,8 @@ export class Renderer {
   height = 0;
   hoverEdge = -1;
   hoverSlot = -1;
+  // drawn over each frame in world coordinates, canvas only (edit mode: terminals, drag lines)
+  readonly overlays: ((ctx: CanvasRenderingContext2D) => void)[] = [];
   private fitted = false;
   // where the last readable fit put the camera, and of what ("" = the whole graph)
   private readableView: { camera: Camera; of: string } | null = null;
@@ -129,6 +131,7 @@ export class Renderer {
     if (!scene || this.width === 0) return;
     if (this.camera.scale >= V.label.detailScale || this.hoverEdge >= 0) this.store.wantShapes();
     const result = draw(this.ctx, scene, this.drawOptions());
+    for (const overlay of this.overlays) overlay(this.ctx);
     this.stats.draws++;
     this.lastTexts = result.texts;
     if (this.patchUnpainted) {

@@ -6,7 +6,9 @@
 import type { AnyModel } from "@anywidget/types";
 import { PrecisionBadges } from "./badges";
 import { BREADCRUMB_HEIGHT, Breadcrumb } from "./breadcrumb";
+import { MENU_STYLE } from "./context_menu";
 import { Disposables, div } from "./dom";
+import { CanvasEditor } from "./edit";
 import { downloadPng } from "./export";
 import { showLegend } from "./legend";
 import { Minimap } from "./minimap";
@@ -31,7 +33,7 @@ export class GraphViewElement {
     this.root = root;
     root.className = "nsdl-graph-view";
     const style = document.createElement("style");
-    style.textContent = STYLE;
+    style.textContent = STYLE + MENU_STYLE;
     root.appendChild(style);
     const bar = div(root, "nsdl-gv-toolbar");
     const stage = div(root, "nsdl-gv-stage");
@@ -57,7 +59,10 @@ export class GraphViewElement {
         selection.layoutChanged();
       },
       paint: () => renderer.invalidate(),
-      patched: () => renderer.patched(),
+      patched: () => {
+        renderer.patched();
+        editor.invalidate();
+      },
       legend: (meta) => showLegend(legend, meta),
       needShapes: () => requests.channel.notify("tensor_shapes", {}),
     });
@@ -89,7 +94,20 @@ export class GraphViewElement {
       jumpTo: (item) => selection.jumpTo(item),
     });
     const badges = new PrecisionBadges(stage, model, store, renderer, requests);
+    const editor = new CanvasEditor({
+      model,
+      store,
+      renderer,
+      requests,
+      canvas,
+      stage,
+      root,
+      selected: () => selection.current(),
+      select: (names) => selection.select(names),
+      arrange: () => void requests.send("arrange", {}),
+    });
     const pointer = new Pointer(canvas, {
+      edit: editor,
       store,
       renderer,
       tooltip,
@@ -100,12 +118,21 @@ export class GraphViewElement {
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
       badgeClick: (x, y) => badges.click(x, y),
       inspect: (target) => pane.show(target),
+      openBody: (slot) => {
+        const node = store.bodyOwner(slot);
+        if (node !== null) requests.channel.notify("open_body", { node, attribute: "" });
+        return node !== null;
+      },
     });
 
     const d = this.disposables;
     const on = (trait: keyof GraphViewModel, fn: () => void) =>
       d.onModel(model, `change:${trait}`, fn);
-    on("_topology", () => store.loadTopology());
+    on("_topology", () => {
+      editor.invalidate();
+      store.loadTopology();
+    });
+    on("_editable", () => editor.sync());
     on("_layout", () => store.loadLayout());
     on("_edits", () => store.applyEdits());
     on("_shapes", () => store.loadShapes());
@@ -122,6 +149,7 @@ export class GraphViewElement {
     d.add(() => pointer.destroy());
     d.add(() => badges.destroy());
     d.add(() => pane.destroy());
+    d.add(() => editor.destroy());
     d.add(() => renderer.destroy());
     d.add(() => breadcrumb.destroy());
     d.add(() => minimap.destroy());

@@ -1,0 +1,277 @@
+"""What the GraphView canvas asks of an editable document: terminals of the visible boxes, and
+link, unlink, delete, move, rename, TensorRT precision, extract, profile and quick add at the
+pointer. Each edit is one undoable command of the document; the view redraws from the
+document's change events, never from these answers. The browser side is
+js/src/graph_view/edit.ts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import onnx_ir as ir
+
+from nsdl_jupyter.document import MOVED_KEY, ChangeEvent, ModelDocument
+from nsdl_jupyter.document.edits import SetMapping
+from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
+from nsdl_jupyter.transforms import extract_subgraph
+from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._messages import (
+    AddAt,
+    Done,
+    Extract,
+    Link,
+    Move,
+    Nodes,
+    Precision,
+    Rename,
+    Terminals,
+    Unlink,
+)
+from nsdl_jupyter.widgets._protocol import Handler
+
+_MAX_TERMINAL_NODES = 2000  # the canvas asks only for boxes on screen at a readable zoom
+
+
+class ReadOnlyViewError(WidgetError):
+    """An edit gesture reached a view that shows a file or a graph, not an open document."""
+
+
+class CanvasEdits:
+    """The edit requests of one GraphView; `doc` None makes every edit refuse (read-only)."""
+
+    def __init__(self, doc: ModelDocument | None, selected: Callable[[], list[str]]) -> None:
+        self.doc = doc
+        self.selected = selected  # the view's selection: quick add feeds the new node from it
+        self._profile_callbacks: list[Callable[[list[str]], None]] = []
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "terminals": self.terminals,
+            "link": self.link,
+            "unlink": self.unlink,
+            "delete": self.delete,
+            "move": self.move,
+            "rename": self.rename,
+            "precision": self.precision,
+            "extract": self.extract,
+            "profile": self.profile,
+            "add_at": self.add_at,
+        }
+
+    def _doc(self) -> ModelDocument:
+        if self.doc is None:
+            raise ReadOnlyViewError(
+                "this view is read-only: open the model as a document (nsdl_jupyter.open_model) "
+                "and show it with GraphView(doc) or Designer(doc) to edit on the canvas"
+            )
+        return self.doc
+
+    # ------------------------------------------------------------------ reading
+    def terminals(self, payload: Nodes) -> Terminals:
+        doc = self._doc()
+        nodes = doc.nodes
+        answer: Terminals = {
+            "nodes": [],
+            "tensors": [],
+            "states": [],
+            "optional": [],
+            "variadic": [],
+            "outputs": [],
+        }
+        for name in payload["nodes"][:_MAX_TERMINAL_NODES]:
+            if name in nodes:
+                _add_terminals(doc, nodes[name], answer)
+        return answer
+
+    @property
+    def moved(self) -> Mapping[str, Sequence[float]]:
+        """Where the user dragged boxes (node name -> top-left corner)."""
+        if self.doc is None:
+            return {}
+        moved: Mapping[str, Sequence[float]] = self.doc.companion.get(MOVED_KEY) or {}
+        return moved
+
+    # ------------------------------------------------------------------ edits
+    def link(self, payload: Link) -> Done:
+        """A new link, or a link end dragged from one input to another (one undo step)."""
+        doc = self._doc()
+        tensor, node, index = payload["tensor"], payload["node"], payload["input"]
+        if not payload["from_node"]:
+            doc.connect(tensor, node, index, replace=True)
+            return _done(doc)
+        with doc.batch(f"relink {tensor} to {node}[{index}]"):
+            doc.disconnect(payload["from_node"], payload["from_input"])
+            doc.connect(tensor, node, index, replace=True)
+        return _done(doc)
+
+    def unlink(self, payload: Unlink) -> Done:
+        doc = self._doc()
+        pairs = set(zip(payload["nodes"], payload["inputs"], strict=True))
+        ends = sorted(pairs, key=lambda e: -e[1])  # trailing inputs first: indexes stay valid
+        if not ends:
+            raise WidgetError("no link to remove: select a link or drag a link's end away")
+        what = ", ".join(f"{node}[{index}]" for node, index in sorted(ends))
+        with doc.batch(f"unlink {what}"):
+            for node, index in ends:
+                doc.disconnect(node, index)
+        return _done(doc)
+
+    def delete(self, payload: Nodes) -> Done:
+        doc = self._doc()
+        if not payload["nodes"]:
+            raise WidgetError("nothing to delete: select nodes or links first")
+        doc.remove_nodes(payload["nodes"])
+        return _done(doc)
+
+    def move(self, payload: Move) -> Done:
+        doc = self._doc()
+        names, xs, ys = payload["nodes"], payload["x"], payload["y"]
+        if not (len(names) == len(xs) == len(ys)) or not names:
+            raise WidgetError("move: give one x and one y per node")
+        for name in names:
+            doc.node(name)  # unknown names fail before anything changes
+        self._place(doc, dict(zip(names, zip(xs, ys, strict=True), strict=True)), "move")
+        return _done(doc)
+
+    def _place(
+        self, doc: ModelDocument, points: Mapping[str, tuple[float, float]], verb: str
+    ) -> None:
+        moved = {k: list(v) for k, v in self.moved.items()}
+        moved.update({name: [float(x), float(y)] for name, (x, y) in points.items()})
+        description = f"{verb} {', '.join(points)}"
+        doc.apply_edits(
+            description,
+            [SetMapping(doc.companion, MOVED_KEY, moved)],
+            ChangeEvent(description),
+        )
+
+    def forget_moves(self) -> None:
+        """ "Arrange": the computed layout again for every box (one undo step)."""
+        if self.doc is None or not self.moved:
+            return
+        self.doc.apply_edits(
+            "arrange",
+            [SetMapping(self.doc.companion, MOVED_KEY, None)],
+            ChangeEvent("arrange"),
+        )
+
+    def rename(self, payload: Rename) -> Done:
+        doc = self._doc()
+        doc.rename_node(payload["node"], payload["name"].strip())  # the position follows
+        return _done(doc)
+
+    def precision(self, payload: Precision) -> Done:
+        doc = self._doc()
+        doc.tensorrt.set_layer_precisions(payload["nodes"], payload["precision"])  # "none" too
+        return _done(doc)
+
+    def add_at(self, payload: AddAt) -> Done:
+        """Quick add at the pointer: the operator typed, fed from the selected node like the
+        Designer's quick add, its box where the pointer is."""
+        doc = self._doc()
+        imports = doc.opset_imports
+        entry, problem = entry_for_text(PaletteIndex(imports), payload["text"], imports)
+        if entry is None:
+            raise WidgetError(problem)
+        with doc.batch(f"add {entry.op_type}"):
+            name, problem = add_operator(doc, entry, link_from=self.selected()[:1])
+            if name is None:
+                raise WidgetError(problem)
+            self._place(doc, {name: (payload["x"], payload["y"])}, "place")
+        return {"message": name}
+
+    # ------------------------------------------------------------------ not edits
+    def extract(self, payload: Extract) -> Done:
+        """Write the selection (or everything from a node on) as a model beside this one."""
+        doc = self._doc()
+        chosen = [doc.node(n) for n in payload["nodes"]]
+        if not chosen:
+            raise WidgetError("nothing to extract: select nodes first")
+        nodes = _downstream(chosen) if payload["downstream"] else set(chosen)
+        inputs, outputs = _boundary(doc.graph, nodes)
+        folder = doc.path.parent if doc.path is not None else Path.cwd()
+        stem = doc.path.stem if doc.path is not None else "model"
+        target = folder / f"{stem}.{chosen[0].name}.onnx"
+        extract_subgraph(doc, target, inputs, outputs)
+        return {"message": f"extracted {len(nodes)} nodes to {target.name}"}
+
+    def on_profile(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+        self._profile_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._profile_callbacks:
+                self._profile_callbacks.remove(callback)
+
+        return remove
+
+    def profile(self, payload: Nodes) -> Done:
+        if not self._profile_callbacks:
+            raise WidgetError(
+                "nothing profiles from this view: register a profiler with "
+                "view.on_profile(callback) (the Designer does)"
+            )
+        for callback in list(self._profile_callbacks):
+            callback(list(payload["nodes"]))
+        return {"message": f"profiling from {', '.join(payload['nodes'])}"}
+
+
+def _done(doc: ModelDocument) -> Done:
+    return {"message": doc.undo_description or ""}
+
+
+def _add_terminals(doc: ModelDocument, node: ir.Node, answer: Terminals) -> None:
+    schema = doc.schema(node)
+    formal = list(schema.inputs) if schema is not None else []
+    variadic = bool(formal) and formal[-1].option == "variadic"
+    fixed = len(formal) - 1 if variadic else len(formal)
+    count = max(len(node.inputs), fixed + (1 if variadic else 0))
+    values = [node.inputs[i] if i < len(node.inputs) else None for i in range(count)]
+    options = [formal[min(i, len(formal) - 1)].option if formal else "single" for i in range(count)]
+    answer["nodes"].append(node.name or "")
+    answer["tensors"].append([(v.name or "") if v is not None else "" for v in values])
+    answer["states"].append([_state(v) for v in values])
+    answer["optional"].append([option == "optional" for option in options])
+    answer["variadic"].append(variadic)
+    answer["outputs"].append([v.name or "" for v in node.outputs])
+
+
+def _state(value: ir.Value | None) -> str:
+    if value is None:
+        return "free"
+    if value.is_initializer() or value.const_value is not None:
+        return "initializer"
+    return "linked"
+
+
+def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
+    seen: set[ir.Node] = set()
+    stack = list(start)
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(user for value in node.outputs for user, _ in value.uses())
+    return seen
+
+
+def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
+    """Tensors a set of nodes reads from outside (cut there) and those it hands on."""
+    inputs: dict[str, None] = {}
+    outputs: dict[str, None] = {}
+    for node in graph:
+        if node not in nodes:
+            continue
+        for value in node.inputs:
+            if value is None or value.is_initializer() or value.const_value is not None:
+                continue
+            if value.producer() not in nodes:
+                inputs[value.name or ""] = None
+        for value in node.outputs:
+            used_outside = any(user not in nodes for user, _ in value.uses())
+            if used_outside or value.is_graph_output() or not value.uses():
+                outputs[value.name or ""] = None
+    if not outputs:
+        raise WidgetError("the chosen nodes produce nothing to extract")
+    return list(inputs), list(outputs)
