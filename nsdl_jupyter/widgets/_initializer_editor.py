@@ -69,6 +69,7 @@ class InitializerEditor(ToolWindow):
         self.table.add_class("nsdl-initializer-list")
         self.count = widgets.HTML()
         self.open_button = button("Open", "statistics and values in the tensor editor")
+        self.open_button.add_class("nsdl-open-initializer")
         self.delete_button = button("Delete", "delete the initializer (its users are disconnected)")
         self.delete_button.add_class("nsdl-delete-initializer")
         self.table_error = MessageLine("nsdl-initializer-error")
@@ -78,6 +79,9 @@ class InitializerEditor(ToolWindow):
         self.node_inputs = widgets.VBox()
         self.node_inputs.add_class("nsdl-node-inputs")
         self.tensor_editor = TensorEditor()
+        # below the list and its buttons, which stay put: in the Designer this part scrolls
+        self.details = widgets.VBox([self.create_section, self.node_header, self.node_inputs])
+        self.details.add_class("nsdl-initializer-details")
 
         self.filter_box.observe(lambda _c: self._render_table(), names="value")
         self.dtype_filter.observe(lambda _c: self._render_table(), names="value")
@@ -92,10 +96,8 @@ class InitializerEditor(ToolWindow):
             self.table,
             widgets.HBox([self.open_button, self.delete_button, self.count]),
             self.table_error,
-            self.create_section,
-            self.node_header,
-            self.node_inputs,
             self.tensor_editor,
+            self.details,
         ]
         self._sync_form()
         self.refresh()

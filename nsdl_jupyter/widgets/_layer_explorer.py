@@ -70,7 +70,8 @@ class LayerExplorer(ToolWindow):
         self.precision_choice = widgets.Dropdown(
             options=[("no constraint", NO_CONSTRAINT)]
             + [(p, p) for p in self.state.precision_choices()[1:]],
-            value=NO_CONSTRAINT, description="TRT precision", layout=widgets.Layout(width="230px"),
+            value=NO_CONSTRAINT, description="TRT precision", style={"description_width": "auto"},
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )  # fmt: skip
         self.precision_choice.add_class("nsdl-trt-precision")
         self.set_precision_button = button(
