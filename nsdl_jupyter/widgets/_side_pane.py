@@ -48,7 +48,10 @@ STYLE = f"""<style>
 .nsdl-side-pane .widget-vbox > * {{ flex-shrink: 0; }}
 .nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; }}
 .nsdl-side-pane .nsdl-tool .nsdl-info-table {{ max-width: 100%; }}
-.nsdl-side-pane .nsdl-tool .nsdl-info-table td {{ overflow-wrap: anywhere; }}
+.nsdl-side-pane .nsdl-tool .nsdl-info-table td + td {{ overflow-wrap: anywhere; }}
+.nsdl-side-pane .widget-toggle-buttons > div {{ display: flex; flex-wrap: wrap; max-width: 100%; }}
+.nsdl-side-pane .widget-toggle-buttons .widget-toggle-button {{ width: auto !important;
+  flex: 1 1 auto; min-width: 0; padding: 0 6px; }}
 .nsdl-pane-strip {{ flex: 0 0 12px; width: 12px; display: flex; flex-direction: column;
   align-items: center; cursor: col-resize; touch-action: none; user-select: none;
   background: var(--jp-layout-color2, #eeeeee); }}

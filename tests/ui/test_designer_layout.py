@@ -185,3 +185,39 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
             timeout=30_000,
         )
         check_layout(measure(nb, f"collapsed_{side}", log))
+
+
+def test_drag_a_pane_strip_and_the_width_is_kept(notebook: Any) -> None:
+    setup = "import os, tempfile\nos.environ['NSDL_CONFIG_DIR'] = tempfile.mkdtemp()\n" + MODEL
+    nb = notebook(
+        [setup, "print('WIDTH=' + nj.Designer(doc).left.pane_width)"], width=1280, height=800
+    )
+    open_file_browser(nb)
+    nb.run_cell(0)
+    nb.wait_for('.nsdl-graph-view[data-ready="1"]')
+    nb.wait_for('.nsdl-designer[data-keys-ready="1"]')
+    settle(nb)
+    pane = nb.page.locator(f"{ROOT} .nsdl-pane-left").first
+    canvas = nb.page.locator(f"{ROOT} .nsdl-graph-view canvas").first
+    width0, canvas0 = pane.bounding_box()["width"], canvas.bounding_box()["width"]
+    grip = nb.page.locator(f"{ROOT} .nsdl-pane-left .nsdl-pane-grip").first.bounding_box()
+    x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] - 40
+    nb.page.mouse.move(x, y)
+    nb.page.mouse.down()
+    nb.page.mouse.move(x + 50, y, steps=5)
+    nb.page.mouse.move(x + 100, y, steps=5)
+    nb.page.mouse.up()
+    settle(nb)
+    nb.screenshot("dragged")
+    width = pane.bounding_box()["width"]
+    assert abs(width - (width0 + 100)) <= 2, (width0, width)
+    assert canvas.bounding_box()["width"] < canvas0 - 90
+    kept = f"WIDTH={round(width)}px"
+    out = ""
+    for _ in range(20):  # the message from the browser is asynchronous
+        out = nb.run_cell(1)
+        if kept in out:
+            break
+        nb.page.wait_for_timeout(250)
+    assert kept in out, out
+    assert nb.error_outputs() == []
