@@ -42,6 +42,13 @@ STYLE = f"""<style>
 .nsdl-side-pane .nsdl-tensor-editor > .nsdl-tensor-body {{ flex: 1 1 auto; min-height: 40px; }}
 .nsdl-side-pane .nsdl-initializer-editor > .nsdl-initializer-details {{ flex: 0 1 auto;
   min-height: 40px; overflow-y: auto; overflow-x: hidden; }}
+.nsdl-side-pane .widget-tab-contents > .nsdl-tool.nsdl-layer-explorer {{ overflow: hidden;
+  display: flex; flex-direction: column; }}
+.nsdl-side-pane .nsdl-layer-explorer > .nsdl-layer-filters {{ flex: 0 1 auto; min-height: 0;
+  overflow-y: auto; }}
+.nsdl-side-pane .nsdl-layer-explorer > .nsdl-layer-list {{ flex: 1 1 0; min-height: 120px; }}
+.nsdl-side-pane .nsdl-tool.nsdl-layer-explorer > .nsdl-layer-list > select {{ height: auto;
+  max-height: none; align-self: stretch; }}
 .nsdl-layer-list select option {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 </style>"""
 

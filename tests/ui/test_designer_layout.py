@@ -22,7 +22,7 @@ from nsdl_jupyter.examples import small_transformer
 folder = pathlib.Path(tempfile.mkdtemp())
 onnx.save(small_transformer(layers=1), str(folder / "model.onnx"))
 doc = nj.open_model(folder / "model.onnx")
-designer = nj.Designer(doc, height=460)
+designer = nj.Designer(doc)
 designer
 """
 
@@ -160,6 +160,14 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     assert layers["layers"] is not None
     scroll_width, client_width = layers["layers"]
     assert scroll_width <= client_width, "a Layers row is cut off"
+    # the list is the one scroll area: the explorer itself stays put, its buttons in view
+    explorer = nb.page.evaluate(
+        f"""() => {{ const e = document.querySelector('{ROOT} .nsdl-layer-explorer');
+            const go = e.querySelector('.nsdl-go-to').getBoundingClientRect();
+            const box = e.getBoundingClientRect();
+            return [e.scrollHeight, e.clientHeight, go.bottom <= box.bottom + 1]; }}"""
+    )
+    assert explorer[0] <= explorer[1] + 1 and explorer[2], explorer
     check_layout(layers)
 
     nb.page.locator(f"{ROOT} .lm-TabBar-tab", has_text="Initializers").first.click()
