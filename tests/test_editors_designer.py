@@ -33,7 +33,7 @@ def test_selection_is_shared_both_ways(model_file: Path) -> None:
         assert tool.selected == ["/conv1/Conv"], type(tool).__name__
     assert "Conv" in designer.parameters.header.value
     assert designer.initializers.slots == [], "the hidden Initializers tab waits"
-    designer.right.selected_index = 1
+    designer.right.tabs.selected_index = 1
     assert designer.initializers.slots[0].tensor == "input"
     designer.explorer.go_to("/relu/Relu")
     assert designer.graph.selected == ["/relu/Relu"] == designer.parameters.selected

@@ -69,6 +69,6 @@ def test_widget_apply_remove_errors_and_undo(doc: ModelDocument) -> None:
 
 def test_designer_has_the_tensorrt_tab(doc: ModelDocument) -> None:
     designer = Designer(doc)
-    assert designer.right.get_title(2) == "TensorRT"
+    assert designer.right.tabs.get_title(2) == "TensorRT"
     assert designer.trt_profiles.doc is doc
     designer.close()

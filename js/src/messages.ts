@@ -194,4 +194,8 @@ export interface DesignerKeysToKernel {
     payload: { target: "explorer" | "type_check" | "palette"; index: number; label: string };
     answer: null;
   };
+  resize_pane: {
+    payload: { pane: "left" | "right"; width: number };
+    answer: null;
+  };
 }

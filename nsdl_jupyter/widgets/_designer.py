@@ -25,7 +25,9 @@ from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.widgets._designer_base import (
     MessageLine,
+    ToolWindow,
     button,
+    icon_button,
     style_widget,
 )
 from nsdl_jupyter.widgets._designer_keys import DesignerKeys
@@ -33,9 +35,11 @@ from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._layer_palette import LayerPalette
-from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd
+from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd, ResizePane
 from nsdl_jupyter.widgets._options import DesignerOptions, check_options
 from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets._side_pane import STYLE as PANE_STYLE
+from nsdl_jupyter.widgets._side_pane import Side, SidePane
 from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
 from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
@@ -71,7 +75,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.type_check = TypeCheckPanel(
             doc, graph_view=self.graph, delay=options.get("check_delay", 0.4)
         )
-        self.tools = (
+        self.tools: tuple[ToolWindow, ...] = (
             self.parameters,
             self.initializers,
             self.palette,
@@ -87,34 +91,38 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.root_class = f"nsdl-designer-{next(_serial)}"
         self.shortcuts = DesignerKeys(
             self.root_class,
-            {"key": self._on_key, "quick_add": self._on_quick_add, "activate": self._on_activate},
+            {
+                "key": self._on_key,
+                "quick_add": self._on_quick_add,
+                "activate": self._on_activate,
+                "resize_pane": self._on_resize_pane,
+            },
         )
         self.shortcuts.layout.display = "none"
-        left = widgets.Tab(
-            children=[self.palette, self.explorer],
-            layout=widgets.Layout(width="300px", min_width="300px"),
+        self.left = SidePane("left", [("Palette", self.palette), ("Layers", self.explorer)])
+        self.right = SidePane(
+            "right",
+            [
+                ("Parameters", self.parameters),
+                ("Initializers", self.initializers),
+                ("TensorRT", self.trt_profiles),
+            ],
         )
-        left.set_title(0, "Palette")
-        left.set_title(1, "Layers")
-        right = widgets.Tab(
-            children=[self.parameters, self.initializers, self.trt_profiles],
-            layout=widgets.Layout(width="380px", min_width="380px"),
-        )
-        right.set_title(0, "Parameters")
-        right.set_title(1, "Initializers")
-        right.set_title(2, "TensorRT")
         self.initializers.active = False
-        right.observe(self._on_right_tab, names="selected_index")
-        self.left, self.right = left, right
-        panes = (self.palette, self.explorer, self.parameters, self.initializers, self.trt_profiles)
-        for pane in panes:
-            pane.layout.max_height = f"{height + 40}px"  # scroll inside, beside the graph
-            pane.layout.overflow_y = "auto"
-        self.graph.layout.flex = "1 1 auto"
-        self.graph.layout.min_width = "300px"
-        body = widgets.HBox([left, self.graph, right], layout=widgets.Layout(width="100%"))
+        self.right.tabs.observe(self._on_right_tab, names="selected_index")
+        body = widgets.HBox([self.left, self.graph, self.right])
+        body.add_class("nsdl-designer-body")
         super().__init__(
-            [style_widget(), self.toolbar, self.status, body, self.type_check, self.shortcuts],
+            [
+                style_widget(),
+                widgets.HTML(PANE_STYLE, layout=widgets.Layout(display="none")),
+                self.toolbar,
+                self.status,
+                self.palette.quick_message,
+                body,
+                self.type_check,
+                self.shortcuts,
+            ],
             layout=widgets.Layout(width="100%"),
         )
         self.add_class("nsdl-designer")
@@ -126,23 +134,20 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     # ------------------------------------------------------------------ toolbar
     def _build_toolbar(self) -> None:
-        self.save_button = button("Save", "save the model (Ctrl+S)", icon="save")
-        self.save_as_path = widgets.Text(
-            placeholder="path for save as / export", layout=widgets.Layout(width="220px")
-        )
+        """One row: icon buttons (their tooltips name them), the path box and quick add shrink."""
+        self.save_button = icon_button("Save", "save the model (Ctrl+S)", "save")
+        self.save_as_path = widgets.Text(placeholder="path for save as / export")
         self.save_as_path.add_class("nsdl-save-path")
         self.save_as_button = button("Save as", "save the model to the path")
-        self.undo_button = button("Undo", "undo (Ctrl+Z)", icon="undo")
-        self.redo_button = button("Redo", "redo (Ctrl+Y)", icon="repeat")
-        self.arrange_button = button("Arrange", "recompute the layout", icon="sitemap")
+        self.undo_button = icon_button("Undo", "undo (Ctrl+Z)", "undo")
+        self.redo_button = icon_button("Redo", "redo (Ctrl+Y)", "repeat")
+        self.arrange_button = icon_button("Arrange", "recompute the layout", "sitemap")
         self.grid_toggle = widgets.ToggleButton(
-            value=self.graph.show_grid,
-            description="Grid",
-            icon="th",
-            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+            value=self.graph.show_grid, icon="th", tooltip="Grid: show the layout grid"
         )
-        self.export_button = button(
-            "Export image", "write the canvas as PNG, JPEG or SVG to the path"
+        self.grid_toggle.add_class("nsdl-icon-button")
+        self.export_button = icon_button(
+            "Export image", "write the canvas as PNG, JPEG or SVG to the path", "image"
         )
         for part, css in (
             (self.save_button, "save"),
@@ -164,7 +169,6 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.status = MessageLine("nsdl-designer-status")
         self.dirty_label = widgets.HTML()
         self.dirty_label.add_class("nsdl-dirty")
-        quick = self.palette.quick_add
         self.toolbar = widgets.HBox(
             [
                 self.save_button,
@@ -175,11 +179,10 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self.arrange_button,
                 self.grid_toggle,
                 self.export_button,
-                quick,
-                self.palette.quick_message,
+                self.palette.quick_add,
                 self.dirty_label,
             ],
-            layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
+            layout=widgets.Layout(align_items="center"),
         )
         self.toolbar.add_class("nsdl-designer-toolbar")
 
@@ -188,10 +191,10 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.undo_button.disabled = not doc.can_undo
         self.redo_button.disabled = not doc.can_redo
         self.undo_button.tooltip = (
-            f"undo {doc.undo_description} (Ctrl+Z)" if doc.can_undo else "nothing to undo"
+            f"Undo {doc.undo_description} (Ctrl+Z)" if doc.can_undo else "Undo: nothing to undo"
         )
         self.redo_button.tooltip = (
-            f"redo {doc.redo_description} (Ctrl+Y)" if doc.can_redo else "nothing to redo"
+            f"Redo {doc.redo_description} (Ctrl+Y)" if doc.can_redo else "Redo: nothing to redo"
         )
         where = html_text(doc.path.name) if doc.path else "unsaved model"
         mark = " <b title='unsaved changes'>●</b>" if doc.dirty else ""
@@ -201,7 +204,16 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._sync_toolbar()
 
     def _on_right_tab(self, change: dict[str, Any]) -> None:
-        self.initializers.active = change["new"] == 1
+        self.initializers.active = self.right.tabs.children[change["new"]] is self.initializers
+
+    def _on_resize_pane(self, payload: ResizePane) -> None:
+        (self.left if payload["pane"] == "left" else self.right).resized(payload["width"])
+
+    def add_tool(self, title: str, tool: ToolWindow, side: Side = "left") -> None:
+        """Add `tool` as a tab of the `side` pane, its selection linked to the graph's."""
+        self.tools = (*self.tools, tool)
+        self._links.append(traitlets.link((self.graph, "selected"), (tool, "selected")))
+        (self.left if side == "left" else self.right).add(title, tool)
 
     # ------------------------------------------------------------------ actions
     def save(self, path: str | os.PathLike[str] | None = None) -> Path | None:

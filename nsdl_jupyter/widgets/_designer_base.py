@@ -31,6 +31,25 @@ STYLE = f"""<style>
 .nsdl-tensor-table th {{ background: var(--jp-layout-color2, #eeeeee); font-weight: 500; }}
 .nsdl-info-table td {{ padding: 1px 8px 1px 0; vertical-align: top; }}
 .nsdl-designer:focus {{ outline: 1px dashed var(--jp-brand-color1, #1976d2); }}
+.nsdl-tensor-body {{ overflow: auto; }}
+.nsdl-tensor-navigation {{ flex-wrap: wrap; align-items: center; }}
+.nsdl-side-pane .widget-tab-contents > .nsdl-tool.nsdl-initializer-editor {{ overflow: hidden;
+  display: flex; flex-direction: column; }}
+.nsdl-side-pane .nsdl-initializer-editor > * {{ flex: 0 0 auto; }}
+.nsdl-side-pane .nsdl-initializer-editor > .nsdl-tensor-editor {{ flex: 0 1 auto;
+  min-height: 120px; overflow: hidden; display: flex; flex-direction: column; }}
+.nsdl-side-pane .nsdl-tensor-editor > * {{ flex: 0 0 auto; }}
+.nsdl-side-pane .nsdl-tensor-editor > .nsdl-tensor-body {{ flex: 1 1 auto; min-height: 40px; }}
+.nsdl-side-pane .nsdl-initializer-editor > .nsdl-initializer-details {{ flex: 0 1 auto;
+  min-height: 40px; overflow-y: auto; overflow-x: hidden; }}
+.nsdl-side-pane .widget-tab-contents > .nsdl-tool.nsdl-layer-explorer {{ overflow: hidden;
+  display: flex; flex-direction: column; }}
+.nsdl-side-pane .nsdl-layer-explorer > .nsdl-layer-filters {{ flex: 0 1 auto; min-height: 0;
+  overflow-y: auto; }}
+.nsdl-side-pane .nsdl-layer-explorer > .nsdl-layer-list {{ flex: 1 1 0; min-height: 120px; }}
+.nsdl-side-pane .nsdl-tool.nsdl-layer-explorer > .nsdl-layer-list > select {{ height: auto;
+  max-height: none; align-self: stretch; }}
+.nsdl-layer-list select option {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 </style>"""
 
 
@@ -103,3 +122,12 @@ def button(
     return widgets.Button(
         description=description, tooltip=tooltip or description, icon=icon, layout=layout
     )
+
+
+def icon_button(name: str, tooltip: str, icon: str) -> widgets.Button:
+    """A compact button that shows only `icon`; its tooltip starts with `name`."""
+    part = widgets.Button(
+        tooltip=f"{name}: {tooltip}", icon=icon, layout=widgets.Layout(width="34px", padding="0")
+    )
+    part.add_class("nsdl-icon-button")
+    return part

@@ -37,6 +37,7 @@ from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button,
 from nsdl_jupyter.widgets._tensor_editor import TensorEditor
 
 MAX_LISTED = 500
+_LIST_ROWS = 8
 _ALL = "all dtypes"
 _SOURCES = (("literal", "literal"), (".npy file", "npy"), ("generate", "generate"))
 
@@ -65,10 +66,13 @@ class InitializerEditor(ToolWindow):
         self.dtype_filter = widgets.Dropdown(
             options=[_ALL], value=_ALL, layout=widgets.Layout(width="130px")
         )
-        self.table = widgets.Select(options=[], rows=8, layout=widgets.Layout(width="auto"))
+        self.table = widgets.Select(
+            options=[], rows=_LIST_ROWS, layout=widgets.Layout(width="auto")
+        )
         self.table.add_class("nsdl-initializer-list")
         self.count = widgets.HTML()
         self.open_button = button("Open", "statistics and values in the tensor editor")
+        self.open_button.add_class("nsdl-open-initializer")
         self.delete_button = button("Delete", "delete the initializer (its users are disconnected)")
         self.delete_button.add_class("nsdl-delete-initializer")
         self.table_error = MessageLine("nsdl-initializer-error")
@@ -78,6 +82,10 @@ class InitializerEditor(ToolWindow):
         self.node_inputs = widgets.VBox()
         self.node_inputs.add_class("nsdl-node-inputs")
         self.tensor_editor = TensorEditor()
+        self.tensor_editor.close_button.on_click(lambda _b: self._list_rows())
+        # below the list and its buttons, which stay put: in the Designer this part scrolls
+        self.details = widgets.VBox([self.create_section, self.node_header, self.node_inputs])
+        self.details.add_class("nsdl-initializer-details")
 
         self.filter_box.observe(lambda _c: self._render_table(), names="value")
         self.dtype_filter.observe(lambda _c: self._render_table(), names="value")
@@ -92,10 +100,8 @@ class InitializerEditor(ToolWindow):
             self.table,
             widgets.HBox([self.open_button, self.delete_button, self.count]),
             self.table_error,
-            self.create_section,
-            self.node_header,
-            self.node_inputs,
             self.tensor_editor,
+            self.details,
         ]
         self._sync_form()
         self.refresh()
@@ -226,6 +232,11 @@ class InitializerEditor(ToolWindow):
         location = self.doc.external_location(name)
         where = f" (external: {location.location})" if location else ""
         self.tensor_editor.show(value.const_value, title=f"{name}{where}")
+        self._list_rows()
+
+    def _list_rows(self) -> None:
+        """A shorter list while the tensor editor is open leaves its values more room."""
+        self.table.rows = _LIST_ROWS // 2 if self.tensor_editor.grid is not None else _LIST_ROWS
 
     def delete(self, name: str | None) -> str | None:
         if not name:
@@ -235,6 +246,7 @@ class InitializerEditor(ToolWindow):
         self.table_error.show(problem)
         if problem is None and self.tensor_editor.title.value.startswith(f"<b>{html_text(name)}"):
             self.tensor_editor.clear()
+            self._list_rows()
         return problem
 
     # ------------------------------------------------------------------ create

@@ -70,7 +70,8 @@ class LayerExplorer(ToolWindow):
         self.precision_choice = widgets.Dropdown(
             options=[("no constraint", NO_CONSTRAINT)]
             + [(p, p) for p in self.state.precision_choices()[1:]],
-            value=NO_CONSTRAINT, description="TRT precision", layout=widgets.Layout(width="230px"),
+            value=NO_CONSTRAINT, description="TRT", style={"description_width": "auto"},
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
         )  # fmt: skip
         self.precision_choice.add_class("nsdl-trt-precision")
         self.set_precision_button = button(
@@ -79,6 +80,7 @@ class LayerExplorer(ToolWindow):
         self.set_precision_button.add_class("nsdl-set-trt-precision")
         self.message = MessageLine()
         self.advanced = self._build_advanced()
+        self.advanced.add_class("nsdl-layer-filters")
 
         self.filter_box.observe(lambda _c: self._apply_filter(), names="value")
         self.group_by.observe(self._on_group_by, names="value")
@@ -238,6 +240,8 @@ class LayerExplorer(ToolWindow):
         self.page_label.value = (
             f"<span class='nsdl-note'>page {self.state.page + 1} of {pages}</span>"
         )
+        for part in (self.previous_page, self.page_label, self.next_page):
+            part.layout.display = "" if pages > 1 else "none"  # one row less in a short pane
         self.previous_page.disabled = self.state.page == 0
         self.next_page.disabled = self.state.page >= pages - 1
         self.summary.value = f"<span class='nsdl-note'>{html_text(self.state.summary())}</span>"

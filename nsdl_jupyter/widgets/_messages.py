@@ -142,6 +142,11 @@ class Done(TypedDict):
     message: str  # what was done (the undo description, or the file written)
 
 
+class ResizePane(TypedDict):
+    pane: Literal["left", "right"]  # the Designer's side pane whose strip was dragged
+    width: int  # its new width in CSS px
+
+
 def _layout_request(payload: type) -> Kind:
     return Kind(payload, LayoutAnswer, "kernel")
 
@@ -185,6 +190,7 @@ DESIGNER_KEYS = Catalog(
         "key": Kind(Key, None, "kernel"),
         "quick_add": Kind(QuickAdd, None, "kernel"),
         "activate": Kind(Activate, None, "kernel"),
+        "resize_pane": Kind(ResizePane, None, "kernel"),
     },
 )
 

@@ -46,11 +46,11 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         self.cell_grid = widgets.GridBox()
         self.cell_grid.add_class("nsdl-tensor-cells")
         self.error = MessageLine("nsdl-tensor-error")
-        self.up = button("▲", "previous rows", width="34px")
-        self.down = button("▼", "next rows", width="34px")
-        self.left = button("◀", "previous columns", width="34px")
-        self.right = button("▶", "next columns", width="34px")
-        self.close_button = button("✕", "close the tensor editor", width="34px")
+        self.up = button("▲", "previous rows", width="30px")
+        self.down = button("▼", "next rows", width="30px")
+        self.left = button("◀", "previous columns", width="30px")
+        self.right = button("▶", "next columns", width="30px")
+        self.close_button = button("✕", "close the tensor editor", width="30px")
         for b, delta in (
             (self.up, (-1, 0)),
             (self.down, (1, 0)),
@@ -59,20 +59,12 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         ):
             b.on_click(lambda _b, d=delta: self._move(*d))
         self.close_button.on_click(lambda _b: self.clear())
-        navigation = widgets.HBox(
-            [self.up, self.down, self.left, self.right, self.position, self.close_button]
-        )
-        super().__init__(
-            [
-                style_widget(),
-                self.title,
-                self.stats,
-                navigation,
-                self.page_html,
-                self.cell_grid,
-                self.error,
-            ]
-        )
+        navigation = widgets.HBox([self.up, self.down, self.left, self.right, self.close_button])
+        navigation.add_class("nsdl-tensor-navigation")
+        # the one scroll area of the values (the buttons above it stay in view)
+        self.body = widgets.VBox([self.position, self.stats, self.page_html, self.cell_grid])
+        self.body.add_class("nsdl-tensor-body")
+        super().__init__([style_widget(), self.title, navigation, self.body, self.error])
         self.add_class("nsdl-tool")
         self.add_class("nsdl-tensor-editor")
         if source is None:

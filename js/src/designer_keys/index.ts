@@ -1,11 +1,13 @@
 // DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/_designer_keys.py). It draws
 // nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
-// focus is inside the Designer) and double-clicks on its lists into messages to the kernel.
+// focus is inside the Designer), double-clicks on its lists and drags of its side-pane strips
+// (panes.ts) into messages to the kernel.
 import type { RenderProps } from "@anywidget/types";
 import type { DesignerKeysToKernel } from "../messages";
 import { Channel } from "../protocol";
 import { actionFor, isTextField, wantsQuickAdd } from "./keys";
 import { ACTIVATE, type DesignerKeysModel } from "./model";
+import { attachPaneGrips } from "./panes";
 
 function render({ model, el }: RenderProps<DesignerKeysModel>) {
   el.classList.add("nsdl-designer-keys");
@@ -76,6 +78,7 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
     window.addEventListener("keydown", onKey, true);
     root.addEventListener("dblclick", onDoubleClick);
     const owner = root;
+    cleanups.push(attachPaneGrips(root, (payload) => channel.notify("resize_pane", payload)));
     cleanups.push(() => {
       window.removeEventListener("keydown", onKey, true);
       owner.removeEventListener("dblclick", onDoubleClick);

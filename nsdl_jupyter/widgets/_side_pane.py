@@ -1,0 +1,128 @@
+"""SidePane: a column of tool windows beside the Designer's canvas, as tabs, with a strip on
+its canvas side that collapses it (the button) and resizes it (drag the strip; the browser
+side is js/src/designer_keys/panes.ts). A dragged width is kept in the user settings.
+
+Layout rules (CSS below): the pane takes the canvas's height and never grows with its
+content; each tool window scrolls inside it and shrinks its rows to the pane's width.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import ipywidgets as widgets
+import traitlets
+
+from nsdl_jupyter.editors import get_setting, set_setting
+from nsdl_jupyter.widgets._designer_base import button
+
+Side = Literal["left", "right"]
+MIN_WIDTH = 120  # px; also the smallest width a drag can give (panes.ts)
+_DEFAULT_WIDTH = {"left": "17%", "right": "24%"}  # of the Designer: the canvas keeps ~55%
+_GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶", ("right", False): "◀"}
+
+# Inline layout styles from Python win over stylesheets: the rules that must beat them say
+# !important; every rule is scoped to the Designer.
+STYLE = f"""<style>
+.nsdl-designer {{ box-sizing: border-box; max-width: 100%; min-width: 0; overflow: hidden; }}
+.nsdl-designer-body {{ flex-wrap: nowrap; align-items: stretch; min-width: 0; }}
+.nsdl-designer-body > .nsdl-graph-view {{ flex: 1 1 0; min-width: 200px; }}
+.nsdl-side-pane {{ flex: 0 0 auto; min-width: {MIN_WIDTH}px; max-width: 60%;
+  display: flex; flex-direction: row; contain: size; box-sizing: border-box;
+  overflow: hidden; }}
+.nsdl-side-pane.nsdl-pane-closed {{ min-width: 0; }}
+.nsdl-side-pane > .widget-tab {{ flex: 1 1 0; min-width: 0; height: 100%; display: flex;
+  flex-direction: column; }}
+.nsdl-side-pane .widget-tab > .lm-TabBar {{ height: auto; min-height: 0; flex: 0 0 auto; }}
+.nsdl-side-pane .widget-tab > .lm-TabBar .lm-TabBar-content {{ flex-wrap: wrap; }}
+.nsdl-side-pane .widget-tab > .lm-TabBar .lm-TabBar-tab {{ flex: 0 0 auto; min-width: 0;
+  max-width: none; }}
+.nsdl-side-pane .widget-tab > .widget-tab-contents {{ flex: 1 1 0; min-height: 0;
+  overflow: hidden; box-sizing: border-box; padding: 4px 2px 4px 4px; }}
+.nsdl-side-pane .widget-tab-contents > .nsdl-tool {{ height: 100%; overflow-x: hidden;
+  overflow-y: auto; box-sizing: border-box; }}
+.nsdl-side-pane .nsdl-tool .jupyter-widgets {{ max-width: 100%; min-width: 0;
+  box-sizing: border-box; }}
+.nsdl-side-pane .nsdl-tool .widget-hbox, .nsdl-side-pane .widget-toggle-buttons
+  {{ flex-wrap: wrap; }}
+.nsdl-side-pane .widget-vbox > * {{ flex-shrink: 0; }}
+.nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; }}
+.nsdl-side-pane .nsdl-tool .nsdl-info-table {{ max-width: 100%; }}
+.nsdl-side-pane .nsdl-tool .nsdl-info-table td + td {{ overflow-wrap: anywhere; }}
+.nsdl-side-pane .widget-toggle-buttons > div {{ display: flex; flex-wrap: wrap; max-width: 100%; }}
+.nsdl-side-pane .widget-toggle-buttons .widget-toggle-button {{ width: auto !important;
+  flex: 1 1 auto; min-width: 0; padding: 0 6px; }}
+.nsdl-pane-strip {{ flex: 0 0 12px; width: 12px; display: flex; flex-direction: column;
+  align-items: center; cursor: col-resize; touch-action: none; user-select: none;
+  background: var(--jp-layout-color2, #eeeeee); }}
+.nsdl-pane-strip:hover {{ background: var(--jp-brand-color3, #bbdefb); }}
+.nsdl-pane-strip > .nsdl-pane-toggle {{ width: 12px !important; height: 28px; padding: 0;
+  margin: 0; font-size: 9px; cursor: pointer; }}
+.nsdl-pane-closed > .nsdl-pane-strip {{ cursor: default; }}
+.nsdl-designer-toolbar {{ flex-wrap: nowrap !important; min-width: 0; overflow: hidden; }}
+.nsdl-designer-toolbar > * {{ flex: 0 0 auto; }}
+.nsdl-designer-toolbar > .nsdl-save-path {{ flex: 0 1 200px !important; min-width: 60px; }}
+.nsdl-designer-toolbar > .nsdl-quick-add {{ flex: 0 1 240px !important; min-width: 90px;
+  width: auto !important; }}
+.nsdl-designer-toolbar > .nsdl-dirty {{ flex: 0 1 auto; min-width: 0; overflow: hidden;
+  white-space: nowrap; text-overflow: ellipsis; }}
+.nsdl-designer-toolbar > .nsdl-icon-button {{ width: 34px !important; padding: 0; }}
+</style>"""
+
+
+class SidePane(widgets.HBox):  # type: ignore[misc]
+    """Tool windows as tabs, collapsible and resizable; `tabs` is the ipywidgets Tab."""
+
+    expanded = traitlets.Bool(True)
+    pane_width = traitlets.Unicode()  # a CSS width: a share of the Designer, or px once dragged
+
+    def __init__(self, side: Side, tools: list[tuple[str, widgets.Widget]]) -> None:
+        self.side: Side = side
+        self.tabs = widgets.Tab()
+        self.tabs.add_class("nsdl-pane-tabs")
+        self.toggle = button("", f"hide or show the {side} pane", width="12px")
+        self.toggle.add_class("nsdl-pane-toggle")
+        self.toggle.on_click(lambda _b: setattr(self, "expanded", not self.expanded))
+        strip = widgets.VBox([self.toggle])
+        strip.add_class("nsdl-pane-strip")
+        strip.add_class("nsdl-pane-grip")
+        parts = [self.tabs, strip] if side == "left" else [strip, self.tabs]
+        super().__init__(parts)
+        self.add_class("nsdl-side-pane")
+        self.add_class(f"nsdl-pane-{side}")
+        for title, tool in tools:
+            self.add(title, tool)
+        stored = get_setting(self._setting, 0)
+        self.pane_width = f"{stored}px" if stored >= MIN_WIDTH else _DEFAULT_WIDTH[side]
+        self._show()
+
+    @property
+    def _setting(self) -> str:
+        return f"designer.{self.side}_pane_width"
+
+    def add(self, title: str, tool: widgets.Widget) -> int:
+        """Append `tool` as a tab titled `title`; its index."""
+        self.tabs.children = (*self.tabs.children, tool)
+        index = len(self.tabs.children) - 1
+        self.tabs.set_title(index, title)
+        return index
+
+    def resized(self, width: int) -> None:
+        """A drag ended at `width` px: keep it (this pane and the next Designer)."""
+        width = max(MIN_WIDTH, int(width))
+        self.pane_width = f"{width}px"
+        set_setting(self._setting, width)
+
+    @traitlets.observe("expanded", "pane_width")
+    def _on_change(self, _change: dict[str, object]) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        self.layout.width = self.pane_width if self.expanded else "12px"
+        self.tabs.layout.display = "" if self.expanded else "none"
+        self.toggle.description = _GLYPH[(self.side, self.expanded)]
+        self.toggle.tooltip = f"{'hide' if self.expanded else 'show'} the {self.side} pane"
+        if self.expanded:
+            self.remove_class("nsdl-pane-closed")
+        else:
+            self.add_class("nsdl-pane-closed")
