@@ -26,6 +26,10 @@ export interface GraphViewToKernel {
     payload: Record<string, never>;
     answer: { layout_seq: number };
   };
+  open_body: {
+    payload: { node: string; attribute: string };
+    answer: null;
+  };
 }
 
 export interface GraphViewToBrowser {

@@ -38,6 +38,7 @@ from nsdl_jupyter.widgets._messages import (
     Groups,
     Items,
     LayoutAnswer,
+    OpenBody,
 )
 from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
 from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
@@ -100,6 +101,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._scene.show_constants = bool(options.pop("show_constants", False))
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
+        self._body_callbacks: list[Callable[[str, str], None]] = []
         super().__init__(
             _topology=self._scene.topology_bytes(),
             _layout=self._scene.layout_bytes(),
@@ -118,6 +120,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 "collapse_all": self._on_collapse_all,
                 "reveal": self._on_reveal,
                 "arrange": self._on_arrange,
+                "open_body": self._on_open_body,
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
@@ -320,6 +323,23 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
                 f"node {name!r} ({found.op_type}) has no subgraph and calls no local function"
             )
         return GraphView(function)
+
+    def on_open_body(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call `callback(node, attribute)` when the user asks to open a node's body (double
+        click on its subgraph mark, or "Open subgraph"); `attribute` is "" when the gesture
+        names none (the node's first body, or the local function it calls). Returns a function
+        that removes the callback."""
+        self._body_callbacks.append(callback)
+
+        def remove() -> None:
+            if callback in self._body_callbacks:
+                self._body_callbacks.remove(callback)
+
+        return remove
+
+    def _on_open_body(self, payload: OpenBody) -> None:
+        for callback in list(self._body_callbacks):
+            callback(payload["node"], payload["attribute"])
 
     # ------------------------------------------------------------------ export
     def export_image(

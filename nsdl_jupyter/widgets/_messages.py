@@ -55,6 +55,11 @@ class Activate(TypedDict):
     label: str  # its text
 
 
+class OpenBody(TypedDict):
+    node: str  # the node whose body to open
+    attribute: str  # its graph attribute ("then_branch"); "" for its first body or its function
+
+
 def _layout_request(payload: type) -> Kind:
     return Kind(payload, LayoutAnswer, "kernel")
 
@@ -68,6 +73,7 @@ GRAPH_VIEW = Catalog(
         "collapse_all": _layout_request(Empty),
         "reveal": _layout_request(Items),
         "arrange": _layout_request(Empty),
+        "open_body": Kind(OpenBody, None, "kernel"),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
     },

@@ -1,6 +1,6 @@
 // Pointer interaction on the canvas: pan (drag), zoom (Ctrl/⌘+wheel, box zoom), select
 // (click, Shift+click, Shift+drag box), expand/collapse groups (click), hover tooltips,
-// double-click on blank space to fit.
+// double-click on blank space to fit, on a node with a body to open it.
 import { Disposables } from "./dom";
 import { fitCamera, slotsInside, toWorld } from "./geometry";
 import { boxAt, clickAt, hoverAt } from "./hit";
@@ -17,6 +17,7 @@ export interface PointerHost {
   selected(): string[];
   select(names: string[]): void;
   toggleGroup(kind: "expand" | "collapse", group: number): void;
+  openBody(slot: number): boolean; // a node with a body or a function: ask to open it
 }
 
 interface Drag {
@@ -139,7 +140,9 @@ export class Pointer {
     const { store, renderer } = this.host;
     if (!store.layout) return;
     const [x, y] = this.local(ev);
-    if (!boxAt(store.layout, renderer.camera, x, y)) renderer.fit();
+    const hit = boxAt(store.layout, renderer.camera, x, y);
+    if (!hit) renderer.fit();
+    else this.host.openBody(hit.slot);
   }
 
   private hover(x: number, y: number): void {

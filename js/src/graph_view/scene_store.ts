@@ -5,7 +5,9 @@ import {
   applyPatch,
   decodeGraph,
   decodeLayout,
+  FUNCTION_CALL,
   type Graph,
+  HAS_SUBGRAPH,
   type Layout,
   PSEUDO,
   representatives,
@@ -156,6 +158,14 @@ export class SceneStore {
       if (ref >= 0 && !(graph.flags[ref] & PSEUDO)) names.push(graph.names[ref]);
     }
     return names;
+  }
+
+  /** The node drawn by `slot` when it has a body (If/Loop/Scan) or calls a local function. */
+  bodyOwner(slot: number): string | null {
+    const { graph, layout } = this;
+    const ref = layout?.ref[slot] ?? -1;
+    if (!graph || ref < 0 || !(graph.flags[ref] & (HAS_SUBGRAPH | FUNCTION_CALL))) return null;
+    return graph.names[ref];
   }
 
   /** Layout slot drawing a node (by name) or a group (by key); undefined when not drawn. */

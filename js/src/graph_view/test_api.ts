@@ -1,7 +1,7 @@
 // Hooks for the UI tests and the benchmark (root.__nsdl): read-only probes of what is drawn,
 // plus camera moves and raw requests that a user would make with the mouse.
 import type { GraphViewToKernel } from "../messages";
-import { RequestError } from "../protocol";
+import { RequestError, type RequestName } from "../protocol";
 import { HEADER } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Renderer } from "./renderer";
@@ -52,7 +52,7 @@ export function testApi(store: SceneStore, renderer: Renderer, requests: Request
     request: async (name: string, payload: unknown, timeoutMs?: number) => {
       try {
         const reply = await requests.channel.request(
-          name as keyof GraphViewToKernel,
+          name as RequestName<GraphViewToKernel>,
           payload as never,
           timeoutMs,
         );

@@ -75,6 +75,11 @@ export class GraphViewElement {
       selected: () => selection.current(),
       select: (names) => selection.select(names),
       toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      openBody: (slot) => {
+        const node = store.bodyOwner(slot);
+        if (node !== null) requests.channel.notify("open_body", { node, attribute: "" });
+        return node !== null;
+      },
     });
 
     const d = this.disposables;
