@@ -67,7 +67,7 @@ def test_double_click_opens_the_then_branch_confirm_is_one_undo_step(
     original = _bytes(doc)
     double_click(designer.graph, "branch")
     tabs = designer.bodies
-    assert tabs.tabs.titles == ("🔒 main", f"branch{S}then_branch")
+    assert tabs.tabs.titles == ("main (locked)", f"branch{S}then_branch")
     assert tabs.tabs.selected_index == 1
     body = tabs.active
     # the Designer's panels are the body's now, where the main ones were
@@ -124,8 +124,8 @@ def test_nested_loop_body_tab_locks_the_branch_tab(designer: Designer) -> None:
     double_click(branch.graph, "then_loop")
     loop = designer.bodies.active
     assert designer.bodies.tabs.titles == (
-        "🔒 main",
-        f"🔒 branch{S}then_branch",
+        "main (locked)",
+        f"branch{S}then_branch (locked)",
         f"then_loop{S}body",
     )
     # the branch cannot be confirmed while its loop body is open: said, nothing closes

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets._designer import Designer
 
 SEPARATOR = " \u203a "  # a small right angle quote
-LOCK = "🔒 "
+LOCKED = " (locked)"  # plain text: an emoji lock renders as a box without an emoji font
 
 
 @dataclass(eq=False)
@@ -289,9 +289,9 @@ class BodyTabs:
         for index, workspace in enumerate(self.workspaces):
             child = workspace.child
             locked = child is not None
-            self.tabs.set_title(index, (LOCK if locked else "") + workspace.title)
+            self.tabs.set_title(index, workspace.title + (LOCKED if locked else ""))
             workspace.lock_note.show(
-                f"{LOCK}locked while {child.path} is open: Confirm edits or Discard it there"
+                f"locked while {child.path} is open: Confirm edits or Discard it there"
                 if child is not None
                 else None,
                 "note",

@@ -148,7 +148,8 @@ class FunctionsWindow(ToolWindow):
         )
         self.details.value = (
             f"<b>{html_text(row.key)}</b><div class='nsdl-mono'>{html_text(row.signature)}</div>"
-            f"<div class='nsdl-note'>{row.nodes} nodes in its body · {row.instances} instances"
+            f"<div class='nsdl-note'>{_count(row.nodes, 'node')} in its body · "
+            f"{_count(row.instances, 'instance')}"
             f"</div><table class='nsdl-info-table'>{params}</table>"
         )
 
@@ -224,3 +225,7 @@ class FunctionsWindow(ToolWindow):
         for callback in list(self._open_callbacks):
             callback(row.name, row.domain)
         return True
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
