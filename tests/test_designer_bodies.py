@@ -18,6 +18,7 @@ from nsdl_jupyter.widgets import Designer, GraphView
 from nsdl_jupyter.widgets._body_tabs import SEPARATOR as S
 from nsdl_jupyter.widgets._body_tabs import Workspace
 from tests.test_document_bodies import X, control_flow_model, function_model, leaky
+from tests.test_transforms_extract import FUNCTION_WITH_IF
 
 CONTROL_FLOW = Path(__file__).parent / "fixtures" / "exports" / "control_flow_torchscript.onnx"
 
@@ -209,3 +210,27 @@ def test_functions_window_create_open_confirm_delete_and_palette_instances(
     assert palette.index.get("local::Scale2") is None
     assert first in doc.nodes
     designer.close()
+
+
+def test_a_body_inside_a_function_tab_and_closing_the_designer_unlocks_the_model(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gate.onnx"
+    ir.save(ir.from_onnx_text(FUNCTION_WITH_IF), path)
+    designer = Designer(nj.open_model(path), check_delay=0)
+    doc = designer.doc
+    fn = designer.bodies.open_function("Gate", "local")
+    assert fn is not None and fn.graph.selected == []
+    double_click(fn.graph, "gate")  # the If inside the function
+    branch = designer.bodies.active
+    assert branch.path == f"main{S}ƒ local::Gate{S}gate{S}then_branch"
+    assert designer.bodies.tabs.titles[1] == "ƒ local::Gate (locked)"
+    # a function call in the main graph opens its function (already open: its tab)
+    double_click(designer.graph, doc.graph.node(0).name or "")
+    assert designer.bodies.active is fn
+    branch.doc.rename_node(next(iter(branch.doc.nodes)), "times_k")
+    designer.close()
+    with pytest.raises(DocumentError, match="closed"):
+        branch.doc.confirm()
+    doc.rename_node(doc.graph.node(0).name or "", "call")  # the model is editable again
+    assert not any(n.name == "times_k" for f in doc.functions.values() for n in f.graph)

@@ -11,6 +11,7 @@ body is confirmed (one undo step there) or discarded, and its tab says so.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -259,8 +260,14 @@ class BodyTabs:
                 part.close()
 
     def close(self) -> None:
-        """Close the body tabs' widgets (the main tab's belong to the Designer)."""
+        """Discard the bodies still open, innermost first (with the Designer gone nothing could
+        confirm them, and the model would stay locked), and close the tabs' widgets (the main
+        tab's belong to the Designer)."""
         for workspace in reversed(self.workspaces):
+            body = workspace.body
+            if body is not None:
+                with contextlib.suppress(DocumentError):  # already closed from Python
+                    body.discard()
             self._close(workspace)
         self.workspaces = self.workspaces[:1]
 
