@@ -21,8 +21,7 @@ import onnx_ir as ir
 import traitlets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter.document import DocumentError, ModelDocument
-from nsdl_jupyter.document._bodies import FunctionDocument, OpenBody
+from nsdl_jupyter.document import BodyDocument, DocumentError, FunctionDocument, ModelDocument
 from nsdl_jupyter.widgets._designer_base import MessageLine, button
 from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets._designer import Designer
 
 SEPARATOR = " \u203a "  # a small right angle quote
+OpenBody = BodyDocument | FunctionDocument
 LOCKED = " (locked)"  # plain text: an emoji lock renders as a box without an emoji font
 
 
@@ -74,7 +74,7 @@ class Workspace:
 
     @property
     def body(self) -> OpenBody | None:
-        return self.doc if isinstance(self.doc, OpenBody) else None
+        return self.doc if isinstance(self.doc, BodyDocument | FunctionDocument) else None
 
 
 class BodyTabs:
