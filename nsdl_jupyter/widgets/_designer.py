@@ -295,6 +295,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             shown.explorer.activate(position)
         elif payload["target"] == "type_check":
             shown.type_check.go_to(position)
+        elif payload["target"] == "parameters":
+            shown.parameters.open_body(payload["label"])
         elif payload["label"].strip():
             shown.palette.add(payload["label"].strip())
         else:

@@ -95,7 +95,13 @@ class _AttributeRowWidgets:
         self.binding = True
         try:
             state = "set" if row.is_set else "default"
-            self.box._dom_classes = ("nsdl-attr-row", f"nsdl-attr-{row.name}", f"nsdl-attr-{state}")
+            graph = ("nsdl-attr-graph",) if row.type == ir.AttributeType.GRAPH else ()
+            self.box._dom_classes = (
+                "nsdl-attr-row",
+                f"nsdl-attr-{row.name}",
+                f"nsdl-attr-{state}",
+                *graph,
+            )
             required = ' class="nsdl-attr-required"' if row.required else ""
             tip = html_text(
                 f"{row.type_name}: {row.description}" if row.description else row.type_name

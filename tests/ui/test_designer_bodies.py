@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from nsdl_jupyter.widgets._body_tabs import SEPARATOR
 from tests.ui.test_designer import KEYS_READY, NB, field, wait_state, wait_value
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
@@ -102,6 +103,20 @@ def test_double_click_an_if_edit_its_branch_confirm_and_undo(notebook: Any) -> N
 
     field(nb, ".nsdl-tb-undo").click()
     assert "ALPHA=" + alpha.group(1) in wait_state(nb, 1, "ALPHA=" + alpha.group(1))
+
+    # a double click on a graph attribute in the Parameters tab opens that body; Discard
+    x, y = wait_node_drawn(nb, "/If")
+    nb.page.mouse.click(x, y)
+    wait_value(nb, ".nsdl-node-name input", "/If")
+    field(nb, ".nsdl-attr-else_branch .nsdl-attr-label").dblclick()
+    else_tab = nb.page.locator(f"{NB} .nsdl-body-tabs .lm-TabBar-tab", has_text="else_branch")
+    else_tab.first.wait_for(timeout=30_000)
+    out = wait_state(nb, 1, "else_branch")
+    assert f"TABS=('main (locked)', '/If{SEPARATOR}else_branch')" in out
+    nb.screenshot("else_branch_opened", ".nsdl-designer")
+    field(nb, ".nsdl-body-discard").click()
+    else_tab.first.wait_for(state="detached", timeout=30_000)
+    assert "ALPHA=" + alpha.group(1) in wait_state(nb, 1, "TABS=('main',)")
     assert nb.error_outputs() == []
 
 
