@@ -234,3 +234,24 @@ def test_a_body_inside_a_function_tab_and_closing_the_designer_unlocks_the_model
         branch.doc.confirm()
     doc.rename_node(doc.graph.node(0).name or "", "call")  # the model is editable again
     assert not any(n.name == "times_k" for f in doc.functions.values() for n in f.graph)
+
+
+def test_keys_double_click_on_a_graph_attribute_and_ctrl_z_act_on_the_shown_tab(
+    designer: Designer,
+) -> None:
+    def send(name: str, **payload: object) -> None:  # as the browser's DesignerKeys sends it
+        event = {"kind": "nsdl.event", "name": name, "payload": payload}
+        designer.shortcuts._channel.receive(None, event, [])
+
+    designer.graph.selected = ["branch"]
+    send("activate", target="parameters", index=-1, label="else_branch")
+    body = designer.bodies.active
+    assert body.title == f"branch{S}else_branch"
+    body.doc.rename_node("else_neg", "flip")
+    send("key", action="undo")  # Ctrl+Z in the body's tab undoes in the body
+    assert "else_neg" in body.doc.nodes
+    send("key", action="redo")
+    send("quick_add", text="Relu")  # the toolbar's quick add adds to the body
+    assert "Relu" in body.doc.nodes and "Relu" not in designer.doc.nodes
+    assert designer.bodies.confirm(body)
+    assert designer.doc.undo_description == "edit branch.else_branch"
