@@ -5,6 +5,8 @@ checking below, and a toolbar (save, save as, undo, redo, arrange, grid, export 
 Selection flows from the GraphView to every tool window and back (a tool window that picks
 a node selects it in the graph, which brings it into view). Ctrl+Z / Ctrl+Y / Ctrl+S act on
 the model while the focus is inside the Designer; "/" jumps to the quick-add box.
+The canvas has tabs: "main" and one per open body or local function (`_body_tabs`), whose
+tool windows take the panels' places while its tab is shown.
 """
 
 from __future__ import annotations
