@@ -183,3 +183,40 @@ def test_function_input_types_override_and_errors(tmp_path: Path) -> None:
         extract_function(source, out, name="affin")
     with pytest.raises(TransformError, match="not inputs of affine"):
         extract_function(source, out, name="affine", input_types={"z": ("float", [1])})
+
+
+FUNCTION_WITH_IF = """<
+   ir_version: 8,
+   opset_import: ["" : 17, "local" : 1]
+>
+main (float[2] x, bool c) => (float[2] y) {
+   y = local.Gate <scale: float = 3.0> (x, c)
+}
+<
+  domain: "local",
+  opset_import: ["" : 17]
+>
+Gate <scale> (t, cond) => (out) {
+   k = Constant <value_float: float = @scale> ()
+   doubled = Add(t, t)
+   [gate] out = If (cond) <
+      then_branch = g1 () => (float[2] a) { a = Mul(doubled, k) },
+      else_branch = g2 () => (float[2] b) { b = Neg(t) }
+   >
+}"""
+
+
+def test_body_inside_a_local_function_is_typed_from_the_call_site(tmp_path: Path) -> None:
+    source = _save_text(tmp_path, FUNCTION_WITH_IF)
+    out = tmp_path / "then.onnx"
+    status = extract_body(source, out, node="gate", attribute="then_branch")
+    model = _checked(out)
+    assert not model.functions
+    assert [i.name for i in model.graph.input] == ["doubled"]
+    assert [t.name for t in model.graph.initializer] == ["k"]  # @scale from the call site
+    assert any("local function local::Gate" in line for line in status.log)
+    (a,) = _session(out).run(None, {"doubled": np.array([1, -2], np.float32)})
+    np.testing.assert_array_equal(a, [3, -6])
+    out_else = tmp_path / "else.onnx"
+    extract_body(source, out_else, node="gate", attribute="else_branch")
+    assert [i.name for i in _checked(out_else).graph.input] == ["t"]

@@ -191,7 +191,11 @@ export interface DesignerKeysToKernel {
     answer: null;
   };
   activate: {
-    payload: { target: "explorer" | "type_check" | "palette"; index: number; label: string };
+    payload: {
+      target: "explorer" | "type_check" | "palette" | "parameters";
+      index: number;
+      label: string;
+    };
     answer: null;
   };
   resize_pane: {

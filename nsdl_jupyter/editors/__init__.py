@@ -3,13 +3,19 @@
 Each module holds what one tool window shows and the document edits it sends:
 `_parameters` (ParameterEditor), `_tensor_view` (tensor editor), `_initializers`
 (InitializerEditor), `_palette` (LayerPalette), `_layers` (LayerExplorer), `_type_check`
-(TypeCheckPanel), `_trt_profiles` (OptimizationProfileForm), `_settings` (user settings
-shared by them).
+(TypeCheckPanel), `_functions` (Local functions window), `_trt_profiles`
+(OptimizationProfileForm), `_settings` (user settings shared by them).
 """
 
 from __future__ import annotations
 
 from nsdl_jupyter.editors._errors import EditorError
+from nsdl_jupyter.editors._functions import (
+    FunctionRow,
+    create_function,
+    delete_function,
+    function_rows,
+)
 from nsdl_jupyter.editors._initializers import (
     CREATE_DTYPES,
     FILL_METHODS,
@@ -85,6 +91,7 @@ __all__ = [
     "AttributeCondition",
     "AttributeRow",
     "EditorError",
+    "FunctionRow",
     "GridPage",
     "InitializerRow",
     "InputSlot",
@@ -110,7 +117,9 @@ __all__ = [
     "candidates",
     "check_in_child",
     "connect_initializer",
+    "create_function",
     "create_initializer",
+    "delete_function",
     "delete_initializer",
     "describe_selection",
     "diagnostic_label",
@@ -120,6 +129,7 @@ __all__ = [
     "explain_missing",
     "filter_rows",
     "follow_event",
+    "function_rows",
     "get_setting",
     "initializer_rows",
     "input_slots",

@@ -3,9 +3,11 @@ adding one as a new node with a generated unique name."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+import onnx_ir as ir
 
 from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownNodeError
 from nsdl_jupyter.editors._errors import EditorError
@@ -20,6 +22,7 @@ from nsdl_jupyter.ops import (
 
 GroupBy = Literal["category", "domain", "name"]
 GROUPINGS: tuple[GroupBy, ...] = ("category", "domain", "name")
+FUNCTIONS = "local functions"  # the category of the model's local functions
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class PaletteEntry:
     category: str
     since_version: int
     summary: str
+    function: bool = False  # a local function of the model, not a schema
 
     @property
     def key(self) -> str:
@@ -45,11 +49,22 @@ def _entry(schema: OpSchemaInfo) -> PaletteEntry:
     return PaletteEntry(schema.name, schema.domain, schema.category, schema.since_version, summary)
 
 
-class PaletteIndex:
-    """Every operator of the imported opsets (deprecated ones left out)."""
+def _function_entry(function: ir.Function) -> PaletteEntry:
+    inputs = ", ".join(v.name or "" for v in function.inputs)
+    outputs = ", ".join(v.name or "" for v in function.outputs)
+    summary = f"local function ({inputs}) → ({outputs})"
+    return PaletteEntry(function.name, function.domain, FUNCTIONS, 0, summary, function=True)
 
-    def __init__(self, opset_imports: Mapping[str, int]) -> None:
+
+class PaletteIndex:
+    """Every operator of the imported opsets (deprecated ones left out), and the model's
+    local functions."""
+
+    def __init__(
+        self, opset_imports: Mapping[str, int], functions: Iterable[ir.Function] = ()
+    ) -> None:
         self.entries = [_entry(s) for s in list_operators(dict(opset_imports))]
+        self.entries += [_function_entry(f) for f in functions]
         self._by_key = {e.key: e for e in self.entries}
 
     def __len__(self) -> int:
@@ -192,9 +207,14 @@ def add_operator(
             source = doc.nodes.get(link_from[0])
             if source is None:
                 raise UnknownNodeError(f"no node named {link_from[0]!r} to link from")
-            takes_inputs = get_schema(
-                entry.op_type, entry.domain, doc.opset_imports.get(entry.domain)
-            ).max_input
+            function = doc.functions.get((entry.domain, entry.op_type, ""))
+            takes_inputs = (
+                len(function.inputs)
+                if function is not None
+                else get_schema(
+                    entry.op_type, entry.domain, doc.opset_imports.get(entry.domain)
+                ).max_input
+            )
             if takes_inputs and source.outputs and source.outputs[0].name:
                 inputs = [source.outputs[0].name]
             after = source.name

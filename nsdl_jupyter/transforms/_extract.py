@@ -1,8 +1,9 @@
 """Extract part of a model as a standalone, valid model.
 
 - `extract_subgraph`: the nodes between named tensors of the main graph.
-- `extract_body`: the body of an If/Loop/Scan node (any graph attribute); tensors it reads
-  from enclosing graphs become inputs (or initializers when they are constant).
+- `extract_body`: the body of an If/Loop/Scan node (any graph attribute, also inside a
+  local function); tensors it reads from enclosing graphs become inputs (or initializers
+  when they are constant).
 - `extract_function`: a model-local function, typed from one of its call sites (or from
   `input_types`), with attribute parameters resolved from that call site or the defaults.
 
@@ -237,7 +238,8 @@ def extract_body(
     attribute: str = "body",
 ) -> TransformStatus:
     """Write the graph attribute `attribute` ("body", "then_branch", "else_branch") of the
-    node named `node` (in any graph of the model) as a standalone model."""
+    node named `node` (in any graph of the model, or in a local function's body: then typed
+    from the function's call site) as a standalone model."""
     if not node:
         raise TransformError("give the name of the If/Loop/Scan node (node='...')")
     target = check_output_path(output)
@@ -263,6 +265,15 @@ class ExtractBodyPass(_ExtractPass):
 
 
 def _extract_body(source: ir.Model, node: str, attribute: str, status: TransformStatus) -> ir.Model:
+    function = _function_holding(source, node)
+    if function is not None:
+        # first the function as a model, typed from a call site, so the tensors its body
+        # reads from the function get types; then the body from that model
+        status.info(f"{node} is in local function {function.domain}::{function.name}")
+        spec = ExtractFunctionPass(
+            function.name, domain=function.domain, overload=function.overload, status=status
+        )
+        source = _function_model(source, spec)
     owner = _find_node(source, node)
     graph_attrs = [
         name for name, attr in owner.attributes.items() if attr.type == ir.AttributeType.GRAPH
@@ -297,10 +308,25 @@ def _extract_body(source: ir.Model, node: str, attribute: str, status: Transform
     return _finish(_standalone(source, body, source.graph.opset_imports), status)
 
 
+def _function_holding(model: ir.Model, name: str) -> ir.Function | None:
+    """The local function whose body holds node `name` when the main graph has none."""
+    if any(n.name == name for n in nodes_in(model.graph)):
+        return None
+    holding = [f for f in model.functions.values() if any(n.name == name for n in nodes_in(f))]
+    if len(holding) > 1:
+        keys = [f"{f.domain}::{f.name}" for f in holding]
+        raise TransformError(
+            f"functions {keys} all hold a node named {name!r}: extract the function first "
+            "(extract_function), then the body from that model"
+        )
+    return holding[0] if holding else None
+
+
 def _find_node(model: ir.Model, name: str) -> ir.Node:
     found = [n for n in nodes_in(model.graph) if n.name == name]
     if not found:
-        names = [n.name or "" for n in nodes_in(model.graph)]
+        graphs = [model.graph, *(f.graph for f in model.functions.values())]
+        names = [n.name or "" for g in graphs for n in nodes_in(g)]
         raise TransformError(f"no node named {name!r} in the model{_close(name, names)}")
     if len(found) > 1:
         raise TransformError(
@@ -397,6 +423,11 @@ class ExtractFunctionPass(_ExtractPass):
 
 
 def _extract_function(source: ir.Model, spec: ExtractFunctionPass) -> ir.Model:
+    return _finish(_function_model(source, spec), spec.status)
+
+
+def _function_model(source: ir.Model, spec: ExtractFunctionPass) -> ir.Model:
+    """The function `spec` names as the main graph of a model, typed, not yet checked."""
     name, given, status = spec.name, spec.input_types, spec.status
     function = _find_function(source, name, spec.domain, spec.overload)
     infer_shapes(source)
@@ -432,7 +463,7 @@ def _extract_function(source: ir.Model, spec: ExtractFunctionPass) -> ir.Model:
     graph = function.graph
     del source.functions[function.identifier()]
     graph.name = function.name
-    return _finish(_standalone(source, graph, function.opset_imports), status)
+    return _standalone(source, graph, function.opset_imports)
 
 
 def _find_function(model: ir.Model, name: str, domain: str | None, overload: str) -> ir.Function:

@@ -5,6 +5,8 @@ checking below, and a toolbar (save, save as, undo, redo, arrange, grid, export 
 Selection flows from the GraphView to every tool window and back (a tool window that picks
 a node selects it in the graph, which brings it into view). Ctrl+Z / Ctrl+Y / Ctrl+S act on
 the model while the focus is inside the Designer; "/" jumps to the quick-add box.
+The canvas has tabs: "main" and one per open body or local function (`_body_tabs`), whose
+tool windows take the panels' places while its tab is shown.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
+from nsdl_jupyter.widgets._body_tabs import BodyTabs
 from nsdl_jupyter.widgets._designer_base import (
     MessageLine,
     ToolWindow,
@@ -31,6 +34,7 @@ from nsdl_jupyter.widgets._designer_base import (
     style_widget,
 )
 from nsdl_jupyter.widgets._designer_keys import DesignerKeys
+from nsdl_jupyter.widgets._functions_window import FunctionsWindow
 from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
@@ -72,9 +76,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.palette = LayerPalette(doc)
         self.explorer = LayerExplorer(doc)
         self.trt_profiles = OptimizationProfileForm(doc)
-        self.type_check = TypeCheckPanel(
-            doc, graph_view=self.graph, delay=options.get("check_delay", 0.4)
-        )
+        self.check_delay = options.get("check_delay", 0.4)
+        self.type_check = TypeCheckPanel(doc, graph_view=self.graph, delay=self.check_delay)
+        self.functions = FunctionsWindow(doc)
         self.tools: tuple[ToolWindow, ...] = (
             self.parameters,
             self.initializers,
@@ -82,6 +86,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.explorer,
             self.type_check,
             self.trt_profiles,
+            self.functions,
         )
         self._links = [
             traitlets.link((self.graph, "selected"), (tool, "selected")) for tool in self.tools
@@ -108,9 +113,12 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 ("TensorRT", self.trt_profiles),
             ],
         )
+        self.left.add("Functions", self.functions)
         self.initializers.active = False
         self.right.tabs.observe(self._on_right_tab, names="selected_index")
-        body = widgets.HBox([self.left, self.graph, self.right])
+        self.bodies = BodyTabs(self)
+        self.functions.on_open(self.bodies.open_function)
+        body = widgets.HBox([self.left, self.bodies.tabs, self.right])
         body.add_class("nsdl-designer-body")
         super().__init__(
             [
@@ -164,7 +172,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.save_as_button.on_click(lambda _b: self.save(self.save_as_path.value))
         self.undo_button.on_click(lambda _b: self.undo())
         self.redo_button.on_click(lambda _b: self.redo())
-        self.arrange_button.on_click(lambda _b: self.graph.arrange())
+        self.arrange_button.on_click(lambda _b: self.bodies.active.graph.arrange())
         self.export_button.on_click(lambda _b: self.export_image(self.save_as_path.value))
         self.status = MessageLine("nsdl-designer-status")
         self.dirty_label = widgets.HTML()
@@ -186,8 +194,14 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         )
         self.toolbar.add_class("nsdl-designer-toolbar")
 
+    @property
+    def active_doc(self) -> ModelDocument:
+        """The document of the tab shown: the model, or a body open for editing."""
+        bodies = getattr(self, "bodies", None)
+        return self.doc if bodies is None else bodies.active.doc
+
     def _sync_toolbar(self) -> None:
-        doc = self.doc
+        doc = self.active_doc
         self.undo_button.disabled = not doc.can_undo
         self.redo_button.disabled = not doc.can_redo
         self.undo_button.tooltip = (
@@ -196,8 +210,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.redo_button.tooltip = (
             f"Redo {doc.redo_description} (Ctrl+Y)" if doc.can_redo else "Redo: nothing to redo"
         )
-        where = html_text(doc.path.name) if doc.path else "unsaved model"
-        mark = " <b title='unsaved changes'>●</b>" if doc.dirty else ""
+        where = html_text(self.doc.path.name) if self.doc.path else "unsaved model"
+        mark = " <b title='unsaved changes'>●</b>" if self.doc.dirty else ""
         self.dirty_label.value = f"<span class='nsdl-note'>{where}</span>{mark}"
 
     def _on_document_event(self, _event: ChangeEvent) -> None:
@@ -232,12 +246,20 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         return written
 
     def undo(self) -> bool:
-        done = self.doc.undo()
+        try:
+            done = self.active_doc.undo()
+        except DocumentError as error:  # a body of this document is open
+            self.status.show(str(error))
+            return False
         self.status.show(None if done else "nothing to undo", "note")
         return done
 
     def redo(self) -> bool:
-        done = self.doc.redo()
+        try:
+            done = self.active_doc.redo()
+        except DocumentError as error:
+            self.status.show(str(error))
+            return False
         self.status.show(None if done else "nothing to redo", "note")
         return done
 
@@ -276,20 +298,23 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.save()
 
     def _on_quick_add(self, payload: QuickAdd) -> None:
-        self.palette.add_by_text(payload["text"])
+        self.bodies.active.palette.add_by_text(payload["text"])
 
     def _on_activate(self, payload: Activate) -> None:
         # the double-clicked option comes with the message (see js/src/designer_keys)
         index = payload["index"]
         position = index if index >= 0 else None
+        shown = self.bodies.active
         if payload["target"] == "explorer":
-            self.explorer.activate(position)
+            shown.explorer.activate(position)
         elif payload["target"] == "type_check":
-            self.type_check.go_to(position)
+            shown.type_check.go_to(position)
+        elif payload["target"] == "parameters":
+            shown.parameters.open_body(payload["label"])
         elif payload["label"].strip():
-            self.palette.add(payload["label"].strip())
+            shown.palette.add(payload["label"].strip())
         else:
-            self.palette.add_current()
+            shown.palette.add_current()
 
     def close(self) -> None:
         unsubscribe = getattr(self, "_unsubscribe", None)
@@ -299,6 +324,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         for link in getattr(self, "_links", []):
             link.unlink()
         self._links = []
+        bodies = getattr(self, "bodies", None)
+        if bodies is not None:
+            bodies.close()
         for part in (
             *getattr(self, "tools", ()),
             getattr(self, "graph", None),

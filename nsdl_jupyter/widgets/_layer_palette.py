@@ -1,5 +1,6 @@
 """LayerPalette: every operator of the model's imported opsets (ORT contrib ops when their
-domain is imported), grouped by category, domain or name and filterable; adding one places
+domain is imported) and its local functions, grouped by category, domain or name and
+filterable; adding one places
 a new node with a generated unique name and selects it, so the graph view centres on it.
 The quick-add box finds an operator by typing (Enter adds the best match)."""
 
@@ -25,8 +26,9 @@ class LayerPalette(ToolWindow):
 
     def __init__(self, doc: ModelDocument, *, selected: list[str] | None = None) -> None:
         super().__init__(doc)
-        self.index = PaletteIndex(doc.opset_imports)
+        self.index = self._index()
         self.current: PaletteEntry | None = None
+        self._functions = self._known()
         self.added: list[str] = []
         self._lists: list[widgets.Select] = []
         self._binding = False
@@ -83,13 +85,21 @@ class LayerPalette(ToolWindow):
         if selected:
             self.selected = list(selected)
 
+    def _index(self) -> PaletteIndex:
+        return PaletteIndex(self.doc.opset_imports, self.doc.functions.values())
+
     def _on_document_event(self, event: ChangeEvent) -> None:
-        if event.metadata or event.source == "load":
-            index = PaletteIndex(self.doc.opset_imports)
+        # local functions come and go with plain edits (create, delete, undo): compare keys
+        if event.metadata or event.source == "load" or self._functions != self._known():
+            self._functions = self._known()
+            index = self._index()
             if [e.key for e in index.entries] != [e.key for e in self.index.entries]:
                 self.index = index
                 self.quick_add.options = [e.key for e in index.entries]
                 self._render_groups()
+
+    def _known(self) -> frozenset[tuple[str, str, str]]:
+        return frozenset(self.doc.functions)
 
     # ------------------------------------------------------------------ drawing
     def _render_groups(self) -> None:
@@ -136,7 +146,8 @@ class LayerPalette(ToolWindow):
         self.current = entry
         self.details.value = (
             f"<b>{html_text(entry.key)}</b> <span class='nsdl-note'>{html_text(entry.category)}"
-            f" · since opset {entry.since_version}</span><div class='nsdl-note'>"
+            f"{'' if entry.function else f' · since opset {entry.since_version}'}</span>"
+            "<div class='nsdl-note'>"
             f"{html_text(entry.summary)}</div>"
         )
 

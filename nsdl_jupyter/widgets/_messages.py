@@ -73,9 +73,9 @@ class QuickAdd(TypedDict):
 
 
 class Activate(TypedDict):
-    target: Literal["explorer", "type_check", "palette"]
+    target: Literal["explorer", "type_check", "palette", "parameters"]
     index: int  # the double-clicked option's position in its list (-1 if none)
-    label: str  # its text
+    label: str  # its text; for "parameters", the double-clicked graph attribute's name
 
 
 class OpenBody(TypedDict):

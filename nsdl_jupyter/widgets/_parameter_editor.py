@@ -50,6 +50,7 @@ class _AttributeRowWidgets:
         on_commit: Callable[[_AttributeRowWidgets, Any], None],
         on_reset: Callable[[_AttributeRowWidgets], None],
         on_grid: Callable[[_AttributeRowWidgets], None],
+        on_open: Callable[[_AttributeRowWidgets], None],
     ) -> None:
         self.kind = kind
         self.row: AttributeRow | None = None
@@ -70,14 +71,18 @@ class _AttributeRowWidgets:
         self.grid = button("▦", "show the values in the tensor editor", width="30px")
         self.reset = button("↺", "reset to the default value", width="30px")
         self.reset.add_class("nsdl-attr-reset")
+        self.open = button("open", "open this body in its own tab to edit it")
+        self.open.add_class("nsdl-attr-open")
+        self.open.layout.display = "none"
         self.error = MessageLine("nsdl-attr-error")
         self.box = widgets.VBox(
-            [widgets.HBox([self.label, self.input, self.grid, self.reset]), self.error],
+            [widgets.HBox([self.label, self.input, self.open, self.grid, self.reset]), self.error],
             layout=widgets.Layout(margin="0 0 2px 0"),
         )
         self.input.observe(lambda change: self._changed(change, on_commit), names="value")
         self.reset.on_click(lambda _b: on_reset(self))
         self.grid.on_click(lambda _b: on_grid(self))
+        self.open.on_click(lambda _b: on_open(self))
 
     def _changed(
         self, change: dict[str, Any], on_commit: Callable[[_AttributeRowWidgets, Any], None]
@@ -85,12 +90,18 @@ class _AttributeRowWidgets:
         if not self.binding and self.row is not None:
             on_commit(self, change["new"])
 
-    def bind(self, row: AttributeRow, multiple: bool) -> None:
+    def bind(self, row: AttributeRow, multiple: bool, can_open: bool = False) -> None:
         self.row = row
         self.binding = True
         try:
             state = "set" if row.is_set else "default"
-            self.box._dom_classes = ("nsdl-attr-row", f"nsdl-attr-{row.name}", f"nsdl-attr-{state}")
+            graph = ("nsdl-attr-graph",) if row.type == ir.AttributeType.GRAPH else ()
+            self.box._dom_classes = (
+                "nsdl-attr-row",
+                f"nsdl-attr-{row.name}",
+                f"nsdl-attr-{state}",
+                *graph,
+            )
             required = ' class="nsdl-attr-required"' if row.required else ""
             tip = html_text(
                 f"{row.type_name}: {row.description}" if row.description else row.type_name
@@ -108,6 +119,8 @@ class _AttributeRowWidgets:
                     self.input.placeholder = row.type_name
             self.input.tooltip = row.description or None
             self.grid.layout.display = "" if row.grid else "none"
+            openable = can_open and not multiple and row.type == ir.AttributeType.GRAPH
+            self.open.layout.display = "" if openable and row.is_set else "none"
             self.reset.layout.display = "" if row.is_set else "none"
             self.reset.disabled = row.required
             self.reset.tooltip = (
@@ -129,6 +142,7 @@ class ParameterEditor(ToolWindow):
         self.renders = 0
         self._pool: dict[str, list[_AttributeRowWidgets]] = {}
         self._tensor_target: tuple[tuple[str, ...], str] | None = None
+        self._body_callbacks: list[Callable[[str, str], None]] = []
         self.header = widgets.HTML()
         self.header.add_class("nsdl-param-header")
         self.name_box = widgets.Text(
@@ -288,10 +302,44 @@ class ParameterEditor(ToolWindow):
         index = cursors.get(kind, 0)
         cursors[kind] = index + 1
         if index == len(pool):
-            pool.append(_AttributeRowWidgets(kind, self._commit, self._reset, self._open_grid))
+            pool.append(
+                _AttributeRowWidgets(
+                    kind, self._commit, self._reset, self._open_grid, self._open_body
+                )
+            )
         widgets_row = pool[index]
-        widgets_row.bind(row, form.multiple)
+        widgets_row.bind(row, form.multiple, bool(self._body_callbacks))
         return widgets_row
+
+    # ------------------------------------------------------------------ bodies
+    def on_open_body(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        """Show an "open" button on graph attributes (If branches, Loop/Scan bodies) that
+        calls `callback(node, attribute)`; returns a function that removes the callback."""
+        self._body_callbacks.append(callback)
+        self.render()
+
+        def remove() -> None:
+            if callback in self._body_callbacks:
+                self._body_callbacks.remove(callback)
+
+        return remove
+
+    def open_body(self, attribute: str) -> bool:
+        """What the "open" button of graph attribute `attribute` does; False when no single
+        node with that graph attribute is shown."""
+        form = self.form
+        if not isinstance(form, NodeForm) or form.multiple:
+            return False
+        row = form.row(attribute)
+        if row is None or row.type != ir.AttributeType.GRAPH:
+            return False
+        for callback in list(self._body_callbacks):
+            callback(form.names[0], attribute)
+        return True
+
+    def _open_body(self, row_widgets: _AttributeRowWidgets) -> None:
+        if row_widgets.row is not None:
+            self.open_body(row_widgets.row.name)
 
     # ------------------------------------------------------------------ edits
     def _names(self) -> list[str]:

@@ -26,7 +26,7 @@ _GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶",
 STYLE = f"""<style>
 .nsdl-designer {{ box-sizing: border-box; max-width: 100%; min-width: 0; overflow: hidden; }}
 .nsdl-designer-body {{ flex-wrap: nowrap; align-items: stretch; min-width: 0; }}
-.nsdl-designer-body > .nsdl-graph-view {{ flex: 1 1 0; min-width: 200px; }}
+.nsdl-designer-body > .nsdl-body-tabs {{ flex: 1 1 0; min-width: 200px; }}
 .nsdl-side-pane {{ flex: 0 0 auto; min-width: {MIN_WIDTH}px; max-width: 60%;
   display: flex; flex-direction: row; contain: size; box-sizing: border-box;
   overflow: hidden; }}

@@ -1,7 +1,7 @@
 // DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/_designer_keys.py). It draws
 // nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
-// focus is inside the Designer), double-clicks on its lists and drags of its side-pane strips
-// (panes.ts) into messages to the kernel.
+// focus is inside the Designer), double-clicks on its lists (and on graph attributes in the
+// ParameterEditor) and drags of its side-pane strips (panes.ts) into messages to the kernel.
 import type { RenderProps } from "@anywidget/types";
 import type { DesignerKeysToKernel } from "../messages";
 import { Channel } from "../protocol";
@@ -60,6 +60,12 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
   const onDoubleClick = (event: Event) => {
     const target = event.target;
     if (!(target instanceof Element)) return;
+    const graphRow = target.closest(".nsdl-attr-graph"); // a body: open it in its tab
+    if (graphRow) {
+      const label = graphRow.querySelector(".nsdl-attr-label")?.textContent?.trim() ?? "";
+      channel.notify("activate", { target: "parameters", index: -1, label });
+      return;
+    }
     for (const [cls, what] of ACTIVATE) {
       const list = target.closest(`.${cls}`);
       if (!list) continue;
