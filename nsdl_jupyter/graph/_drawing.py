@@ -159,7 +159,8 @@ def text_rows(y: float, h: float, weights: int) -> list[float]:
 
 
 def curve_middle(c: list[float]) -> tuple[float, float]:
-    """The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2."""
+    """The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2
+    (geometry.ts curvePoint(c, 0.5))."""
     return (c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8
 
 

@@ -13,7 +13,13 @@ import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
-from nsdl_jupyter.editors import PaletteEntry, PaletteIndex, add_operator, explain_missing
+from nsdl_jupyter.editors import (
+    PaletteEntry,
+    PaletteIndex,
+    add_operator,
+    entry_for_text,
+    explain_missing,
+)
 from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
 
 _GROUPINGS = (("category", "category"), ("domain", "domain"), ("name", "name"))
@@ -162,15 +168,10 @@ class LayerPalette(ToolWindow):
         """The quick-add box: the exact operator, else the best match of the typed text."""
         if not text.strip():
             return None  # Enter on an empty box
-        entry = self.index.get(text.strip())
+        entry, problem = entry_for_text(self.index, text, self.doc.opset_imports)
         if entry is None:
-            # an exact name from a newer opset or another domain: say so, never add a look-alike
-            reason = explain_missing(text, self.doc.opset_imports)
-            found = [] if reason else self.index.search(text)
-            if not found:
-                self.quick_message.show(reason or f"no operator matches {text.strip()!r}")
-                return None
-            entry = found[0]
+            self.quick_message.show(problem)
+            return None
         name = self.add(entry.key, link=True, message=self.quick_message)
         if name is not None:
             self.quick_add.value = ""

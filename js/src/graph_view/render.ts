@@ -7,6 +7,7 @@ import { colorAt, textOn } from "./colormap";
 import {
   type Camera,
   curveBounds,
+  curvePoint,
   edgeCurve,
   HEADER,
   intersects,
@@ -32,7 +33,6 @@ import {
 import {
   categoryFill,
   countText,
-  curveMiddle,
   fitText,
   font,
   lineWidth,
@@ -459,7 +459,7 @@ function drawEdgeShapes(f: Frame): void {
     const shape = graph.tensorShape[graph.edgeTensor[e.edge[k]]];
     if (!shape) continue;
     const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
-    const [mx, my] = curveMiddle(c);
+    const [mx, my] = curvePoint(c, 0.5);
     if (!intersects(f.view, mx - 1, my - 1, 2, 2)) continue;
     text(f, shape, lr ? mx : mx + spec.dx, lr ? my + spec.dy : my);
   }

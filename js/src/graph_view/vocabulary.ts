@@ -41,11 +41,6 @@ export function textRows(y: number, h: number, weights: number): number[] {
   return Array.from({ length: weights + 1 }, (_, k) => top + k * V.weights.line);
 }
 
-/** The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2. */
-export function curveMiddle(c: number[]): [number, number] {
-  return [(c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8];
-}
-
 /** The subgraph mark left-centred on (x, y): [x, y, w, h, filled] squares, back first (the
  *  filled one takes the badge's back colour, both are outlined); _drawing.py subgraph_icon. */
 export function subgraphIcon(x: number, y: number): [number, number, number, number, boolean][] {
