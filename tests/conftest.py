@@ -129,3 +129,23 @@ def test_output_dir() -> Path:
     folder = REPO / "test-output"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+@pytest.fixture
+def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user settings (NSDL_CONFIG_DIR) in the test's own folder."""
+    folder = tmp_path / "config"
+    monkeypatch.setenv("NSDL_CONFIG_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def resnet18_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ResNet-18 built in code (nsdl_jupyter.examples), saved once per test module."""
+    import onnx
+
+    from nsdl_jupyter.examples import resnet18
+
+    path = tmp_path_factory.mktemp("model") / "resnet18.onnx"
+    onnx.save(resnet18(), str(path))
+    return path

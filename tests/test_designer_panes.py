@@ -6,26 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.examples import resnet18
 from nsdl_jupyter.widgets._designer import Designer
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._side_pane import MIN_WIDTH
 
-
-@pytest.fixture(autouse=True)
-def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
-
-
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("model") / "resnet18.onnx"
-    onnx.save(resnet18(), str(path))
-    return path
+pytestmark = pytest.mark.usefixtures("settings_dir")
 
 
 def send(designer: Designer, name: str, **payload: object) -> None:
@@ -34,8 +22,8 @@ def send(designer: Designer, name: str, **payload: object) -> None:
     designer.shortcuts._channel.receive(None, event, [])
 
 
-def test_panes_collapse_and_a_dragged_width_is_kept(model_file: Path) -> None:
-    designer = Designer(nj.open_model(model_file))
+def test_panes_collapse_and_a_dragged_width_is_kept(resnet18_file: Path) -> None:
+    designer = Designer(nj.open_model(resnet18_file))
     left, right = designer.left, designer.right
     assert [left.tabs.get_title(i) for i in range(2)] == ["Palette", "Layers"]
     assert left.layout.width.endswith("%") and right.layout.width.endswith("%")
@@ -49,13 +37,13 @@ def test_panes_collapse_and_a_dragged_width_is_kept(model_file: Path) -> None:
     send(designer, "resize_pane", pane="right", width=5)
     assert right.layout.width == f"{MIN_WIDTH}px"
     designer.close()
-    again = Designer(nj.open_model(model_file))
+    again = Designer(nj.open_model(resnet18_file))
     assert again.left.layout.width == "333px" and again.right.layout.width == f"{MIN_WIDTH}px"
     again.close()
 
 
-def test_a_tool_window_added_later_follows_the_selection(model_file: Path) -> None:
-    designer = Designer(nj.open_model(model_file))
+def test_a_tool_window_added_later_follows_the_selection(resnet18_file: Path) -> None:
+    designer = Designer(nj.open_model(resnet18_file))
     extra = LayerExplorer(designer.doc)
     designer.add_tool("More layers", extra, side="right")
     assert designer.right.tabs.get_title(3) == "More layers"
@@ -70,8 +58,8 @@ def test_a_tool_window_added_later_follows_the_selection(model_file: Path) -> No
     designer.close()
 
 
-def test_the_initializer_list_shortens_while_a_tensor_is_open(model_file: Path) -> None:
-    editor = nj.InitializerEditor(nj.open_model(model_file))
+def test_the_initializer_list_shortens_while_a_tensor_is_open(resnet18_file: Path) -> None:
+    editor = nj.InitializerEditor(nj.open_model(resnet18_file))
     rows = editor.table.rows
     name = editor.shown[0].name
     editor.preview(name)

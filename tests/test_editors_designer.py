@@ -6,28 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.examples import resnet18
 from nsdl_jupyter.widgets._designer import Designer
 
-
-@pytest.fixture(autouse=True)
-def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
+pytestmark = pytest.mark.usefixtures("settings_dir")
 
 
-@pytest.fixture(scope="module")
-def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("model") / "resnet18.onnx"
-    onnx.save(resnet18(), str(path))
-    return path
-
-
-def test_selection_is_shared_both_ways(model_file: Path) -> None:
-    designer = Designer(nj.open_model(model_file))
+def test_selection_is_shared_both_ways(resnet18_file: Path) -> None:
+    designer = Designer(nj.open_model(resnet18_file))
     designer.graph.selected = ["/conv1/Conv"]
     for tool in designer.tools:
         assert tool.selected == ["/conv1/Conv"], type(tool).__name__
@@ -44,8 +32,8 @@ def test_selection_is_shared_both_ways(model_file: Path) -> None:
     designer.close()
 
 
-def test_toolbar_undo_redo_save_and_save_as(model_file: Path, tmp_path: Path) -> None:
-    doc = nj.open_model(model_file)
+def test_toolbar_undo_redo_save_and_save_as(resnet18_file: Path, tmp_path: Path) -> None:
+    doc = nj.open_model(resnet18_file)
     designer = Designer(doc)
     assert designer.undo_button.disabled and designer.redo_button.disabled
     assert "●" not in designer.dirty_label.value
@@ -77,8 +65,8 @@ def test_save_without_a_path_explains(tmp_path: Path) -> None:
     designer.close()
 
 
-def test_keyboard_and_double_click_messages(model_file: Path) -> None:
-    doc = nj.open_model(model_file)
+def test_keyboard_and_double_click_messages(resnet18_file: Path) -> None:
+    doc = nj.open_model(resnet18_file)
     designer = Designer(doc)
 
     def send(name: str, **payload: object) -> None:  # as the browser's DesignerKeys sends it
@@ -111,8 +99,8 @@ def test_keyboard_and_double_click_messages(model_file: Path) -> None:
     designer.close()
 
 
-def test_export_image_and_errors(model_file: Path, tmp_path: Path) -> None:
-    designer = Designer(nj.open_model(model_file))
+def test_export_image_and_errors(resnet18_file: Path, tmp_path: Path) -> None:
+    designer = Designer(nj.open_model(resnet18_file))
     future = designer.export_image(tmp_path / "graph.svg")
     assert future is not None and future.result(timeout=10).exists()
     assert "image written" in designer.status.text
@@ -122,12 +110,12 @@ def test_export_image_and_errors(model_file: Path, tmp_path: Path) -> None:
     designer.close()
 
 
-def test_options_are_checked_and_close_unbinds(model_file: Path) -> None:
+def test_options_are_checked_and_close_unbinds(resnet18_file: Path) -> None:
     with pytest.raises(TypeError, match="valid ones are: height, selected, check_delay"):
-        Designer(model_file, hieght=300)
+        Designer(resnet18_file, hieght=300)
     with pytest.raises(TypeError, match="ModelDocument"):
         Designer(42)  # type: ignore[arg-type]
-    designer = Designer(model_file, selected=["/relu/Relu"])
+    designer = Designer(resnet18_file, selected=["/relu/Relu"])
     assert designer.parameters.selected == ["/relu/Relu"]
     renders = designer.parameters.renders
     designer.close()

@@ -20,11 +20,7 @@ from nsdl_jupyter.editors import (
 from nsdl_jupyter.examples import resnet18, synthetic_dag
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 
-
-@pytest.fixture(autouse=True)
-def settings_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
-    return tmp_path / "config"
+pytestmark = pytest.mark.usefixtures("settings_dir")
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,6 @@
 // gesture state machine that turns presses, drags and drops into document requests.
 import { describe, expect, it } from "vitest";
 import { Gesture } from "../src/graph_view/gesture";
-import { representatives, visibleEdges } from "../src/graph_view/graph";
-import type { Scene } from "../src/graph_view/render";
 import {
   type NodeTerminals,
   nodeSlotsOnScreen,
@@ -13,7 +11,7 @@ import {
   terminalAt,
 } from "../src/graph_view/terminals";
 import { V } from "../src/graph_view/vocabulary";
-import { graph, layout } from "./fixtures";
+import { scene as sceneOf } from "./fixtures";
 
 const add: NodeTerminals = {
   tensors: ["r", "", "k"],
@@ -53,16 +51,8 @@ describe("terminals", () => {
   });
 
   it("are asked for only for node boxes on screen at a readable zoom", () => {
-    const g = graph();
-    const l = layout();
-    const rep = representatives(g, l);
-    const scene: Scene = {
-      graph: g,
-      layout: l,
-      rep,
-      edges: visibleEdges(g, rep),
-      initCount: new Map(),
-    };
+    const scene = sceneOf();
+    const l = scene.layout;
     const near = { scale: 1, tx: 0, ty: 0 };
     // slot 3 is /b/Add; graph input/output boxes (slots 1, 4) and groups have no terminals
     expect(nodeSlotsOnScreen(scene, near, 1000, 500)).toEqual([3]);
@@ -76,7 +66,7 @@ describe("terminals", () => {
       variadic: [false],
       outputs: [["y"]],
     });
-    const placed = placeTerminals(l, [3], g.names, known);
+    const placed = placeTerminals(l, [3], scene.graph.names, known);
     expect(placed.get(3)?.node).toBe("/b/Add");
     expect(placed.get(3)?.spots.map((s) => s.side)).toEqual(["in", "in", "out"]);
   });

@@ -3,10 +3,8 @@
 import type { AnyModel } from "@anywidget/types";
 import { describe, expect, it } from "vitest";
 import { Disposables } from "../src/graph_view/dom";
-import { representatives, visibleEdges } from "../src/graph_view/graph";
 import { clickAt, hoverAt } from "../src/graph_view/hit";
-import type { Scene } from "../src/graph_view/render";
-import { graph, layout } from "./fixtures";
+import { layout, scene as sceneOf } from "./fixtures";
 
 const camera = { scale: 2, tx: 10, ty: 0 }; // screen = world * 2 + (10, 0)
 const screen = (x: number, y: number): [number, number] => [x * 2 + 10, y * 2];
@@ -22,16 +20,8 @@ describe("hit-testing", () => {
   });
 
   it("hovers boxes, not frames, and edges only where no box is", () => {
-    const g = graph();
-    const l = layout();
-    const rep = representatives(g, l);
-    const scene: Scene = {
-      graph: g,
-      layout: l,
-      rep,
-      edges: visibleEdges(g, rep),
-      initCount: new Map(),
-    };
+    const scene = sceneOf();
+    const _l = scene.layout;
     expect(hoverAt(scene, camera, ...screen(320, 40))).toMatchObject({ slot: 3, edge: -1 });
     const header = hoverAt(scene, camera, ...screen(305, 5));
     expect(header.slot).toBe(-1);
