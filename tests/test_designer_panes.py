@@ -67,3 +67,45 @@ def test_the_initializer_list_shortens_while_a_tensor_is_open(resnet18_file: Pat
     editor.tensor_editor.close_button.click()
     assert editor.tensor_editor.grid is None and editor.table.rows == rows
     editor.close()
+
+
+def test_profile_from_here_profiles_the_rest_of_the_model(
+    resnet18_file: Path, tmp_path: Path
+) -> None:
+    """The canvas menu's "Profile from here" in the Designer: the model from that node on is
+    written beside the file (a torch-style name with slashes stays a file in that folder) and
+    profiled with onnxruntime in the right pane's Profile tab; a second pick replaces it."""
+    path = tmp_path / "resnet18.onnx"
+    path.write_bytes(resnet18_file.read_bytes())
+    doc = nj.open_model(path)
+    designer = Designer(doc)
+    start = next(n for n in doc.nodes if "layer4" in n and n.endswith("Conv"))
+    assert "/" in start
+    view = designer.graph
+    sent: list[dict[str, object]] = []
+    view.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+    request = {
+        "kind": "nsdl.request",
+        "id": "t:1",
+        "name": "profile",
+        "payload": {"nodes": [start]},
+    }
+    view._channel.receive(view, request, [])
+    assert sent[-1]["ok"] is True, sent[-1]
+    panel = designer.activity
+    assert panel is not None
+    report = panel.wait(timeout=120)
+    assert report is not None, panel.error
+    profiled = set(report.node_times())
+    assert start in profiled and profiled <= set(doc.nodes)
+    assert not any("layer1" in n for n in profiled)  # only what runs from `start` on
+    written = [p for p in tmp_path.iterdir() if p.name != "resnet18.onnx" and p.suffix == ".onnx"]
+    assert len(written) == 1 and written[0].parent == tmp_path
+    tabs = designer.right.tabs
+    assert tabs.children[tabs.selected_index] is panel and designer.right.expanded
+    assert designer.profile_from([start]) is not panel  # replaced in the same tab
+    assert tabs.children.count(designer.activity) == 1 and panel not in tabs.children
+    assert designer.profile_from(["no such node"]) is None
+    assert "no such node" in designer.status.value
+    designer.activity.wait(timeout=120)
+    designer.close()

@@ -6,6 +6,7 @@ js/src/graph_view/edit.ts."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -43,7 +44,7 @@ class CanvasEdits:
     def __init__(self, doc: ModelDocument | None, selected: Callable[[], list[str]]) -> None:
         self.doc = doc
         self.selected = selected  # the view's selection: quick add feeds the new node from it
-        self._profile_callbacks: list[Callable[[list[str]], None]] = []
+        self._profile_callbacks: list[Callable[[list[str]], object]] = []
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -184,19 +185,12 @@ class CanvasEdits:
     # ------------------------------------------------------------------ not edits
     def extract(self, payload: Extract) -> Done:
         """Write the selection (or everything from a node on) as a model beside this one."""
-        doc = self._doc()
-        chosen = [doc.node(n) for n in payload["nodes"]]
-        if not chosen:
-            raise WidgetError("nothing to extract: select nodes first")
-        nodes = _downstream(chosen) if payload["downstream"] else set(chosen)
-        inputs, outputs = _boundary(doc.graph, nodes)
-        folder = doc.path.parent if doc.path is not None else Path.cwd()
-        stem = doc.path.stem if doc.path is not None else "model"
-        target = folder / f"{stem}.{chosen[0].name}.onnx"
-        extract_subgraph(doc, target, inputs, outputs)
-        return {"message": f"extracted {len(nodes)} nodes to {target.name}"}
+        target, count = extract_nodes(
+            self._doc(), payload["nodes"], downstream=payload["downstream"]
+        )
+        return {"message": f"extracted {count} nodes to {target.name}"}
 
-    def on_profile(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+    def on_profile(self, callback: Callable[[list[str]], object]) -> Callable[[], None]:
         self._profile_callbacks.append(callback)
 
         def remove() -> None:
@@ -242,6 +236,25 @@ def _state(value: ir.Value | None) -> str:
     if value.is_initializer() or value.const_value is not None:
         return "initializer"
     return "linked"
+
+
+def extract_nodes(
+    doc: ModelDocument, names: Sequence[str], *, downstream: bool
+) -> tuple[Path, int]:
+    """Write nodes `names` (with `downstream`, and everything they feed) as a model beside the
+    document's file, named after the first node; its path and the node count."""
+    chosen = [doc.node(n) for n in names]
+    if not chosen:
+        raise WidgetError("nothing to extract: select nodes first")
+    nodes = _downstream(chosen) if downstream else set(chosen)
+    inputs, outputs = _boundary(doc.graph, nodes)
+    folder = doc.path.parent if doc.path is not None else Path.cwd()
+    stem = doc.path.stem if doc.path is not None else "model"
+    # torch names hold slashes ("/layer1/Conv"): the file stays in the model's folder
+    part = re.sub(r"[^A-Za-z0-9_.-]+", "_", chosen[0].name or "").strip("_.") or "node"
+    target = folder / f"{stem}.{part}.onnx"
+    extract_subgraph(doc, target, inputs, outputs)
+    return target, len(nodes)
 
 
 def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:

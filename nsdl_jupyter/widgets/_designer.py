@@ -25,7 +25,10 @@ from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
+from nsdl_jupyter.transforms import TransformError
+from nsdl_jupyter.widgets._activity_panel import ActivityPanel
 from nsdl_jupyter.widgets._body_tabs import BodyTabs
+from nsdl_jupyter.widgets._canvas_edit import extract_nodes
 from nsdl_jupyter.widgets._designer_base import (
     MessageLine,
     ToolWindow,
@@ -34,6 +37,7 @@ from nsdl_jupyter.widgets._designer_base import (
     style_widget,
 )
 from nsdl_jupyter.widgets._designer_keys import DesignerKeys
+from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._functions_window import FunctionsWindow
 from nsdl_jupyter.widgets._graph_view import GraphView
 from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
@@ -118,6 +122,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.right.tabs.observe(self._on_right_tab, names="selected_index")
         self.bodies = BodyTabs(self)
         self.functions.on_open(self.bodies.open_function)
+        self.activity: ActivityPanel | None = None  # "Profile from here" on the canvas
+        self._remove_profile = self.graph.on_profile(self.profile_from)
         body = widgets.HBox([self.left, self.bodies.tabs, self.right])
         body.add_class("nsdl-designer-body")
         super().__init__(
@@ -316,7 +322,35 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         else:
             shown.palette.add_current()
 
+    def profile_from(self, nodes: list[str]) -> ActivityPanel | None:
+        """The canvas menu's "Profile from here": the model from `nodes` on, written beside
+        this one, profiled with ONNX Runtime in the right pane's Profile tab; its per-node
+        times colour this canvas. None when the extraction is refused (the status says why)."""
+        try:
+            path, count = extract_nodes(self.doc, nodes, downstream=True)
+        except (DocumentError, TransformError, WidgetError) as error:
+            self.status.show(str(error))
+            return None
+        panel = ActivityPanel(path, graph_view=self.graph)
+        tabs = self.right.tabs
+        if self.activity is None:
+            index = self.right.add("Profile", panel)
+        else:
+            index = tabs.children.index(self.activity)
+            self.activity.close()
+            tabs.children = (*tabs.children[:index], panel, *tabs.children[index + 1 :])
+            tabs.set_title(index, "Profile")
+        self.activity = panel
+        tabs.selected_index = index
+        self.right.expanded = True
+        self.status.show(f"profiling {count} nodes from {nodes[0]} ({path.name})", "note")
+        panel.run()
+        return panel
+
     def close(self) -> None:
+        remove = getattr(self, "_remove_profile", None)
+        if remove is not None:
+            remove()
         unsubscribe = getattr(self, "_unsubscribe", None)
         if unsubscribe is not None:
             unsubscribe()
@@ -331,6 +365,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             *getattr(self, "tools", ()),
             getattr(self, "graph", None),
             getattr(self, "shortcuts", None),
+            getattr(self, "activity", None),
         ):
             if part is not None:
                 part.close()

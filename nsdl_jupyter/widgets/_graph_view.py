@@ -387,7 +387,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
 
         return remove
 
-    def on_profile(self, callback: Callable[[list[str]], None]) -> Callable[[], None]:
+    def on_profile(self, callback: Callable[[list[str]], object]) -> Callable[[], None]:
         """Call `callback(nodes)` when the user picks "Profile from here" on the canvas (the
         chosen node names). Returns a function that removes the callback."""
         return self._canvas.on_profile(callback)
