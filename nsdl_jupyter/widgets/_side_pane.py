@@ -3,7 +3,8 @@ its canvas side that collapses it (the button) and resizes it (drag the strip; t
 side is js/src/designer_keys/panes.ts). A dragged width is kept in the user settings.
 
 Layout rules (CSS below): the pane takes the canvas's height and never grows with its
-content; each tool window scrolls inside it and shrinks its rows to the pane's width.
+content; each tool window scrolls inside it and shrinks its rows to the pane's width. The
+canvas's own Arrange, Grid and PNG buttons give way to the Designer's toolbar, which has them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ STYLE = f"""<style>
 .nsdl-designer {{ box-sizing: border-box; max-width: 100%; min-width: 0; overflow: hidden; }}
 .nsdl-designer-body {{ flex-wrap: nowrap; align-items: stretch; min-width: 0; }}
 .nsdl-designer-body > .nsdl-body-tabs {{ flex: 1 1 0; min-width: 200px; }}
+.nsdl-designer .nsdl-body-tabs > .widget-tab-contents {{ padding: 0 !important;
+  border: none !important; }}
+.nsdl-designer .nsdl-gv-arrange, .nsdl-designer .nsdl-gv-grid, .nsdl-designer .nsdl-gv-export
+  {{ display: none; }}
+.nsdl-body-tabs > .lm-TabBar:has(.lm-TabBar-tab:only-child) {{ display: none; }}
 .nsdl-side-pane {{ flex: 0 0 auto; min-width: {MIN_WIDTH}px; max-width: 60%;
   display: flex; flex-direction: row; contain: size; box-sizing: border-box;
   overflow: hidden; }}

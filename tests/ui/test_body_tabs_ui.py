@@ -1,6 +1,7 @@
 """Body tabs and local functions in a real JupyterLab + headless Chromium: a double click on
 an If of the torch control-flow export opens its then-branch in a tab, an attribute edited
-there and confirmed changes the model as one undo step; a local function created in the
+there and confirmed changes the model as one undo step (opened again from the canvas's
+context menu and confirmed); a local function created in the
 Local functions window is added twice from the palette."""
 
 from __future__ import annotations
@@ -117,6 +118,19 @@ def test_double_click_an_if_edit_its_branch_confirm_and_undo(notebook: Any) -> N
     field(nb, ".nsdl-body-discard").click()
     else_tab.first.wait_for(state="detached", timeout=30_000)
     assert "ALPHA=" + alpha.group(1) in wait_state(nb, 1, "TABS=('main',)")
+
+    # the canvas's context menu opens the body too; Confirm with no edit is one undo step
+    x, y = wait_node_drawn(nb, "/If")
+    nb.page.mouse.click(x, y, button="right")
+    menu = nb.page.locator(f"{NB} .nsdl-gv-menu").first
+    menu.wait_for(state="visible", timeout=30_000)
+    menu.locator("[data-label='Open subgraph']").click()
+    tab.wait_for(timeout=30_000)
+    field(nb, ".nsdl-body-confirm").wait_for(state="visible", timeout=30_000)
+    nb.screenshot("body_opened_from_menu", ".nsdl-designer")
+    field(nb, ".nsdl-body-confirm").click()
+    out = wait_state(nb, 1, "TABS=('main',)")
+    assert "ALPHA=" + alpha.group(1) in out
     assert nb.error_outputs() == []
 
 

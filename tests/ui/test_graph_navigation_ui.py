@@ -80,8 +80,9 @@ def on_screen(nb: Any, name: str) -> bool:
     return at is not None and left <= at[0] <= left + width and top <= at[1] <= top + height
 
 
-def assert_readable(nb: Any, boxes: int = 6) -> None:
-    """Label text at least the legible size, and at least `boxes` boxes wholly on screen."""
+def assert_readable(nb: Any, boxes: int = 4) -> None:
+    """Label text at least the legible size, and at least `boxes` boxes wholly on screen (boxes
+    hold their weight shapes and edges their tensor shapes, so fewer fit than bare boxes)."""
     label = graph_api(nb, "(a) => a.labelPx()")
     assert label["now"] >= label["legible"] >= 10, label
     assert graph_api(nb, "(a) => a.boxesInView()") >= boxes
@@ -201,7 +202,7 @@ def test_first_view_of_real_deep_exports_is_readable_in_both_directions(notebook
 
         label, boxes, crumbs = api("(a) => [a.labelPx(), a.boxesInView(), a.breadcrumb()]")
         assert label["now"] >= label["legible"], (name, direction, label)
-        assert boxes >= 4, (name, direction, boxes)
+        assert boxes >= 3, (name, direction, boxes)  # with weight and tensor shapes drawn
         assert crumbs[0] == "graph"
         view.screenshot(path=str(nb.shots / f"{name}_{direction}.png"))
         api("(a) => a.fit()")  # the whole graph: what Fit used to show, text far too small

@@ -9,10 +9,10 @@ import type { Renderer } from "./renderer";
 import type { SceneStore } from "./scene_store";
 import { categoryFill, V } from "./vocabulary";
 
-const LONG = 320; // the most CSS px the overview takes along the graph's long side
+const LONG = 220; // the most CSS px the overview takes along the graph's long side
 const SHORT = 120; // ... across it
 const THIN = 36; // the least across it (a deep graph is stretched across rather than a line)
-const SHARE_LONG = 0.5; // the most of the canvas's size it takes along ...
+const SHARE_LONG = 0.35; // the most of the canvas's size it takes along ...
 const SHARE_SHORT = 0.25; // ... and across
 
 export class Minimap {

@@ -150,8 +150,9 @@ export class Pointer {
       return;
     }
     if (target.kind === "empty") {
-      if (!shift && this.host.edit.clickLink(x, y)) return;
-      if (!shift) this.host.select([]);
+      // in edit mode a click on a link selects it (for Delete); the pane shows its tensor
+      const linked = !shift && this.host.edit.clickLink(x, y);
+      if (!shift && !linked) this.host.select([]);
       const edge = store.scene ? hoverAt(store.scene, renderer.camera, x, y).edge : -1;
       if (edge >= 0 && store.scene)
         this.host.inspect({ kind: "edge", edge: store.scene.edges.edge[edge] });

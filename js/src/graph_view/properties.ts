@@ -1,8 +1,8 @@
 // The properties pane beside the canvas: what the last click picked (a node, an edge's tensor,
 // a graph input/output, a group), asked of the kernel on request (answers:
-// nsdl_jupyter/graph/_properties.py) and shown as text. It can be hidden (`show_properties`);
-// on a narrow output area it lies over the canvas' right side and only while it has
-// something to show. Model strings are set as text, never as HTML.
+// nsdl_jupyter/graph/_properties.py) and shown as text. It opens on the first click, so the
+// first view has the whole width; it can be hidden (`show_properties`); on a narrow output
+// area it lies over the canvas' right side and only while it has something to show. Model strings are set as text, never as HTML.
 import type { AnyModel } from "@anywidget/types";
 import type { GraphViewToKernel, Initializer, Port } from "../messages";
 import { Disposables, div } from "./dom";
@@ -31,6 +31,7 @@ const CSS = `
 .nsdl-gv-pane { width: 300px; flex: none; overflow: auto; border-left: 1px solid #d0d7de;
   background: #fbfcfd; padding: 6px 8px; box-sizing: border-box; overflow-wrap: anywhere; }
 .nsdl-gv-pane[hidden], .nsdl-gv-pane-show[hidden] { display: none; }
+.nsdl-gv-pane.nsdl-gv-unopened { display: none; }
 .nsdl-gv-pane-head { display: flex; align-items: center; gap: 6px; margin-bottom: 4px; }
 .nsdl-gv-pane-title { font-weight: 600; font-size: 13px; flex: 1; }
 .nsdl-gv-pane-show { position: absolute; right: 8px; top: 8px; z-index: 3; }
@@ -99,7 +100,7 @@ export class PropertiesPane {
     this.body.className = "nsdl-gv-body";
     stage.replaceWith(this.body);
     this.body.appendChild(stage);
-    this.pane = div(this.body, "nsdl-gv-pane");
+    this.pane = div(this.body, "nsdl-gv-pane nsdl-gv-unopened");
     const head = div(this.pane, "nsdl-gv-pane-head");
     el(head, "span", "nsdl-gv-pane-title", "Properties");
     const hide = el(head, "button", "nsdl-gv-btn nsdl-gv-pane-hide", "Hide");
@@ -159,7 +160,7 @@ export class PropertiesPane {
       this.message("Click a node, an edge or a group to see its properties.");
       return;
     }
-    this.pane.classList.remove("nsdl-gv-idle");
+    this.pane.classList.remove("nsdl-gv-idle", "nsdl-gv-unopened");
     this.pane.dataset.loading = "1";
     const done = <T>(reply: { value: T } | null, paint: (value: T) => void) => {
       if (token !== this.token) return;
