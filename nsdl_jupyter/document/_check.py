@@ -169,6 +169,9 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
         + _gap_diagnostics(nodes, _opsets(proto.opset_import))
         + _untyped_custom_outputs(proto, functions)
     )
+    undefined = _undefined_reads(proto.graph)
+    if undefined:  # the checker would stop at the first, naming no node
+        return gaps + undefined
     try:
         # Types of new graph outputs are often unknown until inferred; the checker demands them.
         inferred = onnx.shape_inference.infer_shapes(proto)
@@ -333,6 +336,43 @@ def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
             yield attr.g
         elif attr.type == onnx.AttributeProto.GRAPHS:
             yield from attr.graphs
+
+
+def _undefined_reads(graph: onnx.GraphProto) -> list[Diagnostic]:
+    """Nodes (at any depth) reading a tensor that no earlier node of their graph produces and
+    no enclosing scope defines: an error on the node of `graph` that holds them."""
+    found = []
+    visible = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    for node in graph.node:
+        for reader, name, body in _reads_outside(node, visible, ""):
+            where = f" (in {node.name}.{body})" if body else ""
+            found.append(
+                Diagnostic(
+                    "error",
+                    node.name,
+                    f"{reader.op_type} {reader.name}{where} reads {name!r}, which no earlier "
+                    "node produces and no enclosing graph defines: connect an existing tensor",
+                )
+            )
+        visible.update(node.output)
+    return found
+
+
+def _reads_outside(
+    node: onnx.NodeProto, visible: set[str], body: str
+) -> Iterator[tuple[onnx.NodeProto, str, str]]:
+    """(reader, name, body) for each read of `node` and of the nodes of its bodies that
+    `visible` lacks; `body` names the outermost body the reader is in ("" for `node`)."""
+    for name in node.input:
+        if name not in visible:
+            yield node, name, body
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for graph in graphs:
+            inside = visible | {i.name for i in graph.input} | {i.name for i in graph.initializer}
+            for inner in graph.node:
+                yield from _reads_outside(inner, inside, body or attr.name)
+                inside |= set(inner.output)
 
 
 def _sort_graphs(graph: onnx.GraphProto) -> None:
