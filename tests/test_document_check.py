@@ -12,7 +12,8 @@ import onnx_ir as ir
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from nsdl_jupyter.document import ModelDocument, check_proto
+from nsdl_jupyter.document import DocumentError, ModelDocument, check_proto
+from nsdl_jupyter.document._bodies import OpenBody
 from nsdl_jupyter.ops import is_custom_domain
 from tests import real_exports
 from tests._document_models import chain_model
@@ -159,6 +160,8 @@ def _open_bodies(doc: ModelDocument) -> Iterator[tuple[str, ModelDocument]]:
                 yield f"{node.name}.{attr.name}", body
                 yield from _open_bodies(body)
                 body.discard()
+    if isinstance(doc, OpenBody):
+        return  # functions open from the model's document
     for domain, name, _overload in list(doc.functions):
         function = doc.open_function(name, domain)
         yield f"{domain}::{name}", function
@@ -232,7 +235,7 @@ def test_an_error_elsewhere_does_not_blame_a_branch_that_reads_outer_tensors() -
     assert [(d.severity, d.node) for d in check_proto(proto)] == [("error", "no_axis")]
 
 
-def _call_model(**call_attributes: float) -> onnx.ModelProto:
+def call_model(**call_attributes: float) -> onnx.ModelProto:
     """function_model's local::Scaled called from the main graph and from an If branch."""
     model = function_model()
     call = helper.make_node("Scaled", ["x"], ["inner"], name="inner_call", domain="local")
@@ -258,7 +261,7 @@ def _call_model(**call_attributes: float) -> onnx.ModelProto:
 
 
 def test_local_function_calls_are_not_custom_operators_in_the_model_its_bodies_or_itself() -> None:
-    doc = ModelDocument(ir.from_proto(_call_model(alpha=3.0)))
+    doc = ModelDocument(ir.from_proto(call_model(alpha=3.0)))
     assert is_custom_domain("local")  # the function's domain has no schemas, its calls do
     assert _all_checks(doc) == {
         "main": [],
@@ -266,6 +269,11 @@ def test_local_function_calls_are_not_custom_operators_in_the_model_its_bodies_o
         "branch.else_branch": [],
         "local::Scaled": [],
     }
+    then = doc.open_subgraph("branch", "then_branch")
+    assert list(then.functions) == [("local", "Scaled", "")]  # what its nodes may call
+    with pytest.raises(DocumentError, match="local functions belong to the model"):
+        then.open_function("Scaled", "local")
+    then.discard()
     doc.delete_function("Scaled", "local")  # now the calls are custom operators
     found = doc.check()
     assert [(d.severity, d.node) for d in found] == [("warning", "block")]
@@ -273,13 +281,13 @@ def test_local_function_calls_are_not_custom_operators_in_the_model_its_bodies_o
 
 
 def test_local_function_calls_are_checked_against_the_signature() -> None:
-    proto = _call_model(alpha=3.0)
+    proto = call_model(alpha=3.0)
     proto.graph.node[0].input.append("x")  # Scaled takes one input
     found = check_proto(proto)
     assert [(d.severity, d.node) for d in found] == [("error", "block")]
     assert "with 2 inputs, but it has 1 (t)" in found[0].message
 
-    doc = ModelDocument(ir.from_proto(_call_model()))  # the call in the branch omits alpha
+    doc = ModelDocument(ir.from_proto(call_model()))  # the call in the branch omits alpha
     then = doc.open_subgraph("branch", "then_branch")
     found = [d for d in then.check() if d.source == "checker"]
     assert [(d.severity, d.node) for d in found] == [("warning", "inner_call")]

@@ -52,6 +52,17 @@ class OpenBody(ModelDocument):
         parent = self.parent
         return parent.root if isinstance(parent, OpenBody) else parent
 
+    @property
+    def functions(self) -> Mapping[FunctionKey, ir.Function]:
+        """The model's local functions, which the body's nodes may call (read-only)."""
+        return self.root.functions
+
+    def _function_key(self, name: str, domain: str) -> FunctionKey:
+        raise DocumentError(
+            f"local functions belong to the model: confirm() or discard() {self.title}, then "
+            f"open or delete {domain}::{name} from the model's document"
+        )
+
     def _check_editable(self) -> None:
         if self._closed:
             raise DocumentError(
@@ -133,7 +144,7 @@ class BodyDocument(OpenBody):
             self.model,
             CheckScope(
                 outer=reads,
-                functions=self.root.model.functions,
+                functions=self.functions,
                 outer_types=lambda: inferred_types(self.parent.check_snapshot()),
             ),
         )

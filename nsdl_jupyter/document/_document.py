@@ -516,7 +516,7 @@ class ModelDocument:
                 f"it imports {dict(self.graph.opset_imports)}"
             )
         node_name = check_node_name(name, self.nodes) if name is not None else None
-        function = self.model.functions.get((domain, op_type, ""))
+        function = self.functions.get((domain, op_type, ""))
         if function is not None:
             return self._add_function_node(
                 function,
