@@ -56,11 +56,6 @@ class CheckScope:
     outer_types: Callable[[], Mapping[str, onnx.TypeProto]] | None = None
 
 
-def check_model(model: ir.Model, scope: CheckScope | None = None) -> list[Diagnostic]:
-    """All checker findings per node, then the first shape-inference error (it stops there)."""
-    return check_proto(check_snapshot(model, scope))
-
-
 def inferred_types(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
     """Types of the main graph's tensors after lenient shape inference (none if it fails)."""
     try:
