@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import onnx
+import onnx_ir as ir
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.document import PRECISIONS
+from nsdl_jupyter.document import PRECISIONS, ModelDocument
 from nsdl_jupyter.graph import decode_columns
 from nsdl_jupyter.graph._extract import CUSTOM_OP, FUNCTION_CALL
 from nsdl_jupyter.ops import is_custom_domain
 from nsdl_jupyter.widgets import GraphView
+from tests.test_document_check import call_model
 from tests.test_graph_view_widget import Sent, request
 
 
@@ -103,3 +105,21 @@ def test_a_local_function_call_is_not_a_custom_operator(doc: Any) -> None:
     doc.add_node("Twice", "local", name="call", inputs=["r"])
     flags = _flags(GraphView(doc))
     assert flags["call"] & FUNCTION_CALL and not flags["call"] & CUSTOM_OP
+
+
+def test_a_local_function_call_in_a_body_tab_is_not_a_custom_operator(tmp_path: Path) -> None:
+    """A body's own model has no functions; its document lists the model's, so the body tab's
+    view, its check and add_node treat calls as calls, not as custom operators."""
+    doc = ModelDocument(ir.from_proto(call_model(alpha=3.0)))
+    then = doc.open_subgraph("branch", "then_branch")
+    assert then.functions.keys() == doc.functions.keys() == {("local", "Scaled", "")}
+    view = GraphView(then)
+    added = then.add_node("Scaled", "local", inputs=["x"], attributes={"alpha": 1.0})
+    flags = _flags(view)
+    for call in ("inner_call", added.name):
+        assert flags[call] & FUNCTION_CALL and not flags[call] & CUSTOM_OP
+    assert not any("custom operator" in d.message for d in then.check())
+    svg = view.export_image(tmp_path / "body.svg").result().read_text()
+    assert "nsdl-pill-custom" not in svg
+    with pytest.raises(nj.NsdlError, match=r"missing \['alpha'\]"):  # the signature holds
+        then.add_node("Scaled", "local", inputs=["x"])

@@ -15,10 +15,17 @@ from collections import ChainMap
 from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, cast
 
+import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
+from nsdl_jupyter.document._check import (
+    CheckScope,
+    check_snapshot,
+    function_snapshot,
+    inferred_types,
+)
 from nsdl_jupyter.document._document import ModelDocument, convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError
 from nsdl_jupyter.document._events import ChangeEvent
@@ -38,6 +45,23 @@ class OpenBody(ModelDocument):
         self.label = label  # "branch.then_branch", "local::MyBlock"
         self.title = f"the {kind} {label}"
         self._closed = False
+
+    @property
+    def root(self) -> ModelDocument:
+        """The document of the whole model (a body may sit in a body)."""
+        parent = self.parent
+        return parent.root if isinstance(parent, OpenBody) else parent
+
+    @property
+    def functions(self) -> Mapping[FunctionKey, ir.Function]:
+        """The model's local functions, which the body's nodes may call (read-only)."""
+        return self.root.functions
+
+    def _function_key(self, name: str, domain: str) -> FunctionKey:
+        raise DocumentError(
+            f"local functions belong to the model: confirm() or discard() {self.title}, then "
+            f"open or delete {domain}::{name} from the model's document"
+        )
 
     def _check_editable(self) -> None:
         if self._closed:
@@ -110,6 +134,21 @@ class BodyDocument(OpenBody):
                 return value
         return super()._tensor(ref)
 
+    def check_snapshot(self) -> onnx.ModelProto:
+        """The body as a model whose inputs include the outer-scope tensors it reads, typed as
+        in the enclosing scopes, and with the model's local functions."""
+        outer = self.outer_tensors
+        names = {value.name or "" for _node, _index, value in outer_links(self.graph)}
+        reads = {name: outer[name] for name in names if name in outer}
+        return check_snapshot(
+            self.model,
+            CheckScope(
+                outer=reads,
+                functions=self.functions,
+                outer_types=lambda: inferred_types(self.parent.check_snapshot()),
+            ),
+        )
+
     def _write_back(self) -> e.Edit:
         return SwapBody(self.owner, self.attribute, self.graph)
 
@@ -159,13 +198,21 @@ class FunctionDocument(OpenBody):
             ChangeEvent(f"remove parameter {name}"),
         )
 
-    def _write_back(self) -> e.Edit:
+    def check_snapshot(self) -> onnx.ModelProto:
+        """The edited function, with the model's other functions, for `check_proto`."""
+        model = self.parent.model
+        return function_snapshot(self._function(), model.functions, model.ir_version)
+
+    def _function(self) -> ir.Function:
         domain, name, overload = self.key
         function = ir.Function(
             domain, name, overload, graph=self.graph, attributes=list(self._parameters.values())
         )
         function.doc_string = self._doc_string
-        return e.SetMapping(self.parent.model.functions, self.key, function)
+        return function
+
+    def _write_back(self) -> e.Edit:
+        return e.SetMapping(self.parent.model.functions, self.key, self._function())
 
 
 def parameter(name: str, default: Any) -> ir.Attr:

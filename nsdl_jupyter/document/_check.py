@@ -1,22 +1,37 @@
-"""Type checking: the ONNX checker and strict shape inference, reported per node."""
+"""Type checking: the ONNX checker and strict shape inference, reported per node.
+
+The main graph, an open body (its outer-scope reads become typed inputs of the snapshot) and
+an open local function (checked as a function: its inputs have no types) are checked the same
+way. Calls of local functions are checked against the function's signature; nodes of custom
+domains that call no local function are custom operators (warnings).
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import deque
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter.ops import is_custom_domain
+from nsdl_jupyter.ops import is_custom_operator
+
+if TYPE_CHECKING:
+    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
 Severity = Literal["error", "warning", "info"]
+FunctionKey = tuple[str, str, str]  # (domain, name, overload), as onnx_ir keys model.functions
 
 _NODE_IN_MESSAGE = re.compile(r"node name: ([^)]*)\)|Node \(([^)]*)\)|node \"?([^\" ]+)\"? ")
+_NODE_IN_CHECKER_MESSAGE = re.compile(r"(?:Name|name): (\S+) OpType")
 _WEIGHT_BYTES = 4096
 _ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
+# Marks a snapshot whose subject is a local function (the first of proto.functions), not the graph.
+_CHECKED_FUNCTION = "nsdl_jupyter.checked_function"
 
 
 @dataclass(frozen=True)
@@ -29,12 +44,33 @@ class Diagnostic:
     source: Literal["checker", "shape_inference"] = "checker"
 
 
-def check_model(model: ir.Model) -> list[Diagnostic]:
-    """All checker findings per node, then the first shape-inference error (it stops there)."""
-    return check_proto(check_snapshot(model))
+@dataclass(frozen=True)
+class CheckScope:
+    """What an open body sees from outside it: the outer-scope tensors it reads, by name, and
+    the model's local functions (a body's own model has none)."""
+
+    outer: Mapping[str, ir.Value] = field(default_factory=dict)
+    functions: Mapping[FunctionKey, ir.Function] = field(default_factory=dict)
+    # Types of outer tensors that carry none (intermediate values of the parent), computed
+    # only when one is needed: it runs shape inference on the parent.
+    outer_types: Callable[[], Mapping[str, onnx.TypeProto]] | None = None
 
 
-def check_snapshot(model: ir.Model) -> onnx.ModelProto:
+def inferred_types(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """Types of the main graph's tensors after lenient shape inference (none if it fails)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = proto
+    graph = inferred.graph
+    return {
+        info.name: info.type
+        for info in (*graph.input, *graph.value_info, *graph.output)
+        if info.type.WhichOneof("value") is not None
+    }
+
+
+def check_snapshot(model: ir.Model, scope: CheckScope | None = None) -> onnx.ModelProto:
     """The model as a proto for checking, built without changing the model.
 
     Safe off the kernel's thread (it only reads), so a panel can check big models in a worker.
@@ -42,20 +78,18 @@ def check_snapshot(model: ir.Model) -> onnx.ModelProto:
     (serializing BERT-base's 440 MB for the checker and for inference made a check take 8 s),
     and external weights are never read. Small ones (shape tensors, axes) stay, so inference
     can still propagate their values. Node names are those of the document (generated ones
-    included), so diagnostics name what the views show.
+    included), so diagnostics name what the views show. A body's outer-scope reads
+    (`scope.outer`) join the same way: small initializers stay, the others are typed inputs.
     """
+    scope = scope or CheckScope(functions=model.functions)
     graph = model.graph
-    small: list[ir.Value] = []
-    big: list[ir.Value] = []
-    for value in graph.initializers.values():
-        tensor = value.const_value
-        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
-    inputs = [*graph.inputs, *(v for v in big if not v.is_graph_input())]
+    small, big = _split_by_size(graph.initializers.values())
+    outer_small, outer_big = _split_by_size(scope.outer.values())
     view = ir.GraphView(
-        inputs,
+        [*graph.inputs, *(v for v in big if not v.is_graph_input()), *outer_big],
         graph.outputs,
         nodes=list(graph),
-        initializers=small,
+        initializers=[*small, *outer_small],
         opset_imports=dict(graph.opset_imports),
         name=graph.name,
     )
@@ -64,8 +98,51 @@ def check_snapshot(model: ir.Model) -> onnx.ModelProto:
         proto.opset_import.add(domain=domain, version=version)
     # onnx_ir's GraphView serializes fine but its typing does not match GraphViewProtocol
     ir.serde.serialize_graph_into(proto.graph, view, model_ir_version=model.ir_version)  # type: ignore[arg-type]
-    for function in model.functions.values():
+    _type_outer_inputs(proto.graph, scope)
+    for function in scope.functions.values():
         ir.serde.serialize_function_into(proto.functions.add(), from_=function)
+    return proto
+
+
+def _split_by_size(values: Iterable[ir.Value]) -> tuple[list[ir.Value], list[ir.Value]]:
+    """(small initializers, the rest): small ones stay constants, so inference can use them."""
+    small: list[ir.Value] = []
+    big: list[ir.Value] = []
+    for value in values:
+        tensor = value.const_value
+        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
+    return small, big
+
+
+def _type_outer_inputs(graph: onnx.GraphProto, scope: CheckScope) -> None:
+    """Give outer-scope inputs that carry no type the one inference finds in the parent."""
+    untyped = [
+        info
+        for info in graph.input
+        if info.name in scope.outer and info.type.WhichOneof("value") is None
+    ]
+    if not untyped or scope.outer_types is None:
+        return
+    types = scope.outer_types()
+    for info in untyped:
+        if info.name in types:
+            info.type.CopyFrom(types[info.name])
+
+
+def function_snapshot(
+    function: ir.Function, functions: Mapping[FunctionKey, ir.Function], ir_version: int
+) -> onnx.ModelProto:
+    """A proto for checking local function `function` (with the model's other `functions`,
+    which its body may call); `check_proto` checks the function, not the empty graph."""
+    proto = onnx.ModelProto(ir_version=ir_version)
+    for domain, version in function.opset_imports.items():
+        proto.opset_import.add(domain=domain, version=version)
+    proto.graph.name = f"{function.domain}.{function.name}"
+    ir.serde.serialize_function_into(proto.functions.add(), from_=function)
+    for key, other in functions.items():
+        if key != function.identifier():
+            ir.serde.serialize_function_into(proto.functions.add(), from_=other)
+    proto.metadata_props.add(key=_CHECKED_FUNCTION, value=json.dumps(function.identifier()))
     return proto
 
 
@@ -75,26 +152,65 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
     A node so broken that even lenient inference stops (a missing required input) is
     reported on that node instead of failing the whole check.
     """
-    _sort_topologically(proto.graph)
-    gaps = _custom_operators(proto) + _gap_diagnostics(proto) + _untyped_custom_outputs(proto)
+    subject = _checked_function(proto)
+    if subject is not None:
+        return _function_diagnostics(proto, subject)
+    _sort_graphs(proto.graph)
+    nodes = proto.graph.node
+    functions = _functions(proto)
+    gaps = (
+        _custom_operators(nodes, functions)
+        + _call_diagnostics(nodes, functions)
+        + _gap_diagnostics(nodes, _opsets(proto.opset_import))
+        + _untyped_custom_outputs(proto, functions)
+    )
+    undefined = _undefined_reads(proto.graph)
+    if undefined:  # the checker would stop at the first, naming no node
+        return gaps + undefined
     try:
         # Types of new graph outputs are often unknown until inferred; the checker demands them.
         inferred = onnx.shape_inference.infer_shapes(proto)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         message = _first_line(str(error))
-        node = _node_named_in(message, proto)
-        found = _node_diagnostics(proto)
+        node = _node_named_in(message, nodes)
+        found = _graph_node_diagnostics(proto, functions)
         if not any(d.node == node for d in found):
             found.append(Diagnostic("error", node, message, "shape_inference"))
         return gaps + found
-    diagnostics = gaps + _checker_diagnostics(inferred)
+    diagnostics = gaps + _checker_diagnostics(inferred, functions)
     if any(d.severity == "error" for d in diagnostics):
         return diagnostics
-    return diagnostics + _inference_diagnostics(inferred)
+    return diagnostics + _inference_diagnostics(inferred, functions)
 
 
-def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
-    """Nodes of domains with no schemas here (TensorRT plugins, vendor ops): a warning each."""
+Nodes = Sequence[onnx.NodeProto]
+Functions = Mapping[FunctionKey, onnx.FunctionProto]
+
+
+def _functions(proto: onnx.ModelProto) -> dict[FunctionKey, onnx.FunctionProto]:
+    return {(f.domain, f.name, f.overload): f for f in proto.functions}
+
+
+def _opsets(entries: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
+    return {entry.domain: entry.version for entry in entries}
+
+
+def _key(node: onnx.NodeProto) -> FunctionKey:
+    return (node.domain, node.op_type, node.overload)
+
+
+def _is_custom(node: onnx.NodeProto, functions: Functions) -> bool:
+    return is_custom_operator(node.domain, node.op_type, node.overload, functions)
+
+
+def _has_schema(node: onnx.NodeProto, functions: Functions) -> bool:
+    """False for custom operators and local-function calls (checked on their own)."""
+    return not _is_custom(node, functions) and _key(node) not in functions
+
+
+def _custom_operators(nodes: Nodes, functions: Functions) -> list[Diagnostic]:
+    """Nodes of domains with no schemas here (TensorRT plugins, vendor ops) that call no local
+    function: a warning each."""
     return [
         Diagnostic(
             "warning",
@@ -102,23 +218,64 @@ def _custom_operators(proto: onnx.ModelProto) -> list[Diagnostic]:
             f"{node.domain}::{node.op_type} is a custom operator: its inputs, outputs and "
             "attributes are not checked here, and the runtime needs its plugin or library",
         )
-        for node in proto.graph.node
-        if _is_custom(node)
+        for node in nodes
+        if _is_custom(node, functions)
     ]
 
 
-def _is_custom(node: onnx.NodeProto) -> bool:
-    return is_custom_domain(node.domain)
+def _call_diagnostics(nodes: Nodes, functions: Functions) -> list[Diagnostic]:
+    """Calls of local functions against the function's signature (the ONNX checker does not
+    compare them): too many inputs or outputs are errors; attributes the function does not
+    declare, or declared ones without a default that the call leaves out, are warnings."""
+    found = []
+    for node in nodes:
+        function = functions.get(_key(node))
+        if function is None:
+            continue
+        title = f"{node.name} calls local function {node.domain}::{node.op_type}"
+        for what, given, formal in (
+            ("inputs", node.input, function.input),
+            ("outputs", node.output, function.output),
+        ):
+            if len(given) > len(formal):
+                found.append(
+                    Diagnostic(
+                        "error",
+                        node.name,
+                        f"{title} with {len(given)} {what}, but it has {len(formal)} "
+                        f"({', '.join(formal)}): remove the extra {what}",
+                    )
+                )
+        declared = [*function.attribute, *(a.name for a in function.attribute_proto)]
+        given_attrs = {a.name for a in node.attribute}
+        unknown = sorted(given_attrs - set(declared))
+        missing = [name for name in function.attribute if name not in given_attrs]
+        if unknown or missing:
+            found.append(
+                Diagnostic(
+                    "warning",
+                    node.name,
+                    f"{title}: attribute(s) {unknown} are not parameters of the function "
+                    f"(ignored), {missing} have no default and no value here (the body's "
+                    f"references to them get none); its parameters are {declared}",
+                )
+            )
+    return found
 
 
-def _untyped_custom_outputs(proto: onnx.ModelProto) -> list[Diagnostic]:
+def _untyped_custom_outputs(proto: onnx.ModelProto, functions: Functions) -> list[Diagnostic]:
     """Graph outputs of custom operators whose type nothing can infer: a warning on the node
     (the checker's "Unrecognized type value case" names no node); they leave the checked copy."""
     producers = {name: node for node in proto.graph.node for name in node.output}
     found, kept = [], []
     for output in proto.graph.output:
         node = producers.get(output.name)
-        if output.type.WhichOneof("value") is None and node and node.domain not in _ONNX_DOMAINS:
+        if (
+            output.type.WhichOneof("value") is None
+            and node
+            and node.domain not in _ONNX_DOMAINS
+            and _key(node) not in functions  # inference reads the function's body
+        ):
             found.append(
                 Diagnostic(
                     "warning",
@@ -136,12 +293,11 @@ def _untyped_custom_outputs(proto: onnx.ModelProto) -> list[Diagnostic]:
     return found
 
 
-def _gap_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+def _gap_diagnostics(nodes: Nodes, opsets: Mapping[str, int]) -> list[Diagnostic]:
     """Empty inputs inside a variadic list (`Concat(a, '', b)`): the ONNX checker lets them
     pass, onnxruntime refuses the model."""
-    opsets = {entry.domain: entry.version for entry in proto.opset_import}
     found = []
-    for node in proto.graph.node:
+    for node in nodes:
         if "" not in node.input:
             continue
         try:
@@ -169,24 +325,83 @@ def _gap_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
     return found
 
 
-def _sort_topologically(graph: onnx.GraphProto) -> None:
-    """Order nodes so each comes after its producers (ONNX requires it; edits may not keep it)."""
-    available = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _undefined_reads(graph: onnx.GraphProto) -> list[Diagnostic]:
+    """Nodes (at any depth) reading a tensor that no earlier node of their graph produces and
+    no enclosing scope defines: an error on the node of `graph` that holds them."""
+    found = []
+    visible = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    for node in graph.node:
+        for reader, name, body in _reads_outside(node, visible, ""):
+            where = f" (in {node.name}.{body})" if body else ""
+            found.append(
+                Diagnostic(
+                    "error",
+                    node.name,
+                    f"{reader.op_type} {reader.name}{where} reads {name!r}, which no earlier "
+                    "node produces and no enclosing graph defines: connect an existing tensor",
+                )
+            )
+        visible.update(node.output)
+    return found
+
+
+def _reads_outside(
+    node: onnx.NodeProto, visible: set[str], body: str
+) -> Iterator[tuple[onnx.NodeProto, str, str]]:
+    """(reader, name, body) for each read of `node` and of the nodes of its bodies that
+    `visible` lacks; `body` names the outermost body the reader is in ("" for `node`)."""
+    for name in node.input:
+        if name not in visible:
+            yield node, name, body
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+        for graph in graphs:
+            inside = visible | {i.name for i in graph.input} | {i.name for i in graph.initializer}
+            for inner in graph.node:
+                yield from _reads_outside(inner, inside, body or attr.name)
+                inside |= set(inner.output)
+
+
+def _sort_graphs(graph: onnx.GraphProto) -> None:
+    """Sort `graph` and every body inside it (names from enclosing scopes count as there)."""
+    available = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    _sort_topologically(graph.node, available)
+    for node in graph.node:
+        for body in _subgraphs(node):
+            _sort_graphs(body)
+
+
+def _sort_topologically(
+    nodes: RepeatedCompositeFieldContainer[onnx.NodeProto], available: set[str]
+) -> None:
+    """Order nodes so each comes after its producers (ONNX requires it; edits may not keep it).
+
+    Only producers among `nodes` order them: other names are inputs, initializers or tensors
+    of an enclosing scope."""
+    available = available | {""}
     produced_by: dict[str, int] = {}
-    for index, node in enumerate(graph.node):
+    for index, node in enumerate(nodes):
         for name in node.output:
             produced_by[name] = index
     seen = set(available)
-    for node in graph.node:
+    for node in nodes:
         if any(name not in seen and name in produced_by for name in node.input):
             break
         seen.update(node.output)
     else:
         return
-    nodes = list(graph.node)
+    listed = list(nodes)
     waiting = [
         {produced_by[n] for n in node.input if n in produced_by and n not in available}
-        for node in nodes
+        for node in listed
     ]
     users: dict[int, list[int]] = {}
     for index, needs in enumerate(waiting):
@@ -202,79 +417,168 @@ def _sort_topologically(graph: onnx.GraphProto) -> None:
             if not waiting[user]:
                 ready.append(user)
     placed = set(order)
-    order += [i for i in range(len(nodes)) if i not in placed]  # a cycle: keep the rest as is
-    copies = [onnx.NodeProto() for _ in nodes]
+    order += [i for i in range(len(listed)) if i not in placed]  # a cycle: keep the rest as is
+    copies = [onnx.NodeProto() for _ in listed]
     for copy, index in zip(copies, order, strict=True):
-        copy.CopyFrom(nodes[index])
-    del graph.node[:]
-    graph.node.extend(copies)
+        copy.CopyFrom(listed[index])
+    del nodes[:]
+    nodes.extend(copies)
 
 
-def _checker_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+def _checker_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list[Diagnostic]:
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as error:
         model_message = _first_line(str(error))
     else:
         return []
-    found = _node_diagnostics(proto)
+    found = _graph_node_diagnostics(proto, functions)
     if found:
         return found
-    return [Diagnostic("error", _node_named_in(model_message, proto), model_message)]
+    return [Diagnostic("error", _node_named_in(model_message, proto.graph.node), model_message)]
 
 
-def _node_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+def _context(ir_version: int, opsets: Mapping[str, int]) -> onnx.checker.C.CheckerContext:
     context = onnx.checker.C.CheckerContext()
-    context.ir_version = proto.ir_version
-    context.opset_imports = {entry.domain: entry.version for entry in proto.opset_import}
-    scope = onnx.checker.C.LexicalScopeContext()
+    context.ir_version = ir_version
+    context.opset_imports = dict(opsets)
+    return context
+
+
+def _graph_node_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list[Diagnostic]:
+    graph = proto.graph
+    context = _context(proto.ir_version, _opsets(proto.opset_import))
+    available = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+    return _node_diagnostics(graph.node, available, context, functions)
+
+
+def _node_diagnostics(
+    nodes: Nodes,
+    available: set[str],
+    context: onnx.checker.C.CheckerContext,
+    functions: Functions,
+) -> list[Diagnostic]:
+    """The checker on each node with a schema; `available` names what the first node sees."""
+    visible = set(available)
     found = []
-    for node in proto.graph.node:
-        if _is_custom(node):
-            continue  # reported once, by _custom_operators
-        try:
-            onnx.checker.check_node(node, context, scope)
-        except onnx.checker.ValidationError as error:
-            foreign = node.domain not in _ONNX_DOMAINS
-            found.append(
-                Diagnostic(
-                    "warning" if foreign else "error",
-                    node.name,
-                    (
-                        f"{node.domain} operator {node.op_type} has no ONNX schema; onnxruntime "
-                        "checks it when the model runs"
+    for node in nodes:
+        if _has_schema(node, functions):
+            try:
+                _check_node(node, visible, context)
+            except onnx.checker.ValidationError as error:
+                foreign = node.domain not in _ONNX_DOMAINS
+                found.append(
+                    Diagnostic(
+                        "warning" if foreign else "error",
+                        node.name,
+                        (
+                            f"{node.domain} operator {node.op_type} has no ONNX schema; "
+                            "onnxruntime checks it when the model runs"
+                        )
+                        if foreign
+                        else _first_line(str(error)),
                     )
-                    if foreign
-                    else _first_line(str(error)),
                 )
-            )
+        visible.update(node.output)
     return found
 
 
-def _inference_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+def _check_node(
+    node: onnx.NodeProto, visible: set[str], context: onnx.checker.C.CheckerContext
+) -> None:
+    """`check_node`, or for a node with bodies a graph of that node alone whose inputs are
+    the visible tensors it and its bodies read: bodies may read any tensor of an enclosing
+    scope, and the checker's lexical scope cannot be filled from Python."""
+    if not any(True for _ in _subgraphs(node)):
+        onnx.checker.check_node(node, context, onnx.checker.C.LexicalScopeContext())
+        return
+    reads = sorted(name for name in _names_read(node) if name in visible)
+    placeholder = onnx.TypeProto(
+        tensor_type=onnx.TypeProto.Tensor(
+            elem_type=onnx.TensorProto.FLOAT, shape=onnx.TensorShapeProto()
+        )
+    )
+    probe = onnx.GraphProto(
+        name=f"{node.name or node.op_type}_probe",
+        node=[node],
+        input=[onnx.ValueInfoProto(name=name, type=placeholder) for name in reads],
+    )
+    onnx.checker.check_graph(probe, context)
+
+
+def _names_read(node: onnx.NodeProto) -> set[str]:
+    """Every tensor name `node` and the nodes of its bodies (at any depth) read."""
+    names = set(node.input)
+    for body in _subgraphs(node):
+        for inner in body.node:
+            names |= _names_read(inner)
+    return names
+
+
+def _inference_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list[Diagnostic]:
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
         message = _first_line(str(error))
-        node = _node_named_in(message, proto)
-        foreign = node is not None and _domain_of(proto, node) not in _ONNX_DOMAINS
-        return [Diagnostic("warning" if foreign else "error", node, message, "shape_inference")]
+        node = next(
+            (n for n in proto.graph.node if n.name == _node_named_in(message, proto.graph.node)),
+            None,
+        )
+        # nodes inside a local function are ONNX nodes: an error in a call is the function's
+        foreign = (
+            node is not None and node.domain not in _ONNX_DOMAINS and _key(node) not in functions
+        )
+        return [
+            Diagnostic(
+                "warning" if foreign else "error",
+                node.name if node else None,
+                message,
+                "shape_inference",
+            )
+        ]
     return []
 
 
-def _node_named_in(message: str, proto: onnx.ModelProto) -> str | None:
-    names = {node.name for node in proto.graph.node}
-    for match in _NODE_IN_MESSAGE.finditer(message):
-        candidate: str = next(group for group in match.groups() if group is not None)
-        for part in (candidate, *candidate.split(",")):
-            cleaned = part.strip().strip("\"'")
-            if cleaned in names:
-                return cleaned
+def _checked_function(proto: onnx.ModelProto) -> onnx.FunctionProto | None:
+    """The function a `function_snapshot` is about, or None for a snapshot of a graph."""
+    if not any(entry.key == _CHECKED_FUNCTION for entry in proto.metadata_props):
+        return None
+    subject: onnx.FunctionProto = proto.functions[0]
+    return subject
+
+
+def _function_diagnostics(proto: onnx.ModelProto, function: onnx.FunctionProto) -> list[Diagnostic]:
+    """A local function's body: the checker on the function and on each of its nodes. Its
+    inputs have no types (each call gives them), so shape inference runs at call sites."""
+    _sort_topologically(function.node, set(function.input))
+    functions = _functions(proto)
+    nodes = function.node
+    opsets = _opsets(function.opset_import)
+    found = (
+        _custom_operators(nodes, functions)
+        + _call_diagnostics(nodes, functions)
+        + _gap_diagnostics(nodes, opsets)
+    )
+    context = _context(proto.ir_version, opsets)
+    try:
+        onnx.checker.check_function(function, context)
+    except onnx.checker.ValidationError as error:
+        message = _first_line(str(error))
+        per_node = _node_diagnostics(nodes, set(function.input), context, functions)
+        found += per_node or [Diagnostic("error", _node_named_in(message, nodes), message)]
+    return found
+
+
+def _node_named_in(message: str, nodes: Nodes) -> str | None:
+    names = {node.name for node in nodes}
+    for pattern in (_NODE_IN_MESSAGE, _NODE_IN_CHECKER_MESSAGE):
+        for match in pattern.finditer(message):
+            candidate: str = next(group for group in match.groups() if group is not None)
+            for part in (candidate, *candidate.split(",")):
+                cleaned = part.strip().strip("\"'")
+                if cleaned in names:
+                    return cleaned
     return None
-
-
-def _domain_of(proto: onnx.ModelProto, name: str) -> str:
-    return next((node.domain for node in proto.graph.node if node.name == name), "")
 
 
 def _first_line(text: str) -> str:

@@ -26,7 +26,7 @@ import onnx_ir as ir
 from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._check import Diagnostic, check_model, check_snapshot
+from nsdl_jupyter.document._check import Diagnostic, check_proto, check_snapshot
 from nsdl_jupyter.document._companion import (
     CompanionWarning,
     FollowMoves,
@@ -516,7 +516,7 @@ class ModelDocument:
                 f"it imports {dict(self.graph.opset_imports)}"
             )
         node_name = check_node_name(name, self.nodes) if name is not None else None
-        function = self.model.functions.get((domain, op_type, ""))
+        function = self.functions.get((domain, op_type, ""))
         if function is not None:
             return self._add_function_node(
                 function,
@@ -1053,7 +1053,7 @@ class ModelDocument:
     # ------------------------------------------------------------------ checks
     def check(self) -> list[Diagnostic]:
         """Diagnostics from the ONNX checker and strict shape inference, mapped to nodes."""
-        return check_model(self._model)
+        return check_proto(self.check_snapshot())
 
     def check_snapshot(self) -> onnx.ModelProto:
         """A read-only proto of the current state for `check_proto` in a worker thread."""

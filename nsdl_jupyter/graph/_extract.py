@@ -14,7 +14,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._walk import graphs_in, subgraphs
-from nsdl_jupyter.ops import is_custom_domain, parse_literal
+from nsdl_jupyter.ops import is_custom_operator, parse_literal
 
 # item flags (mirrored in js/src/graph_view/graph.ts)
 CONSTANT = 1
@@ -328,9 +328,9 @@ class TableBuilder:
         flags = CONSTANT if self._is_helper(node) else 0
         if _has_subgraph(node):
             flags |= HAS_SUBGRAPH
-        if self.functions and (domain, op_type, node.overload) in self.functions:
+        if (domain, op_type, node.overload) in self.functions:
             flags |= FUNCTION_CALL
-        elif is_custom_domain(domain):
+        elif is_custom_operator(domain, op_type, node.overload, self.functions):
             flags |= CUSTOM_OP
         name = node.name or ""
         return self._add_item(name, op_label(node), flags, name, scope=scope_of(node), node=node)

@@ -23,6 +23,7 @@ from nsdl_jupyter.ops._reference import AttributeReference
 from nsdl_jupyter.ops._registry import (
     get_schema,
     is_custom_domain,
+    is_custom_operator,
     known_domains,
     latest_opset,
     list_operators,
@@ -45,6 +46,7 @@ __all__ = [
     "format_literal",
     "get_schema",
     "is_custom_domain",
+    "is_custom_operator",
     "known_domains",
     "latest_opset",
     "list_operators",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 import onnx
@@ -103,6 +103,14 @@ def is_custom_domain(domain: str) -> bool:
     """True for a domain without schemas here (TensorRT plugins, vendor ops): its operators
     are custom operators, drawn with a badge and reported by `check()` as warnings."""
     return domain not in _schema_domains()
+
+
+def is_custom_operator(
+    domain: str, op_type: str, overload: str, functions: Container[tuple[str, str, str]]
+) -> bool:
+    """True for a node of a custom domain that calls no local function: a call of one of
+    `functions` (keys `(domain, name, overload)`) follows the function's signature instead."""
+    return is_custom_domain(domain) and (domain, op_type, overload) not in functions
 
 
 def latest_opset(domain: str = "") -> int:

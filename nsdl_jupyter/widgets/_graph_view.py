@@ -201,9 +201,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             return source, []
         if isinstance(source, _DocumentLike):
             self._doc = source
-            model = getattr(source, "model", None)
-            functions = list(model.functions) if model is not None else []
-            return source.graph, functions
+            # a body's document lists the model's functions, which its own model lacks
+            return source.graph, list(getattr(source, "functions", None) or [])
         raise ArgumentError(
             f"GraphView() cannot show a {type(source).__name__}: pass a ModelDocument "
             "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto "
