@@ -252,6 +252,18 @@ def test_badges_are_drawn_the_same_both_ways(recorder: Path) -> None:
     assert centred == {pill["custom"]["label"]: 1, "fp16": 1, "int8": 1}
 
 
+def test_left_to_right_edge_shapes_stay_between_the_boxes(recorder: Path) -> None:
+    """LR: a tensor shape wider than the gap between two boxes is cut with an ellipsis the same
+    way in both renderers, never drawn over the boxes' terminals."""
+    view = nj.GraphView(real_exports.load("resnet50_torchscript"), direction="LR")
+    view._on_tensor_shapes({})
+    expected = _compare(recorder, view)
+    shape_font = f"{VOCABULARY['edgeShape']['weight']} {VOCABULARY['edgeShape']['size']}px"
+    shapes = [r[1] for r in expected if r[0] == "text" and r[2].startswith(shape_font)]
+    ellipsis = VOCABULARY["label"]["ellipsis"]
+    assert any(t.endswith(ellipsis) for t in shapes) and any(TIMES in t for t in shapes)
+
+
 def test_every_op_category_has_a_colour() -> None:
     from nsdl_jupyter.ops._categories import CATEGORIES
 

@@ -211,6 +211,8 @@ class _Picture:
             tip = tips.get(index)
             if tip is None:
                 tip = tips[index] = _e(edge_tip(table.tensors[index].name, dtype, shape))
+            if lr:  # between the boxes, not over their terminals
+                shape = fit_text(shape, x3 - x0 - 2 * spec["pad"], spec["charWidth"])
             if shape:
                 mx, my = curve_middle(curve)
                 at = (mx, my + spec["dy"]) if lr else (mx + spec["dx"], my)

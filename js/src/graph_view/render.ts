@@ -456,9 +456,11 @@ function drawEdgeShapes(f: Frame): void {
   ctx.textBaseline = "middle";
   ctx.textAlign = lr ? "center" : "left";
   for (let k = 0; k < e.src.length; k++) {
-    const shape = graph.tensorShape[graph.edgeTensor[e.edge[k]]];
-    if (!shape) continue;
     const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
+    let shape = graph.tensorShape[graph.edgeTensor[e.edge[k]]];
+    // between the boxes, not over their terminals
+    if (lr) shape = fitText(shape, c[6] - c[0] - 2 * spec.pad, spec.charWidth);
+    if (!shape) continue;
     const [mx, my] = curvePoint(c, 0.5);
     if (!intersects(f.view, mx - 1, my - 1, 2, 2)) continue;
     text(f, shape, lr ? mx : mx + spec.dx, lr ? my + spec.dy : my);
