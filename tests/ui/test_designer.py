@@ -196,11 +196,13 @@ def test_generate_zeros_initializer_connect_and_see_the_terminal(notebook: Any) 
     field(nb, ".nsdl-slot-2 .nsdl-slot-connect").click()
     assert "INPUTS=['x', 'w', 'bias0']" in wait_state(nb, 1, "'bias0'")
     field(nb, ".nsdl-slot-2 .nsdl-slot-disconnect").wait_for(state="visible", timeout=30_000)
+    # one more initializer square (edit mode also paints initializer-fed terminals teal, so
+    # the count starts higher than the squares alone)
     nb.page.wait_for_function(
-        f"([n, b]) => ({TEAL_PIXELS})(n) > 1.5 * b", arg=["conv", before], timeout=30_000
+        f"([n, b]) => ({TEAL_PIXELS})(n) > 1.25 * b", arg=["conv", before], timeout=30_000
     )
     after = nb.page.evaluate(TEAL_PIXELS, "conv")
-    assert after > 1.5 * before
+    assert after > 1.25 * before
     nb.screenshot("after", ".nsdl-graph-view")
     nb.screenshot("initializers", ".nsdl-initializer-editor")
     assert nb.error_outputs() == []

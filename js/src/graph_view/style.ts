@@ -5,12 +5,10 @@ import { V } from "./vocabulary";
 export const STYLE = `
 .nsdl-graph-view { display: flex; flex-direction: column; height: var(--nsdl-gv-height, 560px);
   border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff;
-  font: 12px ${V.font}; color: ${V.text.dark}; container-type: inline-size; }
-@container (max-width: 760px) {
-  .nsdl-gv-toolbar { gap: 2px; padding: 3px 4px; }
-  .nsdl-gv-btn { padding: 1px 5px; font-size: 11px; }
-  .nsdl-gv-search { width: auto; flex: 1 1 90px; min-width: 90px; }
-}
+  font: 12px ${V.font}; color: ${V.text.dark}; }
+.nsdl-gv-toolbar.nsdl-gv-compact { gap: 2px; padding: 3px 4px; }
+.nsdl-gv-compact .nsdl-gv-btn { padding: 1px 5px; font-size: 11px; }
+.nsdl-gv-compact .nsdl-gv-search { width: auto; flex: 1 1 90px; min-width: 90px; }
 .nsdl-gv-toolbar { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; padding: 4px 6px;
   border-bottom: 1px solid #d0d7de; background: #f6f8fa; }
 .nsdl-gv-btn { font: inherit; padding: 2px 8px; border: 1px solid #d0d7de; border-radius: 4px;

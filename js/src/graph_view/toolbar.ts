@@ -17,6 +17,9 @@ export interface ToolbarHost {
   jumpTo(item: number): Promise<void>;
 }
 
+/** Toolbar width (CSS px) under which its buttons get smaller. */
+const COMPACT_BELOW = 760;
+
 export class Toolbar {
   boxZoom = false;
   private readonly search: HTMLInputElement;
@@ -31,6 +34,18 @@ export class Toolbar {
     private readonly host: ToolbarHost,
   ) {
     const { renderer } = host;
+    // a narrow view (the Designer's canvas) gets smaller buttons; a CSS container query
+    // would give the view inline-size containment, which collapses it inside a flex box
+    if (typeof ResizeObserver !== "undefined") {
+      const fit = new ResizeObserver(() =>
+        el.classList.toggle(
+          "nsdl-gv-compact",
+          el.clientWidth > 0 && el.clientWidth < COMPACT_BELOW,
+        ),
+      );
+      fit.observe(el);
+      this.disposables.add(() => fit.disconnect());
+    }
     const toggle = (trait: "show_grid" | "show_constants") => () => {
       model.set(trait, !model.get(trait));
       model.save_changes();
