@@ -3,10 +3,14 @@ gestures a user makes reach the document as undoable commands."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import onnx
 import pytest
 
+from tests.test_canvas_edit import _model
 from tests.ui.graph_probe import VIEW as SHOWN
 from tests.ui.graph_probe import graph_api
 
@@ -15,24 +19,12 @@ pytestmark = [pytest.mark.ui, pytest.mark.slow]
 VIEW = ".nsdl-graph-view"
 READY = '.nsdl-graph-view[data-ready="1"]'
 
+# the model of tests/test_canvas_edit.py, written once per test by `_open`
 SETUP = """
-import tempfile, numpy as np, onnx
-from onnx import TensorProto, helper, numpy_helper
+import shutil, tempfile
 import nsdl_jupyter as nj
-x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])
-y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 8])
-w = numpy_helper.from_array(np.ones((1, 8), np.float32), "W")
-nodes = [
-    helper.make_node("Relu", ["X"], ["r"], name="relu1"),
-    helper.make_node("Sigmoid", ["X"], ["s"], name="sig1"),
-    helper.make_node("Clip", ["s"], ["c"], name="clip1"),
-    helper.make_node("Concat", ["r", "c"], ["cat"], name="cat1", axis=1),
-    helper.make_node("Add", ["cat", "W"], ["Y"], name="add1"),
-]
-model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]),
-                          opset_imports=[helper.make_opsetid("", 17)])
 path = tempfile.mkdtemp() + "/m.onnx"
-onnx.save(model, path)
+shutil.copy({source!r}, path)
 doc = nj.open_model(path)
 view = nj.GraphView(doc, height=520)
 view
@@ -40,7 +32,9 @@ view
 
 
 def _open(notebook: Any, cells: list[str]) -> Any:
-    nb = notebook([SETUP, *cells])
+    folder = Path(tempfile.mkdtemp(prefix="nsdl-canvas-"))
+    onnx.save(_model(), str(folder / "m.onnx"))
+    nb = notebook([SETUP.format(source=str(folder / "m.onnx")), *cells])
     nb.run_cell(0)
     nb.wait_for(READY).scroll_into_view_if_needed()
     graph_api(nb, "(a) => a.fit()")
