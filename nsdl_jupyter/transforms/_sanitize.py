@@ -23,10 +23,10 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
-from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT, ChildRaisedError, IsolatedRunError
 from nsdl_jupyter._walk import graphs_in, has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
-from nsdl_jupyter.transforms._evaluate import Evaluator
+from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
@@ -448,8 +448,27 @@ class _Sanitizer:
     def _evaluate(
         self, batch: Sequence[ir.Node], constants: _Constants
     ) -> dict[ir.Value, np.ndarray]:
-        """Values of the batch's outputs, in rounds of nodes whose inputs are all known, each
-        sized before it runs; nodes over the threshold, or that fail, are skipped."""
+        """Values of the batch's outputs, in one call to the child, which sizes each node
+        before it runs it; nodes over the threshold, or that fail, are skipped. A child that
+        dies on the batch: round by round, each node alone, so only the culprit is lost."""
+        if not batch:
+            return {}
+        feeds = {v.name or "": constants[v] for v in _inputs_from_outside(batch)}
+        try:
+            result = self.start_evaluator().evaluate_chain(batch, feeds)
+        except (IsolatedRunError, ChildRaisedError) as error:
+            return self._evaluate_rounds(
+                batch, constants, alone=isinstance(error, IsolatedRunError)
+            )
+        values, too_big = self._collect(batch, result)
+        self._report_too_big(too_big)
+        return values
+
+    def _evaluate_rounds(
+        self, batch: Sequence[ir.Node], constants: _Constants, *, alone: bool
+    ) -> dict[ir.Value, np.ndarray]:
+        """`_evaluate` with a call per round of nodes whose inputs are all known, each sized
+        here before it goes."""
         known = _Constants(constants.values)
         known.extra = constants.extra.copy()
         results: dict[ir.Value, np.ndarray] = {}
@@ -467,7 +486,7 @@ class _Sanitizer:
                     too_big[node] = size
                 else:
                     run.append(node)
-            computed, over = self._run(run, known)
+            computed, over = self._run(run, known, alone=alone)
             too_big.update(over)
             known.update(computed)
             results.update(computed)
@@ -475,13 +494,19 @@ class _Sanitizer:
         return results
 
     def _run(
-        self, nodes: list[ir.Node], known: _Constants
+        self, nodes: list[ir.Node], known: _Constants, *, alone: bool
     ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
         """Evaluate independent nodes in the child; their values, and those found too big."""
         if not nodes:
             return {}, {}
         feeds = {v.name or "": known[v] for v in _inputs_from_outside(nodes)}
-        result = self.start_evaluator().evaluate(nodes, feeds)
+        return self._collect(nodes, self.start_evaluator().evaluate(nodes, feeds, alone=alone))
+
+    def _collect(
+        self, nodes: Sequence[ir.Node], result: BatchResult
+    ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
+        """The values a child computed for `nodes`, and the nodes it found too big; the
+        nodes it could not evaluate are logged and skipped from now on."""
         for index, reason in sorted(result.failed.items()):
             node = nodes[index]
             self.skipped.add(node)
