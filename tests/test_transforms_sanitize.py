@@ -119,6 +119,48 @@ def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
     np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
 
 
+def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path: Path) -> None:
+    """A pass that only lifted Constants and forwarded Identities of constants, on a model
+    whose shapes are all known, leaves a next pass nothing to do: it is not run."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x) => (float[2, 3] y) {
+            w = Constant<value: tensor = float[2, 3] {1, 2, 3, 4, 5, 6}>()
+            i = Identity(w)
+            y = Add(x, i)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.counts["passes"] == 1
+    assert _ops(out) == Counter({"Add": 1})
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+
+
+def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path) -> None:
+    """onnx's data propagation stops at Identity: once `i` is forwarded, inference learns
+    r's shape, and only a second pass folds Shape(r)."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 6] x) => (float[a, b] y) {
+            c = Constant<value: tensor = int64[2] {3, 4}>()
+            i = Identity(c)
+            r = Reshape(x, i)
+            t = Shape(r)
+            y = Reshape(x, t)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert _ops(out) == Counter({"Reshape": 1})
+    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
+
+
 def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
     """TorchScript's Identity before a shared weight: its users read the weight itself (its
     name kept); an Identity that is a graph output is folded into a named initializer."""

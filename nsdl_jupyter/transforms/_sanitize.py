@@ -28,7 +28,7 @@ from nsdl_jupyter._walk import graphs_in, has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
-from nsdl_jupyter.transforms._shapes import infer_shapes
+from nsdl_jupyter.transforms._shapes import infer_shapes, shapes_settled
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
@@ -145,18 +145,26 @@ def _sanitize(model: ir.Model, options: _Options, status: TransformStatus) -> No
     changed = True
     while changed and (passes is None or done < passes):
         done += 1
-        changed = folder.lift_constants(done) if fold_constants else False
+        lifted = folder.lift_constants(done) if fold_constants else False
         # Every pass starts from fresh shapes; edits never invalidate the shapes of the
         # tensors that remain, so the rules below need no inference of their own.
         _infer(model)
-        if fold_constants:
-            changed |= folder.fold(done)
+        forwarded = folder.forwarded
+        folded = folder.fold(done) if fold_constants else 0
+        # `opened`: a change that may give an earlier step of the next pass more to do
+        opened = folded > folder.forwarded - forwarded
         if simplify:
-            changed |= folder.simplify(done)
+            opened |= folder.simplify(done)
         if fuse_batchnorm:
-            changed |= folder.fuse_batchnorm(done)
+            opened |= folder.fuse_batchnorm(done)
         if remove_dead_nodes:
-            changed |= folder.remove_dead(done)
+            opened |= folder.remove_dead(done)
+        changed = lifted or folder.forwarded > forwarded or opened
+        if changed and not opened and shapes_settled(model):
+            # Lifting and forwarding come before the steps they feed, in this pass; only
+            # inference could learn more (Identity stops onnx's data propagation), and with
+            # every shape known it cannot: a next pass would change nothing.
+            changed = False
     status.count("passes", done)
     if infer_shapes:
         if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
@@ -288,6 +296,7 @@ class _Sanitizer:
     number: int = 0
     memory_limit: int | None = None
     evaluator: Evaluator | None = None
+    forwarded: int = 0  # Identity nodes of constants forwarded so far
 
     def start_evaluator(self) -> Evaluator:
         """The child process that evaluates nodes, started now if it is not running."""
@@ -309,9 +318,10 @@ class _Sanitizer:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
         return bool(lifted)
 
-    def fold(self, number: int) -> bool:
+    def fold(self, number: int) -> int:
+        """Fold in every graph; how many nodes were folded, forwarded or pinned."""
         self.number = number
-        return bool(self._fold_tree(self.model.graph, _Constants()))
+        return self._fold_tree(self.model.graph, _Constants())
 
     def _fold_tree(self, graph: ir.Graph, outer: _Constants) -> int:
         """Fold in `graph`, then in its subgraphs (which see this graph's constants)."""
@@ -378,6 +388,7 @@ class _Sanitizer:
             node.outputs[0].replace_all_uses_with(source)
             graph.remove(node, safe=True)
             forwarded.append(node.name or "Identity")
+        self.forwarded += len(forwarded)
         if forwarded:
             self.status.count("nodes_folded", len(forwarded))
             self.status.info(
