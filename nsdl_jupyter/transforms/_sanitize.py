@@ -7,8 +7,9 @@ evaluated in a child process (onnxruntime, else onnx's reference evaluator; `_ev
 replaced by initializers; a crash or an out-of-memory there keeps the node, never kills the
 kernel. Reshapes to computed shapes get constant ones; nodes that compute nothing
 (Identity, a Cast to the same type, `x * 1`, ...; see `_simplify`) are bypassed; nodes and
-initializers nothing uses are removed. Passes repeat until nothing changes (or `passes` is
-reached); shape inference runs once more at the end so the result carries every shape it can.
+initializers nothing uses are removed. Passes repeat until nothing changes, or a pass's
+changes cannot give another anything to do (`passes` caps them); shape inference runs once
+more at the end so the result carries every shape it can.
 """
 
 from __future__ import annotations
