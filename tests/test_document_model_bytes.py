@@ -159,3 +159,23 @@ def test_a_weight_shared_by_two_initializers_keeps_both_names() -> None:
     model.graph.initializers["b"].const_value = model.graph.initializers["a"].const_value
     parsed = onnx.ModelProto.FromString(encode_model(model).join())
     assert [t.name for t in parsed.graph.initializer] == ["a", "b"]
+
+
+def test_a_file_of_many_megabytes_is_written_exactly(tmp_path: Path) -> None:
+    """Past `_WRITEBACK_BYTES` the save hands what it wrote to the disk as it goes: the file
+    is still byte for byte protobuf's serialization, pieces of every size included."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), f"w{i}")
+        for i, n in enumerate([700_000, 3, 300_000, 40_000, 1_500_000])
+    ]
+    nodes = [helper.make_node("ReduceSum", [w.name], [f"s{i}"]) for i, w in enumerate(weights)]
+    nodes.append(helper.make_node("Sum", [f"s{i}" for i in range(len(weights))], ["y"]))
+    graph = helper.make_graph(
+        nodes, "g", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], weights
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    encoded = encode_model(ir.serde.deserialize_model(proto))
+    assert encoded.size > 8 * 2**20 and len(encoded.pieces) > 4
+    path = nj.ModelDocument(ir.serde.deserialize_model(proto)).save(tmp_path / "m.onnx")
+    assert path.read_bytes() == proto.SerializeToString() == encoded.join()

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -19,6 +20,7 @@ import onnxruntime as ort
 import pytest
 
 import nsdl_jupyter as nj
+from nsdl_jupyter._isolated import IsolatedWorker
 from nsdl_jupyter.examples import bert_base, small_transformer
 from nsdl_jupyter.transforms import TransformError, sanitize
 from nsdl_jupyter.transforms._evaluate import close_folding_process
@@ -113,6 +115,48 @@ def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
     assert _ops(out) == Counter({"Reshape": 1})
     assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
     assert status.counts["passes"] == 3
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
+
+
+def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path: Path) -> None:
+    """A pass that only lifted Constants and forwarded Identities of constants, on a model
+    whose shapes are all known, leaves a next pass nothing to do: it is not run."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x) => (float[2, 3] y) {
+            w = Constant<value: tensor = float[2, 3] {1, 2, 3, 4, 5, 6}>()
+            i = Identity(w)
+            y = Add(x, i)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.counts["passes"] == 1
+    assert _ops(out) == Counter({"Add": 1})
+    x = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+
+
+def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path) -> None:
+    """onnx's data propagation stops at Identity: once `i` is forwarded, inference learns
+    r's shape, and only a second pass folds Shape(r)."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 6] x) => (float[a, b] y) {
+            c = Constant<value: tensor = int64[2] {3, 4}>()
+            i = Identity(c)
+            r = Reshape(x, i)
+            t = Shape(r)
+            y = Reshape(x, t)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert _ops(out) == Counter({"Reshape": 1})
+    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
 
@@ -426,6 +470,61 @@ def test_threshold_is_checked_before_folding(tmp_path: Path, op: str) -> None:
     # the size in the log is the estimate: no machine could have computed 40 TB to measure it
     kept = next(line for line in status.log if "exceeds 1024 bytes" in line)
     assert "bytes)" in kept and not status.warnings
+
+
+def test_threshold_is_checked_before_folding_inside_a_chain(tmp_path: Path) -> None:
+    """The child runs a chain in one call: a node whose size depends on values computed
+    earlier in the chain (a shape made by Concat) is sized there before it runs."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[1] x) => (float[1] y) {
+            rows = Constant<value: tensor = int64[1] {10000000}>()
+            cols = Constant<value: tensor = int64[2] {1024, 1024}>()
+            s = Concat<axis = 0>(rows, cols)
+            big = ConstantOfShape<value: tensor = float[1] {1.5}>(s)
+            m = ReduceMax<keepdims = 0>(big)
+            y = Add(x, m)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out, fold_size_threshold=1024)
+    assert status.ok and not status.warnings, status.warnings
+    assert status.counts["nodes_over_threshold"] == 1
+    assert _ops(out) == Counter({"ConstantOfShape": 1, "ReduceMax": 1, "Add": 1})
+
+
+def test_a_chain_of_constant_nodes_is_one_call_to_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each call wakes the child (milliseconds on a busy machine): a chain folds in one."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x) => (float[2, 3] y) {
+            a = Constant<value: tensor = float[2, 3] {1, 2, 3, 4, 5, 6}>()
+            b = Neg(a)
+            c = Abs(b)
+            d = Sqrt(c)
+            e = Add(d, a)
+            y = Mul(x, e)
+        }""",
+    )
+    sanitize(source, tmp_path / "warm.onnx")  # the child's start is not what is counted
+    calls: list[str] = []
+    real_call = IsolatedWorker.call
+
+    def counted(self: IsolatedWorker, function: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(function.__name__)
+        return real_call(self, function, *args, **kwargs)
+
+    monkeypatch.setattr(IsolatedWorker, "call", counted)
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.counts["nodes_folded"] == 4
+    assert calls == ["evaluate_chain"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
 
 
 def test_oversized_folding_stays_out_of_memory(tmp_path: Path) -> None:

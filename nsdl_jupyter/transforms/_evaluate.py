@@ -6,14 +6,17 @@ lacks) fall back to onnx's reference evaluator. Both run native code on model da
 here wrote, so `Evaluator` sends each batch to one `IsolatedWorker` child: a segfault, an
 out-of-memory or a hang ends that child and fails the batch, never the kernel. A batch holds
 independent nodes (inputs known); it goes through one session, and when that fails each node
-is tried alone so one bad node does not stop the others. The child outlives one sanitize: the
-next one finds it started.
+is tried alone so one bad node does not stop the others. A chain (nodes that read each
+other's outputs) goes in one call too: the child runs it in rounds of ready nodes and sizes
+each node before it runs it, as the parent would (each call is a wake-up of the child, which
+a busy machine makes cost milliseconds). The child outlives one sanitize: the next one finds
+it started.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +30,7 @@ from nsdl_jupyter._isolated import (
     IsolatedRunError,
     IsolatedWorker,
 )
+from nsdl_jupyter.transforms._estimate import output_bytes
 
 # One batch may take this long before its child is stopped (folding is milliseconds per node).
 _BATCH_TIMEOUT_S = 300.0
@@ -96,21 +100,42 @@ class Evaluator:
         with _shared_lock:
             _worker(self._memory_limit).start()
 
-    def evaluate(self, nodes: Sequence[ir.Node], feeds: Mapping[str, np.ndarray]) -> BatchResult:
+    def evaluate_chain(
+        self, nodes: Sequence[ir.Node], feeds: Mapping[str, np.ndarray]
+    ) -> BatchResult:
+        """Outputs of `nodes` (in graph order, each reading `feeds` or outputs of nodes before
+        it) in one call: rounds of ready nodes, each node sized before it runs; one over
+        `max_bytes` is reported in `too_big`, never computed. Raises IsolatedRunError when
+        the child dies (then `evaluate` round by round, `alone`, finds the node to blame)."""
+        graph = onnx.GraphProto()
+        graph.input.extend(onnx.ValueInfoProto(name=name) for name in feeds)
+        graph.node.extend(ir.serde.serialize_node(node) for node in nodes)
+        graph.value_info.extend(
+            ir.serde.serialize_value(value)
+            for node in nodes
+            for value in node.outputs
+            if value.type is not None
+        )
+        return self._call(evaluate_chain, graph.SerializeToString(), feeds)
+
+    def evaluate(
+        self, nodes: Sequence[ir.Node], feeds: Mapping[str, np.ndarray], *, alone: bool = False
+    ) -> BatchResult:
         """Outputs of independent `nodes` whose inputs are all in `feeds`.
 
         A batch that ends its child is retried node by node in a fresh one (a child the OS
         killed while idle costs a retry, not a node); a node that ends the child on its own
-        is reported in `failed` with the reason.
+        is reported in `failed` with the reason. `alone`: node by node from the start.
         """
         protos = [ir.serde.serialize_node(node).SerializeToString() for node in nodes]
-        try:
-            return self._call(protos, feeds)
-        except ChildRaisedError as error:
-            if len(nodes) == 1:
-                return BatchResult(failed={0: _isolation_reason(error)})
-        except IsolatedRunError:
-            pass
+        if not alone:
+            try:
+                return self._call(evaluate_batch, protos, feeds)
+            except ChildRaisedError as error:
+                if len(nodes) == 1:
+                    return BatchResult(failed={0: _isolation_reason(error)})
+            except IsolatedRunError:
+                pass
         result = BatchResult()
         crashes = 0
         for index, (node, proto) in enumerate(zip(nodes, protos, strict=True)):
@@ -119,24 +144,29 @@ class Evaluator:
                 continue
             mine = {v.name or "": feeds[v.name or ""] for v in node.inputs if v is not None}
             try:
-                alone = self._call([proto], mine)
+                single = self._call(evaluate_batch, [proto], mine)
             except (IsolatedRunError, ChildRaisedError) as error:
                 result.failed[index] = _isolation_reason(error)
                 crashes += isinstance(error, IsolatedRunError)
                 continue
-            result.values.update(alone.values)
-            if 0 in alone.failed:
-                result.failed[index] = alone.failed[0]
-            if 0 in alone.too_big:
-                result.too_big[index] = alone.too_big[0]
+            result.values.update(single.values)
+            if 0 in single.failed:
+                result.failed[index] = single.failed[0]
+            if 0 in single.too_big:
+                result.too_big[index] = single.too_big[0]
         return result
 
-    def _call(self, protos: list[bytes], feeds: Mapping[str, np.ndarray]) -> BatchResult:
+    def _call(
+        self,
+        function: Callable[..., BatchResult],
+        nodes: list[bytes] | bytes,  # serialized NodeProtos, or a GraphProto (a chain)
+        feeds: Mapping[str, np.ndarray],
+    ) -> BatchResult:
         with _shared_lock:
             return _worker(self._memory_limit).call(
-                evaluate_batch,
+                function,
                 self._context,
-                protos,
+                nodes,
                 dict(feeds),
                 self._max_bytes,
                 timeout=_BATCH_TIMEOUT_S,
@@ -158,7 +188,78 @@ def evaluate_batch(
 ) -> BatchResult:
     """Runs in the child: every node's outputs, the whole batch at once, else node by node."""
     base = onnx.ModelProto.FromString(context)
-    parsed = [onnx.NodeProto.FromString(data) for data in nodes]
+    return _evaluate_parsed(
+        base, [onnx.NodeProto.FromString(data) for data in nodes], feeds, max_bytes
+    )
+
+
+def evaluate_chain(
+    context: bytes, graph: bytes, feeds: dict[str, np.ndarray], max_bytes: int | None
+) -> BatchResult:
+    """Runs in the child: the nodes of `graph` in rounds of those whose inputs are known, each
+    sized (`output_bytes`) before it runs; one that needs a value not computed (too big,
+    failed) is left out. With no size limit, one onnxruntime session tries them all first."""
+    base = onnx.ModelProto.FromString(context)
+    proto = onnx.GraphProto.FromString(graph)
+    if max_bytes is None:
+        try:
+            return BatchResult(values=_run(base, proto.node, feeds, reference=False))
+        except EvaluationError:
+            pass
+    nodes = list(ir.serde.deserialize_graph(proto))
+    known = _Known(feeds)
+    result = BatchResult()
+    waiting = list(range(len(nodes)))
+    while waiting:
+        ready = [
+            i for i in waiting if all(v is None or v.name in known.arrays for v in nodes[i].inputs)
+        ]
+        if not ready:
+            break
+        taken = set(ready)
+        waiting = [i for i in waiting if i not in taken]
+        run = []
+        for index in ready:
+            size = output_bytes(nodes[index], known)
+            if max_bytes is not None and size is not None and size > max_bytes:
+                result.too_big[index] = size
+            else:
+                run.append(index)
+        parsed = [proto.node[i] for i in run]
+        needed = {name: known.arrays[name] for node in parsed for name in node.input if name}
+        part = _evaluate_parsed(base, parsed, needed, max_bytes)
+        for position, index in enumerate(run):
+            if position in part.failed:
+                result.failed[index] = part.failed[position]
+            if position in part.too_big:
+                result.too_big[index] = part.too_big[position]
+        known.arrays.update(part.values)
+        result.values.update(part.values)
+    return result
+
+
+@dataclass
+class _Known:
+    """Values by name, read as `_estimate` reads constants."""
+
+    arrays: dict[str, np.ndarray]
+
+    def shape(self, value: ir.Value) -> tuple[int, ...]:
+        return tuple(self.arrays[value.name or ""].shape)
+
+    def itemsize(self, value: ir.Value) -> int:
+        return int(self.arrays[value.name or ""].itemsize)
+
+    def __getitem__(self, value: ir.Value) -> np.ndarray:
+        return self.arrays[value.name or ""]
+
+
+def _evaluate_parsed(
+    base: onnx.ModelProto,
+    parsed: list[onnx.NodeProto],
+    feeds: Mapping[str, np.ndarray],
+    max_bytes: int | None,
+) -> BatchResult:
     result = BatchResult()
     try:
         values = _run(base, parsed, feeds)
@@ -182,9 +283,14 @@ def evaluate_batch(
 
 
 def _run(
-    base: onnx.ModelProto, nodes: Sequence[onnx.NodeProto], feeds: Mapping[str, np.ndarray]
+    base: onnx.ModelProto,
+    nodes: Sequence[onnx.NodeProto],
+    feeds: Mapping[str, np.ndarray],
+    *,
+    reference: bool = True,
 ) -> dict[str, np.ndarray]:
-    """Values of every output of `nodes`, computed from `feeds`."""
+    """Values of every output of `nodes`, computed from `feeds` by onnxruntime, else (when
+    `reference`) by onnx's reference evaluator."""
     outputs = [name for node in nodes for name in node.output if name]
     proto = onnx.ModelProto()
     proto.CopyFrom(base)
@@ -196,7 +302,7 @@ def _run(
     )
     graph.output.extend(onnx.helper.make_empty_tensor_value_info(name) for name in outputs)
     errors = []
-    for runner in (_run_ort, _run_reference):
+    for runner in (_run_ort, _run_reference) if reference else (_run_ort,):
         try:
             results = runner(proto)
         except Exception as error:  # both runtimes raise their own error types

@@ -7,8 +7,9 @@ evaluated in a child process (onnxruntime, else onnx's reference evaluator; `_ev
 replaced by initializers; a crash or an out-of-memory there keeps the node, never kills the
 kernel. Reshapes to computed shapes get constant ones; nodes that compute nothing
 (Identity, a Cast to the same type, `x * 1`, ...; see `_simplify`) are bypassed; nodes and
-initializers nothing uses are removed. Passes repeat until nothing changes (or `passes` is
-reached); shape inference runs once more at the end so the result carries every shape it can.
+initializers nothing uses are removed. Passes repeat until nothing changes, or a pass's
+changes cannot give another anything to do (`passes` caps them); shape inference runs once
+more at the end so the result carries every shape it can.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
-from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT
+from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT, ChildRaisedError, IsolatedRunError
 from nsdl_jupyter._walk import graphs_in, has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
-from nsdl_jupyter.transforms._evaluate import Evaluator
+from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
-from nsdl_jupyter.transforms._shapes import infer_shapes
+from nsdl_jupyter.transforms._shapes import infer_shapes, shapes_settled
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
@@ -145,18 +146,26 @@ def _sanitize(model: ir.Model, options: _Options, status: TransformStatus) -> No
     changed = True
     while changed and (passes is None or done < passes):
         done += 1
-        changed = folder.lift_constants(done) if fold_constants else False
+        lifted = folder.lift_constants(done) if fold_constants else False
         # Every pass starts from fresh shapes; edits never invalidate the shapes of the
         # tensors that remain, so the rules below need no inference of their own.
         _infer(model)
-        if fold_constants:
-            changed |= folder.fold(done)
+        forwarded = folder.forwarded
+        folded = folder.fold(done) if fold_constants else 0
+        # `opened`: a change that may give an earlier step of the next pass more to do
+        opened = folded > folder.forwarded - forwarded
         if simplify:
-            changed |= folder.simplify(done)
+            opened |= folder.simplify(done)
         if fuse_batchnorm:
-            changed |= folder.fuse_batchnorm(done)
+            opened |= folder.fuse_batchnorm(done)
         if remove_dead_nodes:
-            changed |= folder.remove_dead(done)
+            opened |= folder.remove_dead(done)
+        changed = lifted or folder.forwarded > forwarded or opened
+        if changed and not opened and shapes_settled(model):
+            # Lifting and forwarding come before the steps they feed, in this pass; only
+            # inference could learn more (Identity stops onnx's data propagation), and with
+            # every shape known it cannot: a next pass would change nothing.
+            changed = False
     status.count("passes", done)
     if infer_shapes:
         if changed:  # stopped by `passes`: the last pass's edits are not inferred yet
@@ -288,6 +297,7 @@ class _Sanitizer:
     number: int = 0
     memory_limit: int | None = None
     evaluator: Evaluator | None = None
+    forwarded: int = 0  # Identity nodes of constants forwarded so far
 
     def start_evaluator(self) -> Evaluator:
         """The child process that evaluates nodes, started now if it is not running."""
@@ -309,9 +319,10 @@ class _Sanitizer:
             self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
         return bool(lifted)
 
-    def fold(self, number: int) -> bool:
+    def fold(self, number: int) -> int:
+        """Fold in every graph; how many nodes were folded, forwarded or pinned."""
         self.number = number
-        return bool(self._fold_tree(self.model.graph, _Constants()))
+        return self._fold_tree(self.model.graph, _Constants())
 
     def _fold_tree(self, graph: ir.Graph, outer: _Constants) -> int:
         """Fold in `graph`, then in its subgraphs (which see this graph's constants)."""
@@ -378,6 +389,7 @@ class _Sanitizer:
             node.outputs[0].replace_all_uses_with(source)
             graph.remove(node, safe=True)
             forwarded.append(node.name or "Identity")
+        self.forwarded += len(forwarded)
         if forwarded:
             self.status.count("nodes_folded", len(forwarded))
             self.status.info(
@@ -448,8 +460,27 @@ class _Sanitizer:
     def _evaluate(
         self, batch: Sequence[ir.Node], constants: _Constants
     ) -> dict[ir.Value, np.ndarray]:
-        """Values of the batch's outputs, in rounds of nodes whose inputs are all known, each
-        sized before it runs; nodes over the threshold, or that fail, are skipped."""
+        """Values of the batch's outputs, in one call to the child, which sizes each node
+        before it runs it; nodes over the threshold, or that fail, are skipped. A child that
+        dies on the batch: round by round, each node alone, so only the culprit is lost."""
+        if not batch:
+            return {}
+        feeds = {v.name or "": constants[v] for v in _inputs_from_outside(batch)}
+        try:
+            result = self.start_evaluator().evaluate_chain(batch, feeds)
+        except (IsolatedRunError, ChildRaisedError) as error:
+            return self._evaluate_rounds(
+                batch, constants, alone=isinstance(error, IsolatedRunError)
+            )
+        values, too_big = self._collect(batch, result)
+        self._report_too_big(too_big)
+        return values
+
+    def _evaluate_rounds(
+        self, batch: Sequence[ir.Node], constants: _Constants, *, alone: bool
+    ) -> dict[ir.Value, np.ndarray]:
+        """`_evaluate` with a call per round of nodes whose inputs are all known, each sized
+        here before it goes."""
         known = _Constants(constants.values)
         known.extra = constants.extra.copy()
         results: dict[ir.Value, np.ndarray] = {}
@@ -467,7 +498,7 @@ class _Sanitizer:
                     too_big[node] = size
                 else:
                     run.append(node)
-            computed, over = self._run(run, known)
+            computed, over = self._run(run, known, alone=alone)
             too_big.update(over)
             known.update(computed)
             results.update(computed)
@@ -475,13 +506,19 @@ class _Sanitizer:
         return results
 
     def _run(
-        self, nodes: list[ir.Node], known: _Constants
+        self, nodes: list[ir.Node], known: _Constants, *, alone: bool
     ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
         """Evaluate independent nodes in the child; their values, and those found too big."""
         if not nodes:
             return {}, {}
         feeds = {v.name or "": known[v] for v in _inputs_from_outside(nodes)}
-        result = self.start_evaluator().evaluate(nodes, feeds)
+        return self._collect(nodes, self.start_evaluator().evaluate(nodes, feeds, alone=alone))
+
+    def _collect(
+        self, nodes: Sequence[ir.Node], result: BatchResult
+    ) -> tuple[dict[ir.Value, np.ndarray], dict[ir.Node, int]]:
+        """The values a child computed for `nodes`, and the nodes it found too big; the
+        nodes it could not evaluate are logged and skipped from now on."""
         for index, reason in sorted(result.failed.items()):
             node = nodes[index]
             self.skipped.add(node)

@@ -21,7 +21,7 @@ _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation rea
 def infer_shapes(model: ir.Model) -> bool:
     """Run onnx shape inference (non-strict, with data propagation); True if it ran or had
     nothing to learn (every value already typed with a static shape: `_merge` would keep all)."""
-    if all(_settled(value) for graph in graphs_in(model.graph) for value in _graph_values(graph)):
+    if shapes_settled(model):
         return True
     proto = weightless_proto(model)
     try:
@@ -32,6 +32,14 @@ def infer_shapes(model: ir.Model) -> bool:
         return False
     _merge(model, inferred)
     return True
+
+
+def shapes_settled(model: ir.Model) -> bool:
+    """Every value of every graph is a constant or typed with a static shape: inference has
+    nothing to add."""
+    return all(
+        _settled(value) for graph in graphs_in(model.graph) for value in _graph_values(graph)
+    )
 
 
 def weightless_proto(model: ir.Model) -> onnx.ModelProto:
@@ -84,6 +92,9 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
             info = found.get(value.name or "")
             if info is None or _settled(value) or not info.type.WhichOneof("value"):
                 continue
+            if info.type.HasField("tensor_type"):
+                _merge_tensor(value, info.type)
+                continue
             twin_type = ir.serde.deserialize_type_proto_for_type(info.type)
             twin_shape = ir.serde.deserialize_type_proto_for_shape(info.type)
             current = value.type
@@ -95,6 +106,27 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
                 value.shape is None or _more_known(twin_shape, value.shape)
             ):
                 value.shape = twin_shape
+
+
+def _merge_tensor(value: ir.Value, proto: onnx.TypeProto) -> None:
+    """`_merge` for a tensor type, read from the proto's fields: an IR type or shape is only
+    built when it is taken (most inferred values hold nothing new after the first pass)."""
+    tensor = proto.tensor_type
+    current = value.type
+    if tensor.HasField("elem_type") and (
+        current is None or (type(current) is ir.TensorType and current.dtype != tensor.elem_type)
+    ):
+        value.type = ir.serde.deserialize_type_proto_for_type(proto)
+    if not tensor.HasField("shape"):
+        return
+    dims = tensor.shape.dim
+    shape = value.shape
+    if shape is None or (
+        len(dims) == len(shape)
+        and sum(dim.HasField("dim_value") for dim in dims)
+        > sum(isinstance(dim, int) for dim in shape)
+    ):
+        value.shape = ir.serde.deserialize_tensor_shape(tensor.shape)
 
 
 def _graph_values(graph: ir.Graph) -> list[ir.Value]:

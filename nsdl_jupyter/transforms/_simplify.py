@@ -79,10 +79,14 @@ class Simplifier:
 
     def run(self, graph: ir.Graph) -> int:
         total = 0
+        deduplicated: int | None = None  # what the last search for duplicates found
         while True:
-            count = self._sweep(graph) + self._deduplicate(graph)
-            total += count
-            if not count:
+            swept = self._sweep(graph)
+            if not swept and deduplicated == 0:
+                return total  # that search saw this very graph: it would find none again
+            deduplicated = self._deduplicate(graph)
+            total += swept + deduplicated
+            if not swept and not deduplicated:
                 return total
 
     def _deduplicate(self, graph: ir.Graph) -> int:
