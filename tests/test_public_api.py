@@ -14,17 +14,25 @@ def test_every_public_name_resolves() -> None:
         assert getattr(nsdl_jupyter, name) is not None, name
 
 
-def test_import_does_not_load_heavy_modules() -> None:
-    code = (
-        "import sys, nsdl_jupyter; "
-        "print(sorted(m for m in ('onnxruntime', 'plotly', 'anywidget', 'pandas') "
-        "if m in sys.modules))"
-    )
+def _heavy_modules_after(statement: str, heavy: str) -> str:
+    code = f"import sys; {statement}; print(sorted(m for m in {heavy} if m in sys.modules))"
     result = subprocess.run(
         [sys.executable, "-c", code], check=False, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    return result.stdout.strip()
+
+
+def test_import_does_not_load_heavy_modules() -> None:
+    heavy = "('onnxruntime', 'plotly', 'anywidget', 'pandas')"
+    assert _heavy_modules_after("import nsdl_jupyter", heavy) == "[]"
+
+
+def test_the_designer_loads_profiling_only_when_it_profiles() -> None:
+    """Designer's "Profile from here" needs the ActivityPanel (pandas, plotly, onnxruntime):
+    importing the Designer must not pay for it."""
+    designer = "from nsdl_jupyter.widgets._designer import Designer"
+    assert _heavy_modules_after(designer, "('onnxruntime', 'plotly', 'pandas')") == "[]"
 
 
 def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:

@@ -26,7 +26,6 @@ from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.transforms import TransformError
-from nsdl_jupyter.widgets._activity_panel import ActivityPanel
 from nsdl_jupyter.widgets._body_tabs import BodyTabs
 from nsdl_jupyter.widgets._canvas_edit import extract_nodes
 from nsdl_jupyter.widgets._designer_base import (
@@ -53,6 +52,8 @@ from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
+    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
 
 _serial = itertools.count(1)
 
@@ -326,6 +327,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         """The canvas menu's "Profile from here": the model from `nodes` on, written beside
         this one, profiled with ONNX Runtime in the right pane's Profile tab; its per-node
         times colour this canvas. None when the extraction is refused (the status says why)."""
+        from nsdl_jupyter.widgets._activity_panel import ActivityPanel  # imports pandas: late
+
         try:
             path, count = extract_nodes(self.doc, nodes, downstream=True)
         except (DocumentError, TransformError, WidgetError) as error:
