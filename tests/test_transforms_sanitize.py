@@ -22,7 +22,7 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter._isolated import IsolatedWorker
 from nsdl_jupyter.examples import bert_base, small_transformer
-from nsdl_jupyter.transforms import TransformError, sanitize
+from nsdl_jupyter.transforms import TransformError, TransformStatus, sanitize
 from nsdl_jupyter.transforms._evaluate import close_folding_process
 
 
@@ -96,6 +96,18 @@ def test_passes_limit_and_repeat_until_stable(tmp_path: Path) -> None:
     assert until_stable.counts["passes"] >= 2  # the last pass finds nothing to do
 
 
+def _folds_shape_in_pass_2(source: Path, tmp_path: Path) -> TransformStatus:
+    """Sanitize a model whose Shape(r) only a second pass can fold (r's dims known then):
+    one Reshape to [3, 4] is left and it still computes x.reshape(3, 4)."""
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert _ops(out) == Counter({"Reshape": 1})
+    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
+    return status
+
+
 def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
     """Shape inference cannot see through Abs, so `r` has no dims until pass 1 folds it;
     pass 2 must infer again to fold Shape(r) (a pass that skipped it would stop at 3 nodes)."""
@@ -110,13 +122,8 @@ def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
             y = Reshape(x, t)
         }""",
     )
-    out = tmp_path / "out.onnx"
-    status = sanitize(source, out)
-    assert _ops(out) == Counter({"Reshape": 1})
-    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
+    status = _folds_shape_in_pass_2(source, tmp_path)
     assert status.counts["passes"] == 3
-    x = np.arange(12, dtype=np.float32).reshape(2, 6)
-    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
 
 
 def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path: Path) -> None:
@@ -153,12 +160,7 @@ def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path
             y = Reshape(x, t)
         }""",
     )
-    out = tmp_path / "out.onnx"
-    status = sanitize(source, out)
-    assert _ops(out) == Counter({"Reshape": 1})
-    assert any(line.startswith("pass 2: folded 1 node(s): Shape 1") for line in status.log)
-    x = np.arange(12, dtype=np.float32).reshape(2, 6)
-    np.testing.assert_array_equal(_run(out, {"x": x})[0], x.reshape(3, 4))
+    _folds_shape_in_pass_2(source, tmp_path)
 
 
 def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
