@@ -179,3 +179,39 @@ def test_a_file_of_many_megabytes_is_written_exactly(tmp_path: Path) -> None:
     assert encoded.size > 8 * 2**20 and len(encoded.pieces) > 4
     path = nj.ModelDocument(ir.serde.deserialize_model(proto)).save(tmp_path / "m.onnx")
     assert path.read_bytes() == proto.SerializeToString() == encoded.join()
+
+
+@pytest.mark.parametrize("external_data", [None, "m.onnx.data"])
+def test_the_written_structure_is_given_before_the_sync(
+    tmp_path: Path, external_data: str | None
+) -> None:
+    """`while_syncing` gets what was written, its large (or external) weights as typed
+    inputs, before the model is renamed into place; the checker reads it as it reads the
+    file, type errors included."""
+    model = ir.serde.deserialize_model(_model())
+    _in_memory_weight(model)
+    target = tmp_path / "m.onnx"
+    seen: list[onnx.ModelProto] = []
+
+    def look(written: onnx.ModelProto) -> None:
+        assert not target.exists()  # not committed yet
+        seen.append(written)
+
+    nj.ModelDocument(model).save(target, external_data=external_data, while_syncing=look)
+    (structure,) = seen
+    assert structure.ByteSize() < BIG[0] * BIG[1]
+    inputs = {i.name: i.type.tensor_type for i in structure.graph.input}
+    assert set(inputs) == {"x", "loaded", "computed"}
+    assert [d.dim_value for d in inputs["computed"].shape.dim] == list(BIG)
+    assert [t.name for t in structure.graph.initializer] == ["small"]
+    onnx.checker.check_model(structure, full_check=True)
+    written = onnx.load(str(target), load_external_data=False)
+    assert [n.op_type for n in written.graph.node] == [n.op_type for n in structure.graph.node]
+
+    model.graph.initializers["computed"].const_value = ir.Tensor(
+        np.ones(BIG, np.float64), name="computed"
+    )
+    seen.clear()
+    nj.ModelDocument(model).save(tmp_path / "wrong.onnx", while_syncing=seen.append)
+    with pytest.raises(onnx.shape_inference.InferenceError, match="inconsistent type"):
+        onnx.checker.check_model(seen[0], full_check=True)

@@ -210,3 +210,39 @@ def test_a_registered_pass_runs_from_the_cli_and_on_a_document(
     assert doc.undo_description == "scale_weights"
     doc.undo()
     assert not doc.dirty
+
+
+class _Miswires(TransformPass):
+    """Takes the square root of an int64 constant: a result onnx's checker rejects."""
+
+    operation = "miswires"
+
+    def apply(self, model: ir.Model) -> bool:
+        n = len(model.graph.initializers)  # applied twice to one model: new names each time
+        shape = ir.Value(
+            name=f"k{n}",
+            type=ir.TensorType(ir.DataType.INT64),
+            shape=ir.Shape([2]),
+            const_value=ir.tensor(np.int64([1, 2])),
+        )
+        model.graph.register_initializer(shape)
+        root = ir.Node("", "Sqrt", [shape], name=f"bad_sqrt{n}")
+        model.graph.append(root)
+        model.graph.outputs.append(root.outputs[0])
+        root.outputs[0].name = f"bad{n}"
+        root.outputs[0].type, root.outputs[0].shape = shape.type, shape.shape
+        return True
+
+
+def test_a_result_the_checker_rejects_is_a_warning(source: Path, tmp_path: Path) -> None:
+    """The runner checks what it wrote; a fault the source already has is only logged."""
+    status = transform_file(_Miswires(), source, tmp_path / "bad.onnx")
+    assert status.output == tmp_path / "bad.onnx" and (tmp_path / "bad.onnx").is_file()
+    (warning,) = status.warnings
+    assert "does not pass onnx's checker" in warning and "Sqrt" in warning
+
+    broken = tmp_path / "broken_source.onnx"
+    transform_file(_Miswires(), source, broken)
+    again = transform_file(_Miswires(), broken, tmp_path / "worse.onnx")
+    assert not again.warnings
+    assert any("rejects the source model too" in line for line in again.log)

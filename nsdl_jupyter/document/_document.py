@@ -1068,6 +1068,7 @@ class ModelDocument:
         size_threshold: int = 1024,
         keep_generated_names: bool = False,
         overwrite: bool = False,
+        while_syncing: Callable[[onnx.ModelProto], object] | None = None,
     ) -> Path:
         """Write the model atomically (and its companion file); returns the path written.
 
@@ -1076,6 +1077,9 @@ class ModelDocument:
         inline; None (default) keeps external data external when the model has some.
         An existing data file that is not this model's is refused unless `overwrite=True`;
         one that another model in the folder reads is never replaced.
+        `while_syncing`: called with the written model as a proto whose large initializers
+        are typed graph inputs, after its bytes are written and before they are synced to
+        disk, so work on the result (onnx's checker) overlaps with the disk.
         """
         self._check_editable()
         target = Path(path) if path is not None else self._path
@@ -1089,6 +1093,7 @@ class ModelDocument:
             external_data=self._data_file_name(target, external_data),
             size_threshold=size_threshold,
             overwrite=overwrite,
+            while_syncing=while_syncing,
             protected=frozenset(
                 companion
                 for model_path in {target, self._path}

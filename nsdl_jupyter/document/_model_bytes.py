@@ -37,6 +37,10 @@ class ModelBytes:
 
     pieces: list[bytes]
     size: int
+    # what `structure` is made of: the proto without initializers, the streamed and external
+    # initializers as typed inputs, the others serialized
+    head: onnx.ModelProto
+    weightless: list[onnx.ValueInfoProto | bytes]
 
     def write_to(self, handle: BinaryIO) -> None:
         """Write the pieces, handing every `_WRITEBACK_BYTES` written to the disk at once:
@@ -52,6 +56,19 @@ class ModelBytes:
 
     def join(self) -> bytes:
         return b"".join(self.pieces)
+
+    def structure(self) -> onnx.ModelProto:
+        """The model as written, for onnx's checker and shape inference: the main graph's
+        large and external initializers are graph inputs of their type (no weight is
+        copied; the checker cannot follow a relative data file from memory). Made from the
+        proto the file was written from, so no second pass over the model; call it once."""
+        graph = self.head.graph
+        for entry in self.weightless:
+            if isinstance(entry, bytes):
+                graph.initializer.add().ParseFromString(entry)
+            else:
+                graph.input.append(entry)
+        return self.head
 
 
 def _start_writeback(handle: BinaryIO, start: int, end: int) -> None:
@@ -72,14 +89,30 @@ def encode_model(model: ir.Model) -> ModelBytes:
         proto = ir.to_proto(model)
     _drop_initializer_value_info(proto.graph)
     weights: list[list[bytes]] = []
+    weightless: list[onnx.ValueInfoProto | bytes] = []
     for tensor_proto in proto.graph.initializer:
         value = aside.get(tensor_proto.name)
-        if value is None:
-            weights.append([tensor_proto.SerializeToString()])
-        else:
+        if value is not None:
             weights.append(_weight_pieces(value))
+            tensor = value.const_value
+            assert tensor is not None
+            weightless.append(_typed_input(value.name, tensor.dtype, tensor.shape.numpy()))
+            continue
+        weights.append([tensor_proto.SerializeToString()])
+        if tensor_proto.data_location == onnx.TensorProto.EXTERNAL:
+            dtype = ir.DataType(tensor_proto.data_type)
+            weightless.append(_typed_input(tensor_proto.name, dtype, tuple(tensor_proto.dims)))
+        else:
+            weightless.append(weights[-1][0])
     del proto.graph.initializer[:]
-    return _with_initializers(proto.SerializeToString(), weights)
+    pieces = _with_initializers(proto.SerializeToString(), weights)
+    return ModelBytes(pieces, sum(len(p) for p in pieces), proto, weightless)
+
+
+def _typed_input(
+    name: str | None, dtype: ir.DataType, dims: tuple[int, ...]
+) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(name or "", dtype.value, dims)
 
 
 def _drop_initializer_value_info(graph: onnx.GraphProto) -> None:
@@ -140,10 +173,10 @@ def _weight_pieces(value: ir.Value) -> list[bytes]:
     return [data[:split], _key(_TENSOR_RAW_DATA) + _varint(len(raw)), raw, data[split:]]
 
 
-def _with_initializers(head: bytes, weights: list[list[bytes]]) -> ModelBytes:
+def _with_initializers(head: bytes, weights: list[list[bytes]]) -> list[bytes]:
     """`head` (a model without initializers) with `weights` as its graph's initializers."""
     if not weights:
-        return ModelBytes([head], len(head))
+        return [head]
     entries: list[bytes] = []
     for pieces in weights:
         size = sum(len(p) for p in pieces)
@@ -159,7 +192,7 @@ def _with_initializers(head: bytes, weights: list[list[bytes]]) -> ModelBytes:
         at = start + _insertion_point(head[start:end], _GRAPH_INITIALIZER)
         opening = head[:key_start] + _key(_MODEL_GRAPH) + _varint(end - start + added)
         pieces = [opening + head[start:at], *entries, head[at:]]
-    return ModelBytes(pieces, sum(len(p) for p in pieces))
+    return pieces
 
 
 # ------------------------------------------------------------ wire format

@@ -22,11 +22,12 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter.document._data_files import (
@@ -95,6 +96,9 @@ class SaveRequest:
     size_threshold: int
     overwrite: bool = False
     protected: frozenset[Path] = frozenset()  # the model files and companions: never data
+    # given the written model's structure (`ModelBytes.structure`) once its bytes are written
+    # and before they are synced: work that can overlap with the disk
+    while_syncing: Callable[[onnx.ModelProto], object] | None = None
 
 
 def save_model(model: ir.Model, request: SaveRequest, book: DataFileBook) -> None:
@@ -117,7 +121,7 @@ def save_model(model: ir.Model, request: SaveRequest, book: DataFileBook) -> Non
     rewriting = any(f.hidden is not None for f in files)
     first = _serialize(model, files, folder, hidden=True) if rewriting else None
 
-    _write_and_commit(model, book, files, (first, final), target)
+    _write_and_commit(model, book, files, (first, final), request)
     for data_file in files:
         book.record_written(
             data_file.path, [(p.tensor, p.offset, p.length) for p in data_file.placements]
@@ -149,10 +153,11 @@ def _write_and_commit(
     book: DataFileBook,
     files: Sequence[_DataFile],
     models: tuple[ModelBytes | None, ModelBytes],
-    target: Path,
+    request: SaveRequest,
 ) -> None:
     """Data files first, then the model (twice when a data file is rewritten in place)."""
     first, final = models
+    target = request.target
     rewrites = [f for f in files if f.hidden is not None]
     try:
         staging = Path(
@@ -181,7 +186,7 @@ def _write_and_commit(
             for data_file in rewrites:
                 assert data_file.hidden is not None
                 _copy_over(data_file.hidden, data_file.path)
-        _commit(final, staging, target)
+        _commit(final, staging, target, request.while_syncing)
         committed = True
         for data_file in rewrites:
             assert data_file.hidden is not None
@@ -375,11 +380,18 @@ def _write_data_file(path: Path, placements: Sequence[_Placement]) -> None:
         os.fsync(handle.fileno())
 
 
-def _commit(data: ModelBytes, staging: Path, target: Path) -> None:
+def _commit(
+    data: ModelBytes,
+    staging: Path,
+    target: Path,
+    while_syncing: Callable[[onnx.ModelProto], object] | None = None,
+) -> None:
     staged = staging / target.name
     with open(staged, "wb") as handle:
         data.write_to(handle)
         handle.flush()
+        if while_syncing is not None:  # the disk writes back what it was handed meanwhile
+            while_syncing(data.structure())
         os.fsync(handle.fileno())
     os.replace(staged, target)
     _fsync_folder(target.parent)

@@ -55,7 +55,6 @@ from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
     check_output_path,
-    validate_saved,
     working_copy,
 )
 
@@ -281,8 +280,7 @@ def _validate_and_fix(
         part.clear()  # the final conversion logs and counts afresh
     copy = working_copy(model)
     settings.convert(copy.model, status, found.kept)
-    saved = copy.save(target)
-    validate_saved(saved, status, model)
+    saved = copy.save(target, status, model)
     _report_bisection(status, validator, first, found)
     return saved
 

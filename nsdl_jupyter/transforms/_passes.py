@@ -35,7 +35,6 @@ from nsdl_jupyter.transforms._working_copy import (
     TransformError,
     WorkingCopy,
     check_output_path,
-    validate_saved,
     working_copy,
 )
 
@@ -140,11 +139,8 @@ def transform_file(
     result = pass_(copy.model)
     status = pass_.status
     document = copy.document if result.model is copy.model else ModelDocument(result.model)
-    saved = WorkingCopy(document, None).save(target)
-    # checked in memory, weights as typed inputs: no read-back of a file of weights
-    validate_saved(
-        saved, status, model if pass_.compare_with_source else None, model=document.model
-    )
+    source = model if pass_.compare_with_source else None
+    saved = WorkingCopy(document, None).save(target, status, source)
     saved = pass_.validate(model, target, saved)
     return status.finish(saved)
 

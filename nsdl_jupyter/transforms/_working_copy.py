@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
 
 from nsdl_jupyter.document import UnknownDataTypeError, as_data_type
-from nsdl_jupyter.transforms._shapes import weightless_proto
 from nsdl_jupyter.transforms._status import TransformStatus
 
 ModelSource = Union[str, "os.PathLike[str]", "ModelDocument", onnx.ModelProto, ir.Model]
@@ -56,9 +55,30 @@ class WorkingCopy:
     def model(self) -> ir.Model:
         return self.document.model
 
-    def save(self, output: Path) -> Path:
+    def save(
+        self,
+        output: Path,
+        status: TransformStatus | None = None,
+        source: ModelSource | None = None,
+    ) -> Path:
+        """Write the model atomically (its weights in `<output>.data` when too big for one
+        file). With `status`: onnx's checker (with strict type inference) runs on what was
+        written while the disk syncs it; a failure is a status warning, or only a log line
+        when `source` (the unmodified model) fails too."""
         external = _weight_bytes(self.model) > _EXTERNAL_DATA_BYTES
-        return self.document.save(output, external_data=True if external else None)
+        problems: list[str | None] = []
+
+        def check(written: onnx.ModelProto) -> None:
+            problems.append(_checker_problem(written))
+
+        saved = self.document.save(
+            output,
+            external_data=True if external else None,
+            while_syncing=None if status is None else check,
+        )
+        if status is not None:
+            _report_checker(problems[0], status, source)
+        return saved
 
 
 def check_output_path(output: str | os.PathLike[str]) -> Path:
@@ -111,20 +131,9 @@ def _weight_bytes(model: ir.Model) -> int:
     return total
 
 
-def validate_saved(
-    path: Path,
-    status: TransformStatus,
-    source: ModelSource | None = None,
-    *,
-    model: ir.Model | None = None,
+def _report_checker(
+    problem: str | None, status: TransformStatus, source: ModelSource | None
 ) -> None:
-    """Run onnx's checker (with strict type inference) on the written result. A failure is a
-    status warning, or only a log line when `source` (the unmodified model) fails too.
-
-    `model`: the model just saved to `path`, checked in memory without its weights instead
-    of reading the file back (the save wrote its weights as they are; every structural
-    error the checker finds is in the rest)."""
-    problem = _checker_problem(path if model is None else weightless_proto(model))
     if problem is None:
         return
     if source is not None and _source_problem(source) is not None:
