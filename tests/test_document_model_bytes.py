@@ -3,6 +3,7 @@ writes for the whole model (so every reader, and a second save, sees the same by
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.document._model_bytes import encode_model
+from nsdl_jupyter.document._inline_weights import WeightCopies
+from nsdl_jupyter.document._model_bytes import FileRange, encode_model
 from nsdl_jupyter.transforms._shapes import weightless_proto
 
 BIG = (256, 128)  # 128 KiB of float32: streamed
@@ -215,3 +217,110 @@ def test_the_written_structure_is_given_before_the_sync(
     nj.ModelDocument(model).save(tmp_path / "wrong.onnx", while_syncing=seen.append)
     with pytest.raises(onnx.shape_inference.InferenceError, match="inconsistent type"):
         onnx.checker.check_model(seen[0], full_check=True)
+
+
+# ------------------------------------------------ weights copied from the file read
+def _saved_model(tmp_path: Path) -> Path:
+    path = tmp_path / "source.onnx"
+    onnx.save(_model(), str(path))
+    return path
+
+
+def _copied(doc: nj.ModelDocument) -> int:
+    """How many weights a save of `doc` would copy file to file."""
+    with WeightCopies() as copies:
+        return sum(isinstance(p, FileRange) for p in encode_model(doc.model, copies).pieces)
+
+
+def test_an_unchanged_weight_is_copied_from_the_file_it_was_read_from(tmp_path: Path) -> None:
+    source = _saved_model(tmp_path)
+    doc = nj.open_model(source)
+    assert _copied(doc) == 1
+    doc.set_attribute(doc.graph.node(3).name, "keepdims", 1)
+    saved = doc.save(tmp_path / "edited.onnx")
+    expected = _model()
+    expected.graph.node[3].attribute[0].i = 1
+    assert onnx.load(str(saved)).SerializeToString() == saved.read_bytes()
+    np.testing.assert_array_equal(
+        numpy_helper.to_array(onnx.load(str(saved)).graph.initializer[0]),
+        numpy_helper.to_array(expected.graph.initializer[0]),
+    )
+    written = saved.read_bytes()
+    source.unlink()  # nothing to copy from now: the same save serializes every weight
+    saved.unlink()
+    assert _copied(doc) == 0
+    assert doc.save(tmp_path / "serialized.onnx").read_bytes() == written
+
+
+def test_a_replaced_source_file_is_not_copied_from(tmp_path: Path) -> None:
+    """Another model written over the source (same names, other values; or the same file
+    changed in place) must not leak its bytes into the save."""
+    source = _saved_model(tmp_path)
+    doc = nj.open_model(source)
+    expected = doc.graph.initializers["loaded"].const_value.numpy().copy()
+    other = _model()
+    other.graph.initializer[0].raw_data = np.full(BIG, 7, np.float32).tobytes()
+    onnx.save(other, str(source))
+    assert _copied(doc) == 0
+    saved = doc.save(tmp_path / "after_replace.onnx")
+    got = numpy_helper.to_array(onnx.load(str(saved)).graph.initializer[0])
+    np.testing.assert_array_equal(got, expected)
+
+    doc = nj.open_model(source)
+    with open(source, "r+b") as handle:  # same inode, new bytes and mtime
+        handle.seek(-4, os.SEEK_END)
+        handle.write(b"\0\0\0\0")
+        os.utime(handle.fileno(), ns=(1, 1))  # mtime may not move within one clock tick
+    assert _copied(doc) == 0
+
+
+def test_renamed_and_swapped_weights_keep_their_own_bytes(tmp_path: Path) -> None:
+    weights = [
+        numpy_helper.from_array(np.full(BIG, v, np.float32), n) for v, n in ((1, "a"), (2, "b"))
+    ]
+    nodes = [helper.make_node("Sub", ["a", "b"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, BIG)]
+    proto = helper.make_model(
+        helper.make_graph(nodes, "g", [], outputs, weights),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    onnx.save(proto, str(tmp_path / "ab.onnx"))
+    doc = nj.open_model(tmp_path / "ab.onnx")
+    with doc.batch("swap"):
+        doc.rename_tensor("a", "tmp")
+        doc.rename_tensor("b", "a")
+        doc.rename_tensor("tmp", "b")
+    assert _copied(doc) == 0
+    saved = doc.save(tmp_path / "swapped.onnx")
+    tensors = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(saved)).graph.initializer}
+    assert tensors["a"][0, 0] == 2 and tensors["b"][0, 0] == 1
+
+
+def test_saving_in_place_again_copies_from_the_file_just_written(tmp_path: Path) -> None:
+    source = _saved_model(tmp_path)
+    doc = nj.open_model(source)
+    doc.set_attribute(doc.graph.node(3).name, "keepdims", 1)
+    doc.save()
+    assert _copied(doc) == 1  # the file read first is gone; the new one holds it
+    doc.set_attribute(doc.graph.node(3).name, "keepdims", 0)
+    doc.save()
+    assert _copied(doc) == 1
+    assert doc.undo() and doc.undo()
+    doc.save()
+    assert onnx.load(str(source)).graph.node[3].attribute[0].i == 0
+    np.testing.assert_array_equal(
+        numpy_helper.to_array(onnx.load(str(source)).graph.initializer[0]),
+        numpy_helper.to_array(_model().graph.initializer[0]),
+    )
+
+
+def test_without_a_kernel_copy_the_bytes_go_through_a_buffer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the OS has no copy_file_range (macOS) or refuses it (another file system)."""
+    source = _saved_model(tmp_path)
+    doc = nj.open_model(source)
+    kernel = doc.save(tmp_path / "kernel.onnx").read_bytes()
+    monkeypatch.delattr(os, "copy_file_range", raising=False)
+    assert _copied(doc) == 1
+    assert doc.save(tmp_path / "buffered.onnx").read_bytes() == kernel

@@ -25,6 +25,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._walk import graphs_in
+from nsdl_jupyter.document._file_identity import FileIdentity
 from nsdl_jupyter.document._loading import all_tensors
 
 # Hidden names a save uses beside the model; a killed save may leave them behind.
@@ -32,24 +33,6 @@ STAGING_MARK = ".saving-"
 REWRITE_MARK = ".rewrite-"
 _STALE = re.compile(r"^\..+\.(?:saving|rewrite)-(\d+)-[0-9a-z_]+$")
 _HIDDEN = re.compile(r"^\.(.+)\.rewrite-\d+-[0-9a-f]+$")
-
-
-@dataclass(frozen=True)
-class FileIdentity:
-    """A file's identity: the same path with another inode, size or mtime is another file."""
-
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, path: Path) -> FileIdentity | None:
-        try:
-            stat = path.stat()
-        except OSError:
-            return None
-        return cls(stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ import onnx_ir as ir
 from google.protobuf.message import DecodeError
 
 from nsdl_jupyter.document._errors import ModelLoadError
+from nsdl_jupyter.document._file_identity import FileIdentity
+from nsdl_jupyter.document._inline_weights import large_weights, remember_model_file
 
 _TENSOR = onnx.AttributeProto.TENSOR
 _TENSORS = onnx.AttributeProto.TENSORS
@@ -29,12 +31,16 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
         raise FileNotFoundError(f"no such model file: {source}")
     if not source.is_file():
         raise ModelLoadError(f"{source} is not a file: give the path of an .onnx model")
+    with open(source, "rb") as handle:
+        identity = FileIdentity.of_stat(os.fstat(handle.fileno()))
+        data = handle.read()
     try:
-        proto = onnx.load(str(source), load_external_data=False)
+        proto = onnx.load_from_string(data)
     except (DecodeError, RuntimeError, ValueError) as error:
         raise ModelLoadError(
             f"{source} is not a readable ONNX model (corrupt or truncated protobuf: {error})"
         ) from error
+    del data
     check_model_header(proto, source)
     base_dir = source.resolve().parent
     external = check_external_data(proto, base_dir, source)
@@ -44,6 +50,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
         raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
     if external:  # a walk of every node: only when some tensor reads a data file
         ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
+    remember_model_file(large_weights(model), source.absolute(), identity)
     return model
 
 

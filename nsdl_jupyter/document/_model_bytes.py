@@ -10,8 +10,10 @@ it: the file is byte for byte what `SerializeToString` of the whole proto gives.
 from __future__ import annotations
 
 import contextlib
+import errno
+import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -23,24 +25,76 @@ import onnx_ir as ir
 from nsdl_jupyter.document._errors import ModelSaveError
 
 # Initializers at least this big are serialized on their own; smaller ones stay in the proto.
-_STREAMED_BYTES = 1 << 16
+STREAMED_BYTES = 1 << 16
 _WRITEBACK_BYTES = 1 << 20  # written bytes handed to the disk together
+_COPY_CHUNK = 1 << 23
+# copy_file_range cannot copy these files (other file systems, old kernels): copy by buffer
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF}
 _LENGTH_DELIMITED = 2
-_MODEL_GRAPH = 7  # ModelProto.graph
-_GRAPH_INITIALIZER = 5  # GraphProto.initializer
+MODEL_GRAPH = 7  # ModelProto.graph
+GRAPH_INITIALIZER = 5  # GraphProto.initializer
+TENSOR_NAME = 8  # TensorProto.name
 _TENSOR_RAW_DATA = 9  # TensorProto.raw_data
+Wire = bytes | mmap.mmap  # serialized protobuf to read fields from
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """`length` bytes at `offset` of an open file: a piece copied file to file."""
+
+    fd: int
+    offset: int
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    def copy_to(self, fd: int, at: int) -> None:
+        """Copy the bytes into `fd` at offset `at`: in the kernel where the OS can
+        (copy_file_range), else through a bounded buffer."""
+        copy = getattr(os, "copy_file_range", None)
+        done = 0
+        while done < self.length:
+            count = self.length - done
+            if copy is not None:
+                try:
+                    moved = copy(self.fd, fd, count, self.offset + done, at + done)
+                except OSError as error:
+                    if error.errno not in _NO_KERNEL_COPY:
+                        raise
+                    copy = None
+                    continue
+            else:
+                chunk = os.pread(self.fd, min(count, _COPY_CHUNK), self.offset + done)
+                moved = os.pwrite(fd, chunk, at + done) if chunk else 0
+            if moved == 0:
+                raise OSError(errno.EIO, "the model file the weights are copied from is shorter")
+            done += moved
+
+    def read(self) -> bytes:
+        return b"".join(
+            os.pread(self.fd, min(self.length - at, _COPY_CHUNK), self.offset + at)
+            for at in range(0, self.length, _COPY_CHUNK)
+        )
+
+
+# Called with a loaded weight about to be written whole: where the same bytes can be
+# copied from, if anywhere.
+CopySource = Callable[["ir.serde.TensorProtoTensor"], FileRange | None]
 
 
 @dataclass(frozen=True)
 class ModelBytes:
     """A serialized model: its pieces in file order and their total size."""
 
-    pieces: list[bytes]
+    pieces: list[bytes | FileRange]
     size: int
     # what `structure` is made of: the proto without initializers, the streamed and external
     # initializers as typed inputs, the others serialized
     head: onnx.ModelProto
     weightless: list[onnx.ValueInfoProto | bytes]
+    # the loaded weights written whole: the file written holds them as the source did
+    loaded: list[ir.serde.TensorProtoTensor]
 
     def write_to(self, handle: BinaryIO) -> None:
         """Write the pieces, handing every `_WRITEBACK_BYTES` written to the disk at once:
@@ -48,14 +102,19 @@ class ModelBytes:
         the 20 ms that writing and syncing a 21 MB model took here)."""
         start = offset = handle.tell()
         for piece in self.pieces:
-            handle.write(piece)
+            if isinstance(piece, FileRange):
+                handle.flush()
+                piece.copy_to(handle.fileno(), offset)
+                handle.seek(offset + len(piece))
+            else:
+                handle.write(piece)
             offset += len(piece)
             if offset - start >= _WRITEBACK_BYTES:
                 _start_writeback(handle, start, offset)
                 start = offset
 
     def join(self) -> bytes:
-        return b"".join(self.pieces)
+        return b"".join(p.read() if isinstance(p, FileRange) else p for p in self.pieces)
 
     def structure(self) -> onnx.ModelProto:
         """The model as written, for onnx's checker and shape inference: the main graph's
@@ -83,30 +142,35 @@ def _start_writeback(handle: BinaryIO, start: int, end: int) -> None:
         advise(handle.fileno(), start, end - start, os.POSIX_FADV_DONTNEED)
 
 
-def encode_model(model: ir.Model) -> ModelBytes:
-    """Serialize `model` for a file (large initializers as pieces of their own)."""
+def encode_model(model: ir.Model, copy_source: CopySource | None = None) -> ModelBytes:
+    """Serialize `model` for a file (large initializers as pieces of their own, copied from
+    the file they were read from where `copy_source` finds them unchanged there)."""
     with _weights_aside(model.graph) as aside:
         proto = ir.to_proto(model)
     _drop_initializer_value_info(proto.graph)
-    weights: list[list[bytes]] = []
+    weights: list[list[bytes | FileRange]] = []
     weightless: list[onnx.ValueInfoProto | bytes] = []
+    loaded: list[ir.serde.TensorProtoTensor] = []
     for tensor_proto in proto.graph.initializer:
         value = aside.get(tensor_proto.name)
         if value is not None:
-            weights.append(_weight_pieces(value))
+            weights.append(_weight_pieces(value, copy_source))
             tensor = value.const_value
+            if isinstance(tensor, ir.serde.TensorProtoTensor):
+                loaded.append(tensor)
             assert tensor is not None
-            weightless.append(_typed_input(value.name, tensor.dtype, tensor.shape.numpy()))
+            weightless.append(_typed_input(value.name, tensor.dtype, tuple(tensor.shape.numpy())))
             continue
-        weights.append([tensor_proto.SerializeToString()])
+        serialized = tensor_proto.SerializeToString()
+        weights.append([serialized])
         if tensor_proto.data_location == onnx.TensorProto.EXTERNAL:
             dtype = ir.DataType(tensor_proto.data_type)
             weightless.append(_typed_input(tensor_proto.name, dtype, tuple(tensor_proto.dims)))
         else:
-            weightless.append(weights[-1][0])
+            weightless.append(serialized)
     del proto.graph.initializer[:]
     pieces = _with_initializers(proto.SerializeToString(), weights)
-    return ModelBytes(pieces, sum(len(p) for p in pieces), proto, weightless)
+    return ModelBytes(pieces, sum(len(p) for p in pieces), proto, weightless, loaded)
 
 
 def _typed_input(
@@ -132,7 +196,7 @@ def _weights_aside(graph: ir.Graph) -> Iterator[dict[str, ir.Value]]:
     try:
         for name, value in graph.initializers.items():
             tensor = value.const_value
-            if tensor is None or not _streamable(tensor) or tensor.nbytes < _STREAMED_BYTES:
+            if tensor is None or not _streamable(tensor) or tensor.nbytes < STREAMED_BYTES:
                 continue
             aside[name] = value
             held.append((value, tensor))
@@ -153,15 +217,16 @@ def _streamable(tensor: ir.TensorProtocol) -> bool:
     return type(tensor) is ir.Tensor and tensor.dtype != ir.DataType.STRING
 
 
-def _weight_pieces(value: ir.Value) -> list[bytes]:
+def _weight_pieces(value: ir.Value, copy_source: CopySource | None) -> list[bytes | FileRange]:
     """One initializer's TensorProto as pieces (a computed tensor's data a piece of its own,
     so it is not copied into a proto first)."""
     tensor = value.const_value
     assert tensor is not None
     if isinstance(tensor, ir.serde.TensorProtoTensor):
         tensor.name = value.name  # as onnx_ir's serializer does, just before it copies
+        found = copy_source(tensor) if copy_source is not None else None
         # one copy; upb's ByteSize would serialize it once more just to count
-        return [tensor.raw.SerializeToString()]
+        return [found if found is not None else tensor.raw.SerializeToString()]
     header = onnx.TensorProto(
         name=value.name, data_type=tensor.dtype.value, dims=tensor.shape.numpy()
     )
@@ -173,24 +238,26 @@ def _weight_pieces(value: ir.Value) -> list[bytes]:
     return [data[:split], _key(_TENSOR_RAW_DATA) + _varint(len(raw)), raw, data[split:]]
 
 
-def _with_initializers(head: bytes, weights: list[list[bytes]]) -> list[bytes]:
+def _with_initializers(
+    head: bytes, weights: list[list[bytes | FileRange]]
+) -> list[bytes | FileRange]:
     """`head` (a model without initializers) with `weights` as its graph's initializers."""
     if not weights:
         return [head]
-    entries: list[bytes] = []
+    entries: list[bytes | FileRange] = []
     for pieces in weights:
         size = sum(len(p) for p in pieces)
-        entries += [_key(_GRAPH_INITIALIZER) + _varint(size), *pieces]
+        entries += [_key(GRAPH_INITIALIZER) + _varint(size), *pieces]
     added = sum(len(p) for p in entries)
-    span = _field_span(head, _MODEL_GRAPH)
+    span = field_span(head, MODEL_GRAPH)
     if span is None:  # the graph held initializers only
-        at = _insertion_point(head, _MODEL_GRAPH)
-        opening = head[:at] + _key(_MODEL_GRAPH) + _varint(added)
+        at = _insertion_point(head, MODEL_GRAPH)
+        opening = head[:at] + _key(MODEL_GRAPH) + _varint(added)
         pieces = [opening, *entries, head[at:]]
     else:
         key_start, start, end = span
-        at = start + _insertion_point(head[start:end], _GRAPH_INITIALIZER)
-        opening = head[:key_start] + _key(_MODEL_GRAPH) + _varint(end - start + added)
+        at = start + _insertion_point(head[start:end], GRAPH_INITIALIZER)
+        opening = head[:key_start] + _key(MODEL_GRAPH) + _varint(end - start + added)
         pieces = [opening + head[start:at], *entries, head[at:]]
     return pieces
 
@@ -209,7 +276,7 @@ def _key(field: int) -> bytes:
     return _varint(field << 3 | _LENGTH_DELIMITED)
 
 
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+def _read_varint(data: Wire, at: int) -> tuple[int, int]:
     number, shift = 0, 0
     while True:
         byte = data[at]
@@ -220,10 +287,11 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, key start, value start, end) of each top-level field of a message."""
-    at = 0
-    while at < len(data):
+def fields(data: Wire, at: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, key start, value start, end) of each top-level field of the message in
+    `data[at:stop]` (offsets into `data`)."""
+    stop = len(data) if stop is None else stop
+    while at < stop:
         key_start = at
         key, at = _read_varint(data, at)
         wire = key & 7
@@ -238,21 +306,23 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, int, int]]:
             end = at + 4
         else:  # groups: no ONNX message has one
             raise ModelSaveError(f"unexpected protobuf wire type {wire} while writing the model")
+        if end > stop:
+            raise ModelSaveError("a protobuf field runs past the end of its message")
         yield key >> 3, key_start, at, end
         at = end
 
 
-def _field_span(data: bytes, number: int) -> tuple[int, int, int] | None:
+def field_span(data: Wire, number: int) -> tuple[int, int, int] | None:
     """(key start, value start, end) of the field `number` (a singular message)."""
-    for field, key_start, start, end in _fields(data):
-        if field == number:
+    for found, key_start, start, end in fields(data):
+        if found == number:
             return key_start, start, end
     return None
 
 
 def _insertion_point(data: bytes, number: int) -> int:
     """Where protobuf writes field `number`: before the first field with a higher number."""
-    for field, key_start, _, _ in _fields(data):
-        if field > number:
+    for found, key_start, _, _ in fields(data):
+        if found > number:
             return key_start
     return len(data)

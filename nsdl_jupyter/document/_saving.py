@@ -42,6 +42,8 @@ from nsdl_jupyter.document._data_files import (
     remove_stale_staging,
 )
 from nsdl_jupyter.document._errors import ModelLoadError, ModelSaveError
+from nsdl_jupyter.document._file_identity import FileIdentity
+from nsdl_jupyter.document._inline_weights import WeightCopies, remember_model_file
 from nsdl_jupyter.document._loading import resolve_inside
 from nsdl_jupyter.document._model_bytes import ModelBytes, encode_model
 
@@ -116,12 +118,13 @@ def save_model(model: ir.Model, request: SaveRequest, book: DataFileBook) -> Non
     for data_file in files:
         if data_file.mode is _Mode.REWRITE and data_file.path.exists():
             data_file.hidden = hidden_name(data_file.path)
-    # Serialized before any byte is written, so a model over protobuf's limit changes nothing.
-    final = _serialize(model, files, folder, hidden=False)
-    rewriting = any(f.hidden is not None for f in files)
-    first = _serialize(model, files, folder, hidden=True) if rewriting else None
-
-    _write_and_commit(model, book, files, (first, final), request)
+    with WeightCopies() as copies:
+        # Serialized before any byte is written: a model over protobuf's limit changes nothing.
+        final = _serialize(model, files, folder, copies, hidden=False)
+        rewriting = any(f.hidden is not None for f in files)
+        first = _serialize(model, files, folder, copies, hidden=True) if rewriting else None
+        _write_and_commit(model, book, files, (first, final), request)
+    remember_model_file(final.loaded, target.absolute(), FileIdentity.of(target))
     for data_file in files:
         book.record_written(
             data_file.path, [(p.tensor, p.offset, p.length) for p in data_file.placements]
@@ -435,11 +438,16 @@ def _pin_before_replacing(model: ir.Model, book: DataFileBook, replaced: Sequenc
 
 
 def _serialize(
-    model: ir.Model, files: Sequence[_DataFile], folder: Path, *, hidden: bool
+    model: ir.Model,
+    files: Sequence[_DataFile],
+    folder: Path,
+    copies: WeightCopies,
+    *,
+    hidden: bool,
 ) -> ModelBytes:
     try:
         with _external_references(model, files, folder, hidden=hidden):
-            encoded = encode_model(model)
+            encoded = encode_model(model, copies)
     except Exception as error:  # onnx_ir wraps what it cannot write in its own errors
         cause = error.__cause__ or error
         raise ModelSaveError(
