@@ -144,22 +144,28 @@ def _sanitize(model: ir.Model, options: _Options, status: TransformStatus) -> No
     untyped = [] if infer_shapes else _untyped_values(model)
     done = 0
     changed = True
+    at_fixpoint = False  # the graph is as the last simplify left it: no rule applies
     while changed and (passes is None or done < passes):
         done += 1
         lifted = folder.lift_constants(done) if fold_constants else False
         # Every pass starts from fresh shapes; edits never invalidate the shapes of the
         # tensors that remain, so the rules below need no inference of their own.
-        _infer(model)
+        learned = _infer(model)
         forwarded = folder.forwarded
         folded = folder.fold(done) if fold_constants else 0
         # `opened`: a change that may give an earlier step of the next pass more to do
         opened = folded > folder.forwarded - forwarded
-        if simplify:
+        # the rules see the graph and the shapes they saw last time: they would do nothing
+        untouched = at_fixpoint and not (lifted or learned or folded)
+        if simplify and not untouched:
             opened |= folder.simplify(done)
-        if fuse_batchnorm:
-            opened |= folder.fuse_batchnorm(done)
-        if remove_dead_nodes:
-            opened |= folder.remove_dead(done)
+        at_fixpoint = simplify
+        if fuse_batchnorm and folder.fuse_batchnorm(done):
+            opened = True
+            at_fixpoint = False
+        if remove_dead_nodes and folder.remove_dead(done):
+            opened = True
+            at_fixpoint = False
         changed = lifted or folder.forwarded > forwarded or opened
         if changed and not opened and shapes_settled(model):
             # Lifting and forwarding come before the steps they feed, in this pass; only
@@ -226,8 +232,9 @@ def _node_count(model: ir.Model) -> int:
     return sum(len(graph) for graph in graphs_in(model.graph))
 
 
-def _infer(model: ir.Model) -> None:
-    infer_shapes(model)
+def _infer(model: ir.Model) -> bool:
+    """Fresh shapes; True when some value got a new type or shape."""
+    return bool(infer_shapes(model))
 
 
 def _names(nodes: Iterable[str]) -> str:

@@ -18,20 +18,20 @@ from nsdl_jupyter._walk import graphs_in
 _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation reads them)
 
 
-def infer_shapes(model: ir.Model) -> bool:
-    """Run onnx shape inference (non-strict, with data propagation); True if it ran or had
-    nothing to learn (every value already typed with a static shape: `_merge` would keep all)."""
+def infer_shapes(model: ir.Model) -> int | None:
+    """Run onnx shape inference (non-strict, with data propagation): how many values got a
+    new type or shape (0 when every value was already typed with a static shape), None when
+    onnx's inference failed (the model is left as it was)."""
     if shapes_settled(model):
-        return True
+        return 0
     proto = weightless_proto(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(
             proto, check_type=False, strict_mode=False, data_prop=True
         )
     except Exception:  # onnx raises its own error types; the model is left as it was
-        return False
-    _merge(model, inferred)
-    return True
+        return None
+    return _merge(model, inferred)
 
 
 def shapes_settled(model: ir.Model) -> bool:
@@ -81,9 +81,11 @@ def weightless_proto(model: ir.Model) -> onnx.ModelProto:
                 graph.initializers.add(values[name])
 
 
-def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
+def _merge(model: ir.Model, inferred: onnx.ModelProto) -> int:
     """Copy inferred types into the model, reading the proto's value_info directly (turning
-    the whole inferred proto back into onnx_ir would cost more than the inference)."""
+    the whole inferred proto back into onnx_ir would cost more than the inference); how
+    many values changed."""
+    learned = 0
     for graph, proto in _graph_pairs(model.graph, inferred.graph):
         found: dict[str, onnx.ValueInfoProto] = {}
         for info in [*proto.input, *proto.value_info, *proto.output]:
@@ -93,7 +95,7 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
             if info is None or _settled(value) or not info.type.WhichOneof("value"):
                 continue
             if info.type.HasField("tensor_type"):
-                _merge_tensor(value, info.type)
+                learned += _merge_tensor(value, info.type)
                 continue
             twin_type = ir.serde.deserialize_type_proto_for_type(info.type)
             twin_shape = ir.serde.deserialize_type_proto_for_shape(info.type)
@@ -102,23 +104,30 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> None:
                 current is None or (current != twin_type and _same_kind(current, twin_type))
             ):
                 value.type = twin_type
+                learned += 1
             if twin_shape is not None and (
                 value.shape is None or _more_known(twin_shape, value.shape)
             ):
                 value.shape = twin_shape
+                learned += 1
+    return learned
 
 
-def _merge_tensor(value: ir.Value, proto: onnx.TypeProto) -> None:
+def _merge_tensor(value: ir.Value, proto: onnx.TypeProto) -> bool:
     """`_merge` for a tensor type, read from the proto's fields: an IR type or shape is only
     built when it is taken (most inferred values hold nothing new after the first pass)."""
     tensor = proto.tensor_type
     current = value.type
+    changed = False
     if tensor.HasField("elem_type") and (
         current is None or (type(current) is ir.TensorType and current.dtype != tensor.elem_type)
     ):
-        value.type = ir.serde.deserialize_type_proto_for_type(proto)
+        value.type = ir.TensorType(
+            ir.DataType(tensor.elem_type), denotation=proto.denotation or None
+        )
+        changed = True
     if not tensor.HasField("shape"):
-        return
+        return changed
     dims = tensor.shape.dim
     shape = value.shape
     if shape is None or (
@@ -127,6 +136,8 @@ def _merge_tensor(value: ir.Value, proto: onnx.TypeProto) -> None:
         > sum(isinstance(dim, int) for dim in shape)
     ):
         value.shape = ir.serde.deserialize_tensor_shape(tensor.shape)
+        changed = True
+    return changed
 
 
 def _graph_values(graph: ir.Graph) -> list[ir.Value]:
