@@ -10,7 +10,8 @@ is tried alone so one bad node does not stop the others. A chain (nodes that rea
 other's outputs) goes in one call too: the child runs it in rounds of ready nodes and sizes
 each node before it runs it, as the parent would (each call is a wake-up of the child, which
 a busy machine makes cost milliseconds). The child outlives one sanitize: the next one finds
-it started.
+it started. Small exact shape arithmetic never comes here: `_small_ops` computes it in the
+kernel with numpy, sized first.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes, shapes_settled
 from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
+from nsdl_jupyter.transforms._small_ops import evaluate_small
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
 
@@ -473,6 +474,9 @@ class _Sanitizer:
         if not batch:
             return {}
         feeds = {v.name or "": constants[v] for v in _inputs_from_outside(batch)}
+        small = evaluate_small(batch, feeds, self.threshold)
+        if small is not None:
+            return {v: small[v.name or ""] for node in batch for v in node.outputs}
         try:
             result = self.start_evaluator().evaluate_chain(batch, feeds)
         except (IsolatedRunError, ChildRaisedError) as error:
