@@ -3,6 +3,8 @@ each edit is one undoable command and the view's layout follows the document."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 import nsdl_jupyter as nj
 from nsdl_jupyter.graph import decode_columns
 from nsdl_jupyter.widgets import GraphView
+from nsdl_jupyter.widgets._canvas_edit import extract_nodes, reserved_name
 
 
 def _model() -> onnx.ModelProto:
@@ -185,10 +188,112 @@ def test_extract_from_here_writes_a_model_that_runs(view: GraphView, path: Path)
     assert target.name in message
     model = onnx.load(target)
     assert [n.name for n in model.graph.node] == ["cat1", "add1"]
-    session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
-    feeds = {i.name: np.ones((1, 4), np.float32) for i in session.get_inputs()}
-    (result,) = session.run(None, feeds)
+    (result,) = _run(target, np.ones((1, 4), np.float32))
     assert result.shape == (1, 8) and float(result[0, 0]) == 2.0
+
+
+def _run(model: Path, value: np.ndarray) -> list[np.ndarray]:
+    """The model's outputs from onnxruntime with `value` for every input."""
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    return session.run(None, {i.name: value for i in session.get_inputs()})
+
+
+def test_extract_never_replaces_an_existing_file(view: GraphView, path: Path) -> None:
+    """A user's own `m.cat1.onnx` stays as it was: the extraction takes `-2`, then `-3`."""
+    theirs = path.with_name("m.cat1.onnx")
+    theirs.write_bytes(b"the user's own file")
+    for number in (2, 3):
+        message = ok(view, "extract", nodes=["cat1"], downstream=True)["message"]
+        target = path.with_name(f"m.cat1-{number}.onnx")
+        assert message == f"extracted 2 nodes to {target.name}"
+        assert [n.name for n in onnx.load(target).graph.node] == ["cat1", "add1"]
+    assert theirs.read_bytes() == b"the user's own file"
+
+
+def test_extracted_weights_never_land_in_an_existing_file(tmp_path: Path) -> None:
+    """External data goes to `<extracted>.data`: a name whose data file exists is skipped."""
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 512])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 512])
+    w = numpy_helper.from_array(np.arange(512, dtype=np.float32).reshape(1, 512), "W")
+    nodes = [helper.make_node("Add", ["X", "W"], ["a"], name="add1"),
+             helper.make_node("Relu", ["a"], ["Y"], name="relu1")]  # fmt: skip
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]))
+    onnx.save(model, tmp_path / "big.onnx", save_as_external_data=True, size_threshold=0)
+    theirs = tmp_path / "big.add1.onnx.data"
+    theirs.write_bytes(b"another model's weights")
+    view = GraphView(nj.open_model(tmp_path / "big.onnx"))
+    message = ok(view, "extract", nodes=["add1"], downstream=True)["message"]
+    assert message.endswith(" big.add1-2.onnx")
+    assert theirs.read_bytes() == b"another model's weights"
+    assert not (tmp_path / "big.add1.onnx").exists()
+    assert (tmp_path / "big.add1-2.onnx.data").stat().st_size >= w.raw_data.__len__()
+    (result,) = _run(tmp_path / "big.add1-2.onnx", np.ones((1, 512), np.float32))
+    assert result[0, 3] == 4.0
+
+
+def test_a_name_in_use_by_another_extraction_is_skipped(view: GraphView, path: Path) -> None:
+    """A name is taken the moment an extraction starts (an empty file), so a second one at
+    the same time writes elsewhere; a failing one takes its empty file back."""
+    with reserved_name(path.parent, "m.cat1") as held:
+        assert held.name == "m.cat1.onnx" and held.read_bytes() == b""
+        message = ok(view, "extract", nodes=["cat1"], downstream=True)["message"]
+        assert message.endswith(" m.cat1-2.onnx")
+    assert held.read_bytes() == b""  # the holder writes it: nobody else did
+    held.unlink()
+    with pytest.raises(KeyboardInterrupt), reserved_name(path.parent, "m.cat1") as held:
+        raise KeyboardInterrupt
+    assert not held.exists()
+
+
+def test_extractions_at_the_same_time_write_different_files(path: Path) -> None:
+    docs = [nj.open_model(path) for _ in range(4)]
+    start = threading.Barrier(len(docs))
+
+    def extract(doc: nj.ModelDocument) -> Path:
+        start.wait()
+        return extract_nodes(doc, ["cat1"], downstream=True)[0]
+
+    with ThreadPoolExecutor(len(docs)) as pool:
+        written = list(pool.map(extract, docs))
+    names = {"m.cat1.onnx", *(f"m.cat1-{n}.onnx" for n in range(2, 5))}
+    assert {p.name for p in written} == names
+    for target in written:
+        (result,) = _run(target, np.ones((1, 4), np.float32))
+        assert float(result[0, 0]) == 2.0
+
+
+def _unknown_type_model(folder: Path) -> Path:
+    """`relu1` reads the output of a custom operator: extracting from it fails (no type)."""
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Mystery", ["X"], ["u"], name="mystery", domain="custom.x"),
+             helper.make_node("Relu", ["u"], ["Y"], name="relu1")]  # fmt: skip
+    imports = [helper.make_opsetid("", 17), helper.make_opsetid("custom.x", 1)]
+    target = folder / "c.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=imports),
+              target)  # fmt: skip
+    return target
+
+
+def test_a_failed_extraction_leaves_no_file(tmp_path: Path) -> None:
+    view = GraphView(nj.open_model(_unknown_type_model(tmp_path)))
+    answer = ask(view, "extract", nodes=["relu1"], downstream=True)
+    assert not answer["ok"] and "type of tensor 'u' is unknown" in answer["error"]["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.onnx"]
+
+
+def test_a_folder_that_cannot_take_the_file_is_said_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "gone"
+    source.mkdir()
+    onnx.save(_model(), source / "m.onnx")
+    view = GraphView(nj.open_model(source / "m.onnx"))
+    source.rename(tmp_path / "moved")  # the model's folder is no longer there
+    answer = ask(view, "extract", nodes=["cat1"], downstream=True)
+    assert not answer["ok"] and answer["error"]["type"] == "ExtractPathError"
+    assert "doc.save(path)" in answer["error"]["message"]
+    assert [p.name for p in (tmp_path / "moved").iterdir()] == ["m.onnx"]
 
 
 def test_profile_from_here_calls_the_registered_hook(view: GraphView) -> None:

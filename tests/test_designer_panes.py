@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import onnx
 import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.widgets._designer import Designer
 from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets._side_pane import MIN_WIDTH
+from tests.test_canvas_edit import _model, _unknown_type_model
 
 pytestmark = pytest.mark.usefixtures("settings_dir")
 
@@ -70,11 +72,12 @@ def test_the_initializer_list_shortens_while_a_tensor_is_open(resnet18_file: Pat
 
 
 def test_profile_from_here_profiles_the_rest_of_the_model(
-    resnet18_file: Path, tmp_path: Path
+    resnet18_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The canvas menu's "Profile from here" in the Designer: the model from that node on is
     written beside the file (a torch-style name with slashes stays a file in that folder) and
     profiled with onnxruntime in the right pane's Profile tab; a second pick replaces it."""
+    monkeypatch.chdir(tmp_path)  # where the onnxruntime trace is kept
     path = tmp_path / "resnet18.onnx"
     path.write_bytes(resnet18_file.read_bytes())
     doc = nj.open_model(path)
@@ -108,4 +111,35 @@ def test_profile_from_here_profiles_the_rest_of_the_model(
     assert designer.profile_from(["no such node"]) is None
     assert "no such node" in designer.status.value
     designer.activity.wait(timeout=120)
+    designer.close()
+
+
+def test_profile_from_here_never_replaces_an_existing_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's own `m.cat1.onnx` stays as it was: the profiled model is `-2`, then `-3`,
+    and the status and the Profile tab name the file actually written."""
+    monkeypatch.chdir(tmp_path)  # where the onnxruntime trace is kept
+    onnx.save(_model(), tmp_path / "m.onnx")
+    theirs = tmp_path / "m.cat1.onnx"
+    theirs.write_bytes(b"the user's own file")
+    designer = Designer(nj.open_model(tmp_path / "m.onnx"))
+    for number in (2, 3):
+        panel = designer.profile_from(["cat1"])
+        assert panel is not None
+        written = tmp_path / f"m.cat1-{number}.onnx"
+        assert panel.model == written
+        assert f"({written.name})" in designer.status.value
+        report = panel.wait(timeout=120)
+        assert report is not None, panel.error
+        assert set(report.node_times()) == {"cat1", "add1"}
+    assert theirs.read_bytes() == b"the user's own file"
+    designer.close()
+
+
+def test_a_refused_profile_from_here_leaves_no_file(tmp_path: Path) -> None:
+    designer = Designer(nj.open_model(_unknown_type_model(tmp_path)))
+    assert designer.profile_from(["relu1"]) is None
+    assert "is unknown (shape inference cannot reach it)" in designer.status.value
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["c.onnx"]
     designer.close()

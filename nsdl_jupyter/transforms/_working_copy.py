@@ -101,13 +101,11 @@ def working_copy(model: ModelSource) -> WorkingCopy:
     from nsdl_jupyter.document import ModelDocument, open_model
 
     if isinstance(model, ModelDocument):
-        proto = ir.serde.serialize_model(model.model)
-        return WorkingCopy(ModelDocument(ir.serde.deserialize_model(proto)), model.path)
+        return WorkingCopy(ModelDocument(_independent_copy(model.model)), model.path)
     if isinstance(model, onnx.ModelProto):
         return WorkingCopy(ModelDocument(ir.serde.deserialize_model(model)), None)
     if isinstance(model, ir.Model):
-        proto = ir.serde.serialize_model(model)
-        return WorkingCopy(ModelDocument(ir.serde.deserialize_model(proto)), None)
+        return WorkingCopy(ModelDocument(_independent_copy(model)), None)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model).expanduser().absolute()
         if not path.is_file():
@@ -119,6 +117,19 @@ def working_copy(model: ModelSource) -> WorkingCopy:
         f"model must be a path, a ModelDocument, an onnx.ModelProto or an onnx_ir.Model, "
         f"not {type(model).__name__}"
     )
+
+
+def _independent_copy(model: ir.Model) -> ir.Model:
+    """A copy sharing no object with `model` whose external tensors read the same files (a
+    proto keeps their location but not the folder it is relative to)."""
+    copy = ir.serde.deserialize_model(ir.serde.serialize_model(model))
+    for graph, twin_graph in zip(graphs_in(model.graph), graphs_in(copy.graph), strict=True):
+        twins = twin_graph.initializers
+        for name, value in graph.initializers.items():
+            tensor, twin = value.const_value, twins[name].const_value
+            if isinstance(tensor, ir.ExternalTensor) and isinstance(twin, ir.ExternalTensor):
+                twin.base_dir = tensor.base_dir
+    return copy
 
 
 def _weight_bytes(model: ir.Model) -> int:

@@ -6,13 +6,17 @@ js/src/graph_view/edit.ts."""
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import onnx_ir as ir
 
-from nsdl_jupyter.document import MOVED_KEY, ChangeEvent, ModelDocument
+from nsdl_jupyter.document import COMPANION_SUFFIX, MOVED_KEY, ChangeEvent, ModelDocument
 from nsdl_jupyter.document.edits import SetMapping
 from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
 from nsdl_jupyter.transforms import extract_subgraph
@@ -32,10 +36,15 @@ from nsdl_jupyter.widgets._messages import (
 from nsdl_jupyter.widgets._protocol import Handler
 
 _MAX_TERMINAL_NODES = 2000  # the canvas asks only for boxes on screen at a readable zoom
+_MAX_PART = 100  # of a node name in an extracted file's name: file names end at 255 bytes
 
 
 class ReadOnlyViewError(WidgetError):
     """An edit gesture reached a view that shows a file or a graph, not an open document."""
+
+
+class ExtractPathError(WidgetError):
+    """No file can be created beside the model for an extracted part."""
 
 
 class CanvasEdits:
@@ -252,9 +261,54 @@ def extract_nodes(
     stem = doc.path.stem if doc.path is not None else "model"
     # torch names hold slashes ("/layer1/Conv"): the file stays in the model's folder
     part = re.sub(r"[^A-Za-z0-9_.-]+", "_", chosen[0].name or "").strip("_.") or "node"
-    target = folder / f"{stem}.{part}.onnx"
-    extract_subgraph(doc, target, inputs, outputs)
+    with reserved_name(folder, f"{stem}.{part[:_MAX_PART]}") as target:
+        extract_subgraph(doc, target, inputs, outputs)
     return target, len(nodes)
+
+
+@contextmanager
+def reserved_name(folder: Path, base: str) -> Iterator[Path]:
+    """The first free `<base>.onnx`, `<base>-2.onnx`, ... in `folder`, created empty and
+    exclusively so that no other extraction picks it; removed again when the body raises.
+    The body writes the model over the empty file (the save's atomic rename)."""
+    path, reserved = _reserve(folder, base)
+    try:
+        yield path
+    except BaseException:
+        _release(path, reserved)
+        raise
+
+
+def _reserve(folder: Path, base: str) -> tuple[Path, os.stat_result]:
+    """A name of which neither the model, nor its external data (`<name>.data`), nor its
+    companion exists, so writing there replaces no one's file; created empty."""
+    for number in itertools.count(1):
+        path = folder / f"{base}{'' if number == 1 else f'-{number}'}.onnx"
+        beside = (path.name + ".data", path.name + COMPANION_SUFFIX)
+        if any(os.path.lexists(folder / name) for name in beside):
+            continue
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise ExtractPathError(
+                f"cannot write the extracted model in {folder} ({error.strerror}): save the "
+                "model in a folder you can write to (doc.save(path)) and extract again"
+            ) from None
+        try:
+            return path, os.fstat(fd)
+        finally:
+            os.close(fd)
+    raise AssertionError("itertools.count never ends")
+
+
+def _release(path: Path, reserved: os.stat_result) -> None:
+    """Remove a reservation that is still the empty file it was (never a written model)."""
+    with contextlib.suppress(OSError):
+        now = os.lstat(path)
+        if (now.st_dev, now.st_ino) == (reserved.st_dev, reserved.st_ino) and not now.st_size:
+            path.unlink()
 
 
 def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
