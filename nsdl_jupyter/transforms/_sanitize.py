@@ -316,6 +316,13 @@ class _Sanitizer:
         self.evaluator.start()
         return self.evaluator
 
+    def _report(self, counter: str, count: int, text: str) -> None:
+        """Count one step's work under `counter` and log `text` for this pass (nothing
+        when the step did nothing)."""
+        if count:
+            self.status.count(counter, count)
+            self.status.info(f"pass {self.number}: {text}")
+
     # ---------------------------------------------------------------- folding
     def lift_constants(self, number: int) -> bool:
         self.number = number
@@ -323,8 +330,7 @@ class _Sanitizer:
         if not all(_topological(graph) for graph in graphs):
             self.model.graph.sort()  # keeps the order of a sorted graph, so only when needed
         lifted = sum(self._lift_constants(g) for g in graphs)
-        if lifted:
-            self.status.info(f"pass {number}: {lifted} Constant node(s) became initializers")
+        self._report("constants_lifted", lifted, f"{lifted} Constant node(s) became initializers")
         return bool(lifted)
 
     def fold(self, number: int) -> int:
@@ -353,7 +359,6 @@ class _Sanitizer:
             self._replace_with_initializer(graph, node.outputs[0], tensor)
             graph.remove(node, safe=True)
             lifted += 1
-        self.status.count("constants_lifted", lifted)
         return lifted
 
     def _fold(self, graph: ir.Graph, constants: _Constants) -> int:
@@ -398,12 +403,12 @@ class _Sanitizer:
             graph.remove(node, safe=True)
             forwarded.append(node.name or "Identity")
         self.forwarded += len(forwarded)
-        if forwarded:
-            self.status.count("nodes_folded", len(forwarded))
-            self.status.info(
-                f"pass {self.number}: {len(forwarded)} Identity node(s) of constants removed, "
-                f"their users read the constant: {_names(forwarded)}"
-            )
+        self._report(
+            "nodes_folded",
+            len(forwarded),
+            f"{len(forwarded)} Identity node(s) of constants removed, their users read the "
+            f"constant: {_names(forwarded)}",
+        )
         return len(forwarded)
 
     def _pin_reshapes(self, graph: ir.Graph, constants: _Constants) -> int:
@@ -450,12 +455,12 @@ class _Sanitizer:
             node.replace_input_with(1, constant)
             constants[constant] = target
             pinned.append(node.name or "Reshape")
-        if pinned:
-            self.status.count("reshapes_pinned", len(pinned))
-            self.status.info(
-                f"pass {self.number}: {len(pinned)} Reshape(s) got a constant shape "
-                f"(0 where it keeps the input's, -1 for a free one): {_names(pinned)}"
-            )
+        self._report(
+            "reshapes_pinned",
+            len(pinned),
+            f"{len(pinned)} Reshape(s) got a constant shape (0 where it keeps the input's, -1 "
+            f"for a free one): {_names(pinned)}",
+        )
         return len(pinned)
 
     def _foldable(self, node: ir.Node) -> bool:
@@ -548,11 +553,12 @@ class _Sanitizer:
             return
         self.skipped.update(too_big)
         sizes = (f"{node.name} ({size} bytes)" for node, size in too_big.items())
-        self.status.info(
-            f"pass {self.number}: kept {len(too_big)} node(s) whose result exceeds "
-            f"{self.threshold} bytes: {_names(sizes)}"
+        self._report(
+            "nodes_over_threshold",
+            len(too_big),
+            f"kept {len(too_big)} node(s) whose result exceeds {self.threshold} bytes: "
+            f"{_names(sizes)}",
         )
-        self.status.count("nodes_over_threshold", len(too_big))
 
     def _apply(
         self, graph: ir.Graph, candidates: list[ir.Node], values: dict[ir.Value, np.ndarray]
@@ -568,8 +574,7 @@ class _Sanitizer:
                     self._replace_with_initializer(graph, value, values[value])
         for node in reversed(folded):
             graph.remove(node, safe=True)
-        self.status.count("nodes_folded", len(folded))
-        self.status.info(f"pass {self.number}: folded {len(folded)} node(s): {_by_op(folded)}")
+        self._report("nodes_folded", len(folded), f"folded {len(folded)} node(s): {_by_op(folded)}")
         return len(folded)
 
     def _replace_with_initializer(
@@ -595,47 +600,44 @@ class _Sanitizer:
 
     # ---------------------------------------------------------- simplify
     def simplify(self, number: int) -> bool:
+        self.number = number
         simplifier = Simplifier()
         before = _node_count(self.model)
         applied = simplifier.run(self.model.graph)
         count = before - _node_count(self.model)  # a rule may remove two nodes (Transposes)
-        if applied:
-            self.status.count("nodes_simplified", count)
-            breakdown = ", ".join(
-                f"{op} {n}" for op, n in sorted(simplifier.removed.items(), key=lambda i: -i[1])
-            )
-            self.status.info(f"pass {number}: removed {count} no-op node(s): {breakdown}")
+        breakdown = ", ".join(
+            f"{op} {n}" for op, n in sorted(simplifier.removed.items(), key=lambda i: -i[1])
+        )
+        self._report("nodes_simplified", count, f"removed {count} no-op node(s): {breakdown}")
         return bool(applied)
 
     def fuse_batchnorm(self, number: int) -> bool:
+        self.number = number
         fused = fuse_batchnorm(self.model.graph)
-        if fused:
-            self.status.count("batchnorms_fused", len(fused))
-            self.status.info(
-                f"pass {number}: fused {len(fused)} BatchNormalization(s) into Conv: "
-                f"{_names(fused)}"
-            )
+        self._report(
+            "batchnorms_fused",
+            len(fused),
+            f"fused {len(fused)} BatchNormalization(s) into Conv: {_names(fused)}",
+        )
         return bool(fused)
 
     # ---------------------------------------------------------- dead nodes
     def remove_dead(self, number: int) -> bool:
+        self.number = number
         removed = list(_remove_dead_nodes(self.model.graph))
         initializers = _remove_unused_initializers(self.model.graph)
         functions = len(self.model.functions)
         if functions:
             RemoveUnusedFunctionsPass()(self.model)  # type: ignore[no-untyped-call]
         dropped_functions = functions - len(self.model.functions)
-        if removed:
-            self.status.count("nodes_removed", len(removed))
-            self.status.info(
-                f"pass {number}: removed {len(removed)} dead node(s): {_names(removed)}"
-            )
-        if initializers:
-            self.status.count("initializers_removed", len(initializers))
-            self.status.info(
-                f"pass {number}: removed {len(initializers)} unused initializer(s): "
-                f"{_names(initializers)}"
-            )
+        self._report(
+            "nodes_removed", len(removed), f"removed {len(removed)} dead node(s): {_names(removed)}"
+        )
+        self._report(
+            "initializers_removed",
+            len(initializers),
+            f"removed {len(initializers)} unused initializer(s): {_names(initializers)}",
+        )
         if dropped_functions:
             self.status.count("functions_removed", dropped_functions)
         return bool(removed or initializers or dropped_functions)
