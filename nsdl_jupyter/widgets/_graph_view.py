@@ -480,7 +480,8 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             self._shapes = shapes
 
     def _on_types_inferred(self) -> None:
-        """The pane re-inferred after an edit: views that asked for shapes get the fresh ones."""
+        """Shape inference ran (say for the pane, after an edit): views that asked for shapes
+        before get the fresh ones, without asking again."""
         if self._shapes:
             self._send_shapes()
 
