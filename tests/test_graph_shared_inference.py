@@ -160,3 +160,24 @@ def test_a_large_graph_pane_waits_for_no_inference_but_reads_the_drawings(
     scene.types.edited()
     assert props.node(relu)["outputs"][0]["shape"] == ""  # stale: not shown, not re-inferred
     assert len(inferences) == 1
+
+
+def test_an_open_body_has_its_own_shared_inference(inferences: list[str]) -> None:
+    doc, view = open_view("control_flow_torchscript")
+    body_doc = doc.open_subgraph("/Loop", "body")
+    body = GraphView(body_doc)
+    zoom_in(body)
+    sigmoid = click(body, "/Sigmoid")
+    assert output_shape(sigmoid) == f"2{X}?" and inferences == [body_doc.graph.name]
+    assert edge_label(body, "/Sigmoid_output_0") == output_shape(sigmoid)
+    click(view, "/Loop")
+    zoom_in(view)
+    assert inferences == [body_doc.graph.name, doc.graph.name]
+    body_doc.set_attribute("/step/Gemm", "alpha", 2.0)  # edits a copy of the body
+    assert len(inferences) == 2 and body._scene.types.stale and not view._scene.types.stale
+    click(body, "/Sigmoid")
+    assert inferences[2:] == [body_doc.graph.name] and not body._scene.types.stale
+    body_doc.confirm()  # written back into the model: now the model's types are stale
+    assert len(inferences) == 3 and view._scene.types.stale
+    click(view, "/Loop")
+    assert inferences[3:] == [doc.graph.name]
