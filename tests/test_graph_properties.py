@@ -22,6 +22,7 @@ from nsdl_jupyter.graph._properties import (
 )
 from nsdl_jupyter.widgets import GraphView
 from tests import real_exports
+from tests.test_graph_shared_inference import count_inferences
 from tests.test_graph_view_widget import Sent
 
 X = "\u00d7"
@@ -42,10 +43,11 @@ def bert_dynamo() -> tuple[GraphScene, ir.Model]:
 
 
 def test_a_node_shows_op_attributes_and_typed_ports_from_value_info(
-    bert_dynamo: tuple[GraphScene, ir.Model],
+    bert_dynamo: tuple[GraphScene, ir.Model], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     scene, model = bert_dynamo
-    props = Properties(scene, infer=lambda _g: pytest.fail("value_info is complete"))
+    inferences = count_inferences(monkeypatch)
+    props = Properties(scene)
     node = next(n for n in model.graph if n.op_type == "MatMul" and n.inputs[1].is_initializer())
     got = props.node(item_of(scene, node.name))
     assert (got["name"], got["op_type"], got["domain"], got["op"]) == (
@@ -69,6 +71,7 @@ def test_a_node_shows_op_attributes_and_typed_ports_from_value_info(
     attrs = {a["name"]: a for a in props.node(item_of(scene, norm.name))["attributes"]}
     assert attrs["axis"] == {"name": "axis", "type": "int", "value": "-1"}
     assert float(attrs["epsilon"]["value"]) == pytest.approx(norm.attributes["epsilon"].value)
+    assert inferences == []  # value_info is complete
 
 
 def test_statistics_of_a_weight_come_on_request_and_match_numpy(
@@ -92,19 +95,19 @@ def test_statistics_of_a_weight_come_on_request_and_match_numpy(
         props.stats("nope")
 
 
-def test_a_torchscript_export_gets_its_shapes_from_inference_once() -> None:
+def test_a_torchscript_export_gets_its_shapes_from_inference_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     scene, model = scene_of("bert_base_torchscript")
-    calls: list[int] = []
+    calls = count_inferences(monkeypatch)
     props = Properties(scene)
-    infer = props._infer
-    props._infer = lambda g: calls.append(1) or infer(g)  # type: ignore[method-assign]
     matmuls = [n for n in model.graph if n.op_type == "MatMul" and n.inputs[1].is_initializer()]
     assert matmuls[0].outputs[0].shape is None  # the export states no intermediate shape
     for node in matmuls[:5]:
         (y,) = props.node(item_of(scene, node.name))["outputs"]
         width = node.inputs[1].shape[-1]  # the weight's last dim: 768 or 3072
         assert y["dtype"] == "float" and y["shape"].endswith(f"{X}{width}"), y
-    assert calls == [1]
+    assert len(calls) == 1
     assert matmuls[0].outputs[0].shape is None  # the model itself is left as it was
 
 

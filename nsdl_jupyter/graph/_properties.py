@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TypedDict
 
 import numpy as np
@@ -31,7 +31,7 @@ from nsdl_jupyter.graph._extract import (
 )
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._scene import GraphScene
-from nsdl_jupyter.graph._shapes import dtype_text, infer_tensor_types, shape_text
+from nsdl_jupyter.graph._shapes import dtype_text, shape_text
 from nsdl_jupyter.ops import (
     OpSchemaInfo,
     UnknownDomainError,
@@ -141,13 +141,6 @@ def declared_type(value: ir.Value) -> tuple[str, str]:
     return dtype_text(dtype), shape_text(shape)
 
 
-def inferred_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, str]]:
-    """Shape inference for the pane (the drawing's own, graph/_shapes.py). It runs on the
-    first click that needs it, so graphs over MAX_INFER_NODES are left out (measured: 7.6 s
-    for 50,000 nodes, mostly serialization; 0.45 s for BERT-base)."""
-    return {} if len(graph) > MAX_INFER_NODES else infer_tensor_types(graph)
-
-
 def _number(v: object) -> str:
     if isinstance(v, (float, np.floating)):
         return f"{float(v):.4g}"
@@ -213,33 +206,34 @@ def attribute_text(attr: ir.Attr) -> str:
 class Properties:
     """Answers for one scene; `invalidate()` after an edit forgets what was counted."""
 
-    def __init__(
-        self,
-        scene: GraphScene,
-        infer: Callable[[ir.Graph | ir.Function], Mapping[str, tuple[str, str]]] = inferred_types,
-    ) -> None:
+    def __init__(self, scene: GraphScene) -> None:
         self.scene = scene
-        self._infer = infer
-        self._inferred: Mapping[str, tuple[str, str]] | None = None
         self._group_ops: dict[int, Counter[str]] = {}
         self._stats: dict[str, TensorStats] = {}
 
     def invalidate(self) -> None:
-        """Forget what was inferred and counted (after an edit)."""
-        self._inferred = None
+        """Forget what was counted (after an edit). Types need no call: the scene's shared
+        inference is marked stale by the edit it patches or rebuilds."""
         self._group_ops.clear()
         self._stats.clear()
 
     def type_of(self, value: ir.Value) -> tuple[str, str]:
-        """(dtype, shape) as the model declares them, else from shape inference (run once,
-        on the first value whose type the model does not state)."""
+        """(dtype, shape) as the model declares them, else from shape inference (shared with
+        the drawing; run on the first value whose type the model does not state)."""
         dtype, shape = declared_type(value)
         if dtype and shape:
             return dtype, shape
-        if self._inferred is None:
-            self._inferred = self._infer(self.scene.graph)
-        found = self._inferred.get(value.name or "")
+        found = self._inferred().get(value.name or "")
         return (dtype or found[0], shape or found[1]) if found else (dtype, shape)
+
+    def _inferred(self) -> Mapping[str, tuple[str, str]]:
+        """The scene's shared inference, brought up to date. Over MAX_INFER_NODES a click does
+        not wait for it (measured: 7.6 s for 50,000 nodes, mostly serialization; 0.45 s for
+        BERT-base): it shows what the drawing inferred, if that is still fresh."""
+        types = self.scene.types
+        if len(self.scene.graph) > MAX_INFER_NODES and types.stale:
+            return {}
+        return types.fresh()
 
     # ------------------------------------------------------------------ node
     def node(self, item: int) -> NodeProperties:

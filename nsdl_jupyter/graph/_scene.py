@@ -28,7 +28,7 @@ from nsdl_jupyter.graph._extract import (
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarchy, is_group_ref
 from nsdl_jupyter.graph._labels import item_texts, scopes_with_children
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult
-from nsdl_jupyter.graph._shapes import display_shape, infer_tensor_types
+from nsdl_jupyter.graph._shapes import TensorTypes, display_shape
 
 # above this many items a graph opens collapsed; groups are expanded (largest first) while the
 # number of visible boxes stays under VISIBLE_BUDGET
@@ -74,6 +74,9 @@ class GraphScene:
         self.topology_version = 0
         self.layout_seq = 0
         self.patch_seq = 0
+        # shape inference, shared with the properties pane: stale after an edit, kept for the
+        # drawing until a reader asks for fresh types (so that an edit stays cheap)
+        self.types = TensorTypes(graph)
         self._build()
         self.expanded = (
             self.default_expanded() if collapsed is None else self._expanded_except(collapsed)
@@ -85,7 +88,6 @@ class GraphScene:
             self.builder: TableBuilder = build_table(self.graph, self._functions)
             self.table = self.builder.table
             self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
-            self.inferred: dict[str, tuple[str, str]] | None = None  # by infer(), on demand
             self.inner_scopes = scopes_with_children(self.table.items)
             self.texts = item_texts(
                 self.table, range(len(self.table.items)), self._opsets(), self.inner_scopes
@@ -97,11 +99,16 @@ class GraphScene:
     def _opsets(self) -> dict[str, int]:
         return dict(self.graph.opset_imports)
 
+    @property
+    def inferred(self) -> Mapping[str, tuple[str, str]] | None:
+        """The types the drawing shows: the last inference, stale after an edit until a reader
+        asks for fresh ones; None before any."""
+        return self.types.last
+
     def infer(self) -> None:
-        """Run shape inference once (cached until a rebuild); views ask for it after their
-        first drawing so that it never delays one."""
-        if self.inferred is None:
-            self.inferred = infer_tensor_types(self.graph)
+        """Bring the shared inference up to date (runs only when stale); views ask for it after
+        their first drawing so that it never delays one."""
+        self.types.fresh()
 
     def tensor_text(self, index: int) -> tuple[str, str]:
         """(dtype, shape) of tensor `index` as drawn: the model's own type, else the inferred
@@ -144,6 +151,7 @@ class GraphScene:
 
     def rebuild(self) -> None:
         """Re-extract everything (keeps unit positions, expanded groups by key)."""
+        self.types.edited()
         keys = {self.hierarchy.groups[g].key for g in self.expanded}
         self._build()
         by_key = self.hierarchy.by_key()
@@ -275,6 +283,8 @@ class GraphScene:
         table, h, builder = self.table, self.hierarchy, self.builder
         if edit.graph_io:
             raise NeedsRebuild("graph inputs/outputs changed")
+        if edit.added or edit.removed or edit.edges or edit.changed - {n for _, n in edit.renamed}:
+            self.types.edited()  # a rename alone changes no type
         tensors_before = len(table.tensors)
         touched: set[int] = set()
         groups_changed: set[int] = set()

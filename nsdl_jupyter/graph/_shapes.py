@@ -1,11 +1,12 @@
-"""Tensor types and shapes for the drawing, from ONNX shape inference run once on a weightless
-copy of a graph: nothing in the document changes and no large weight is read or copied."""
+"""Tensor types and shapes for the views, from ONNX shape inference run on a weightless copy of
+a graph: nothing in the document changes and no large weight is read or copied. A graph's
+drawing and its properties pane share one result (`TensorTypes`)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 import onnx
@@ -109,6 +110,47 @@ def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, st
             shape = TIMES.join(dims) if dims else "scalar"
         found[info.name] = (_elem_text(tensor.elem_type), shape)
     return found
+
+
+class TensorTypes:
+    """One shape-inference result for one graph, shared by its drawing and its properties pane.
+
+    It runs on demand, by whichever asks first. An edit only marks it stale (`edited`: an edit
+    itself infers nothing); the next reader that asks for `fresh` types re-infers once, and
+    `listener` hears of it, so a view can send the new result to the other reader.
+    """
+
+    def __init__(self, graph: ir.Graph | ir.Function) -> None:
+        self.graph = graph
+        self.listener: Callable[[], None] | None = None  # called after each inference
+        self._found: dict[str, tuple[str, str]] | None = None
+        self._edits = 0  # edits seen
+        self._inferred_at = -1  # edits seen when `_found` was inferred
+
+    @property
+    def last(self) -> Mapping[str, tuple[str, str]] | None:
+        """The latest result, stale or not (what the drawing keeps after an edit); None before
+        the first inference."""
+        return self._found
+
+    @property
+    def stale(self) -> bool:
+        """True before the first inference and after an edit since the last one."""
+        return self._inferred_at != self._edits
+
+    def edited(self) -> None:
+        """An edit may have changed types: the next `fresh` infers again."""
+        self._edits += 1
+
+    def fresh(self) -> Mapping[str, tuple[str, str]]:
+        """The types of the graph as it is now: infers when `stale`, else the shared result."""
+        found = self._found
+        if found is None or self.stale:
+            found = self._found = infer_tensor_types(self.graph)
+            self._inferred_at = self._edits
+            if self.listener is not None:
+                self.listener()
+        return found
 
 
 @lru_cache(maxsize=64)

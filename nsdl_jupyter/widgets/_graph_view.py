@@ -134,6 +134,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
         self._properties = Properties(self._scene)
+        self._scene.types.listener = self._on_types_inferred
         self._scene.engine.placed = self._canvas.moved
         self._unsubscribe: Callable[[], None] | None = None
         self._syncing = False
@@ -473,10 +474,16 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._send_shapes()
 
     def _send_shapes(self) -> None:
-        """Run shape inference (once) and send every tensor's type and shape to the views."""
+        """Send every tensor's type and shape to the views (shape inference runs if stale)."""
         shapes = self._scene.shapes_bytes()
         if shapes != self._shapes:
             self._shapes = shapes
+
+    def _on_types_inferred(self) -> None:
+        """Shape inference ran (say for the pane, after an edit): views that asked for shapes
+        before get the fresh ones, without asking again."""
+        if self._shapes:
+            self._send_shapes()
 
     def _on_expand(self, payload: Groups) -> LayoutAnswer:
         self._scene.expand(self._known_groups(payload))
