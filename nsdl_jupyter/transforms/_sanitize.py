@@ -640,7 +640,9 @@ class _Sanitizer:
         )
         if dropped_functions:
             self.status.count("functions_removed", dropped_functions)
-        return bool(removed or initializers or dropped_functions)
+        # unused initializers and functions leave nothing for a next pass to do; a node that
+        # went may have been the other user that kept a rule from applying
+        return bool(removed)
 
 
 def constant_value(node: ir.Node) -> np.ndarray | None:
