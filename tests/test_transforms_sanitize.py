@@ -806,3 +806,32 @@ def test_external_weights_of_any_size_pass_the_check(tmp_path: Path) -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     bias = np.float32([1, 2, 3])
     np.testing.assert_array_equal(_run(tmp_path / "out.onnx", {"x": x})[0], (x + bias) / 2)
+
+
+def test_rules_near_newly_known_shapes_apply_without_a_whole_sweep() -> None:
+    """A later pass that learned only shapes runs the rules of the nodes near them: a zero
+    bias whose input's shape just became known goes; an Add elsewhere, with a shape that
+    was known all along but a rule that the last sweep already declined, is not visited."""
+    from nsdl_jupyter.transforms._simplify import Simplifier
+
+    model = ir.from_onnx_text(
+        """<ir_version: 8, opset_import: ["": 18]>
+        g (float[2, 3] x, float[2, 3] w) => (float[2, 3] y, float[2, 3] v)
+            <float[1] zero = {0}> {
+            h = Relu(x)
+            y = Add(h, zero)
+            v = Add(w, w)
+        }"""
+    )
+    graph = model.graph
+    h = next(n for n in graph if n.op_type == "Relu").outputs[0]
+    y = graph.outputs[0]
+    for value in (h, y):  # inference had not told their shapes yet
+        value.type, value.shape = None, None
+    simplifier = Simplifier()
+    assert simplifier.run(graph) == 0  # without the shapes, x+0 may broadcast: kept
+    for value in (h, y):
+        value.type, value.shape = ir.TensorType(ir.DataType.FLOAT), ir.Shape([2, 3])
+    assert simplifier.run(graph, near=[graph.inputs[1]]) == 0  # far from h: not looked at
+    assert simplifier.run(graph, near=[h]) >= 1
+    assert [n.op_type for n in graph] == ["Relu", "Add"]

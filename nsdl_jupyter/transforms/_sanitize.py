@@ -156,10 +156,10 @@ def _sanitize(model: ir.Model, options: _Options, status: TransformStatus) -> No
         folded = folder.fold(done) if fold_constants else 0
         # `opened`: a change that may give an earlier step of the next pass more to do
         opened = folded > folder.forwarded - forwarded
-        # the rules see the graph and the shapes they saw last time: they would do nothing
-        untouched = at_fixpoint and not (lifted or learned or folded)
-        if simplify and not untouched:
+        if simplify and (not at_fixpoint or lifted or folded):
             opened |= folder.simplify(done)
+        elif simplify and learned:  # the graph is as the rules left it, with new shapes
+            opened |= folder.simplify(done, near=learned)
         at_fixpoint = simplify
         if fuse_batchnorm and folder.fuse_batchnorm(done):
             opened = True
@@ -233,9 +233,9 @@ def _node_count(model: ir.Model) -> int:
     return sum(len(graph) for graph in graphs_in(model.graph))
 
 
-def _infer(model: ir.Model) -> bool:
-    """Fresh shapes; True when some value got a new type or shape."""
-    return bool(infer_shapes(model))
+def _infer(model: ir.Model) -> list[ir.Value]:
+    """Fresh shapes; the values that got a new type or shape."""
+    return infer_shapes(model) or []
 
 
 def _names(nodes: Iterable[str]) -> str:
@@ -599,11 +599,11 @@ class _Sanitizer:
         graph.register_initializer(constant)
 
     # ---------------------------------------------------------- simplify
-    def simplify(self, number: int) -> bool:
+    def simplify(self, number: int, near: list[ir.Value] | None = None) -> bool:
         self.number = number
         simplifier = Simplifier()
         before = _node_count(self.model)
-        applied = simplifier.run(self.model.graph)
+        applied = simplifier.run(self.model.graph, near)
         count = before - _node_count(self.model)  # a rule may remove two nodes (Transposes)
         breakdown = ", ".join(
             f"{op} {n}" for op, n in sorted(simplifier.removed.items(), key=lambda i: -i[1])

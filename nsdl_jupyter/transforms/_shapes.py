@@ -18,12 +18,12 @@ from nsdl_jupyter._walk import graphs_in
 _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation reads them)
 
 
-def infer_shapes(model: ir.Model) -> int | None:
-    """Run onnx shape inference (non-strict, with data propagation): how many values got a
-    new type or shape (0 when every value was already typed with a static shape), None when
-    onnx's inference failed (the model is left as it was)."""
+def infer_shapes(model: ir.Model) -> list[ir.Value] | None:
+    """Run onnx shape inference (non-strict, with data propagation): the values that got a
+    new type or shape (none when every value was already typed with a static shape), None
+    when onnx's inference failed (the model is left as it was)."""
     if shapes_settled(model):
-        return 0
+        return []
     proto = weightless_proto(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(
@@ -81,11 +81,11 @@ def weightless_proto(model: ir.Model) -> onnx.ModelProto:
                 graph.initializers.add(values[name])
 
 
-def _merge(model: ir.Model, inferred: onnx.ModelProto) -> int:
+def _merge(model: ir.Model, inferred: onnx.ModelProto) -> list[ir.Value]:
     """Copy inferred types into the model, reading the proto's value_info directly (turning
-    the whole inferred proto back into onnx_ir would cost more than the inference); how
-    many values changed."""
-    learned = 0
+    the whole inferred proto back into onnx_ir would cost more than the inference); the
+    values that changed."""
+    learned: list[ir.Value] = []
     for graph, proto in _graph_pairs(model.graph, inferred.graph):
         found: dict[str, onnx.ValueInfoProto] = {}
         for info in [*proto.input, *proto.value_info, *proto.output]:
@@ -95,21 +95,25 @@ def _merge(model: ir.Model, inferred: onnx.ModelProto) -> int:
             if info is None or _settled(value) or not info.type.WhichOneof("value"):
                 continue
             if info.type.HasField("tensor_type"):
-                learned += _merge_tensor(value, info.type)
+                if _merge_tensor(value, info.type):
+                    learned.append(value)
                 continue
             twin_type = ir.serde.deserialize_type_proto_for_type(info.type)
             twin_shape = ir.serde.deserialize_type_proto_for_shape(info.type)
             current = value.type
+            changed = False
             if twin_type is not None and (
                 current is None or (current != twin_type and _same_kind(current, twin_type))
             ):
                 value.type = twin_type
-                learned += 1
+                changed = True
             if twin_shape is not None and (
                 value.shape is None or _more_known(twin_shape, value.shape)
             ):
                 value.shape = twin_shape
-                learned += 1
+                changed = True
+            if changed:
+                learned.append(value)
     return learned
 
 

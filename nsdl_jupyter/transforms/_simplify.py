@@ -17,7 +17,7 @@ renamed.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +67,24 @@ def _constant_shape(value: ir.Value | None) -> tuple[int, ...] | None:
     return None if tensor is None else tuple(tensor.shape.numpy())
 
 
+def _around(values: Collection[ir.Value]) -> set[ir.Node]:
+    """The producers and users of `values`, and theirs: every node a rule reading those
+    values' types can be applied to (a rule looks at its node's inputs, outputs and their
+    producers and users)."""
+    nodes: set[ir.Node] = set()
+    frontier = set(values)
+    for _ in range(2):
+        reached: set[ir.Node] = set()
+        for value in frontier:
+            producer = value.producer()
+            if producer is not None:
+                reached.add(producer)
+            reached.update(user for user, _ in value.uses())
+        nodes |= reached
+        frontier = {v for node in reached for v in (*node.inputs, *node.outputs) if v is not None}
+    return nodes
+
+
 def _standard(node: ir.Node) -> bool:
     return node.domain in ("", "ai.onnx")
 
@@ -77,8 +95,14 @@ class Simplifier:
 
     removed: dict[str, int] = field(default_factory=dict)
 
-    def run(self, graph: ir.Graph) -> int:
-        total = 0
+    def run(self, graph: ir.Graph, near: Collection[ir.Value] | None = None) -> int:
+        """How many rules applied. `near`: the graph is as the last run left it but for the
+        types and shapes of these values: only the rules of nodes within two hops of them
+        could apply now (and duplicates are found by inputs and attributes, not shapes), so
+        the whole graph is swept only once one of those applies."""
+        total = 0 if near is None else self._sweep(graph, _around(near))
+        if near is not None and not total:
+            return 0
         deduplicated: int | None = None  # what the last search for duplicates found
         while True:
             swept = self._sweep(graph)
@@ -117,14 +141,14 @@ class Simplifier:
             count += 1
         return count
 
-    def _sweep(self, graph: ir.Graph) -> int:
+    def _sweep(self, graph: ir.Graph, only: set[ir.Node] | None = None) -> int:
         count = 0
         for node in list(graph):
             if node.graph is not graph:
                 continue  # removed by an earlier rule in this sweep
             for subgraph in subgraphs(node):
-                count += self._sweep(subgraph)
-            if not _standard(node):
+                count += self._sweep(subgraph, only)
+            if not _standard(node) or (only is not None and node not in only):
                 continue
             rule = _RULES.get(node.op_type)
             if rule is not None and rule(self, graph, node):
