@@ -835,3 +835,21 @@ def test_rules_near_newly_known_shapes_apply_without_a_whole_sweep() -> None:
     assert simplifier.run(graph, near=[graph.inputs[1]]) == 0  # far from h: not looked at
     assert simplifier.run(graph, near=[h]) >= 1
     assert [n.op_type for n in graph] == ["Relu", "Add"]
+
+
+def test_string_constants_are_compared_by_content(tmp_path: Path) -> None:
+    """A string initializer has no raw bytes: sanitize compares its strings (two equal
+    lookups become one), and the strings survive the save."""
+    source = _save_text(
+        tmp_path,
+        """<ir_version: 9, opset_import: ["": 19]>
+        g (string[2] x) => (bool[2] y) <string[2] k1 = {"ab", "c"}, string[2] k2 = {"ab", "c"}> {
+            a = Equal(x, k1)
+            b = Equal(x, k2)
+            y = And(a, b)
+        }""",
+    )
+    status = sanitize(source, tmp_path / "out.onnx")
+    assert status.ok and _ops(tmp_path / "out.onnx") == Counter({"Equal": 1, "And": 1})
+    x = np.array(["ab", "d"], dtype=object)
+    assert list(_run(tmp_path / "out.onnx", {"x": x})[0]) == [True, False]

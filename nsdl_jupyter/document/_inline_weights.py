@@ -20,6 +20,7 @@ from types import TracebackType
 
 import onnx_ir as ir
 
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter.document._errors import ModelSaveError
 from nsdl_jupyter.document._file_identity import FileIdentity
 from nsdl_jupyter.document._model_bytes import (
@@ -61,7 +62,7 @@ def large_weights(model: ir.Model) -> list[ir.serde.TensorProtoTensor]:
         tensor
         for value in model.graph.initializers.values()
         if isinstance(tensor := value.const_value, ir.serde.TensorProtoTensor)
-        and tensor.nbytes >= STREAMED_BYTES
+        and tensor_bytes(tensor) >= STREAMED_BYTES
     ]
 
 

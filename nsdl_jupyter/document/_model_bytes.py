@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter.document._errors import ModelSaveError
 
 # Initializers at least this big are serialized on their own; smaller ones stay in the proto.
@@ -196,7 +197,7 @@ def _weights_aside(graph: ir.Graph) -> Iterator[dict[str, ir.Value]]:
     try:
         for name, value in graph.initializers.items():
             tensor = value.const_value
-            if tensor is None or not _streamable(tensor) or tensor.nbytes < STREAMED_BYTES:
+            if tensor is None or not _streamable(tensor) or tensor_bytes(tensor) < STREAMED_BYTES:
                 continue
             aside[name] = value
             held.append((value, tensor))

@@ -25,6 +25,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import RemoveUnusedFunctionsPass
 
 from nsdl_jupyter._isolated import DEFAULT_MEMORY_LIMIT, ChildRaisedError, IsolatedRunError
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in, has_subgraphs, nodes_in, subgraphs
 from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
@@ -201,7 +202,7 @@ def _child_memory(model: ir.Model) -> int:
     """Address space for the folding child: room for a copy or two of the largest weight
     a folded node may read, on top of the runtime's own."""
     largest = max(
-        (v.const_value.nbytes for v in model.graph.initializers.values() if v.const_value),
+        (tensor_bytes(v.const_value) for v in model.graph.initializers.values() if v.const_value),
         default=0,
     )
     return DEFAULT_MEMORY_LIMIT + 4 * largest

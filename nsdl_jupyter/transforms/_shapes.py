@@ -13,6 +13,7 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in
 
 _INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation reads them)
@@ -55,7 +56,7 @@ def weightless_proto(model: ir.Model) -> onnx.ModelProto:
         if tensor is None:
             continue
         # External ones of any size: onnx cannot follow their file from an in-memory proto.
-        if not isinstance(tensor, ir.ExternalTensor) and tensor.nbytes <= _INLINE_LIMIT:
+        if not isinstance(tensor, ir.ExternalTensor) and tensor_bytes(tensor) <= _INLINE_LIMIT:
             continue
         if value.type is None:
             value.type = ir.TensorType(tensor.dtype)

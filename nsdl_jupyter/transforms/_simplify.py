@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx_ir as ir
 
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import has_subgraphs, subgraphs
 
 _RESHAPES = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Flatten"})
@@ -243,9 +244,15 @@ class _ConstantKeys:
                 tensor is not None
                 and value.producer() is None
                 and not value.is_graph_input()
-                and tensor.nbytes <= _SAME_CONTENT_BYTES
+                and tensor_bytes(tensor) <= _SAME_CONTENT_BYTES
             ):
-                key = ("constant", tensor.dtype, tuple(tensor.shape.numpy()), tensor.tobytes())
+                # strings have no raw bytes: their contents are the key
+                contents: object = (
+                    tuple(tensor.numpy().reshape(-1).tolist())
+                    if tensor.dtype == ir.DataType.STRING
+                    else tensor.tobytes()
+                )
+                key = ("constant", tensor.dtype, tuple(tensor.shape.numpy()), contents)
             self._keys[value] = key
         return key
 

@@ -17,6 +17,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def _weight_bytes(model: ir.Model) -> int:
         for value in graph.initializers.values():
             tensor = value.const_value
             if tensor is not None:
-                total += tensor.nbytes
+                total += tensor_bytes(tensor)
     return total
 
 
