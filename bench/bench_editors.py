@@ -54,8 +54,8 @@ def python_side(nodes: int, samples: int) -> dict[str, Any]:
 
     from nsdl_jupyter.document import ModelDocument
     from nsdl_jupyter.examples import synthetic_dag
-    from nsdl_jupyter.widgets._designer import Designer
-    from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+    from nsdl_jupyter.widgets.designer._designer import Designer
+    from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
 
     doc = ModelDocument(ir.from_proto(synthetic_dag(nodes, seed=0)))
     start = time.perf_counter()

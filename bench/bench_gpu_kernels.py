@@ -20,8 +20,8 @@ import numpy as np
 from _common import emit_json, fmt_bytes, fmt_seconds, measure_in_child, print_table
 
 from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.profiling._gpu_kernels import attribute_kernels
-from nsdl_jupyter.profiling._ort_trace import NodeWindows
+from nsdl_jupyter.profiling.gpu._kernels import attribute_kernels
+from nsdl_jupyter.profiling.ort._trace import NodeWindows
 
 GOAL_S = 1.0
 

@@ -30,7 +30,7 @@ import onnx
 
 from nsdl_jupyter import examples
 from nsdl_jupyter.profiling import parse_ort_trace, profile_ort, provider_name
-from nsdl_jupyter.profiling._ort_runner import _random_inputs as random_inputs
+from nsdl_jupyter.profiling.runners._ort_runner import _random_inputs as random_inputs
 
 
 def build_model(name: str, batch: int) -> onnx.ModelProto:

@@ -30,7 +30,7 @@ def bare_loop_p50(path: Path, iterations: int = 100, warmup: int = 50) -> float:
     locked as the profile locks them (unlocked, a small model's GPU does not boost fully)."""
     import onnxruntime as ort
 
-    from nsdl_jupyter.profiling import _gpu_runner
+    from nsdl_jupyter.profiling.runners import _gpu_runner
 
     lock = _gpu_runner.ClockLock(0)
     lock.lock()

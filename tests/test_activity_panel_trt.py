@@ -12,8 +12,8 @@ import pytest
 from nsdl_jupyter.document import ModelDocument, open_model
 from nsdl_jupyter.examples import resnet18
 from nsdl_jupyter.profiling import TrtSettings
-from nsdl_jupyter.widgets._activity_panel import TRT_SETTINGS_KEY, ActivityPanel
-from nsdl_jupyter.widgets._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.profile._activity_panel import TRT_SETTINGS_KEY, ActivityPanel
+from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
 from tests._document_models import dynamic_conv_model
 
 PROFILE = {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 16, 8]}

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 import nsdl_jupyter as nj
 from nsdl_jupyter.graph import decode_columns
 from nsdl_jupyter.widgets import GraphView
-from nsdl_jupyter.widgets._canvas_edit import extract_nodes, reserved_name
+from nsdl_jupyter.widgets.graph._canvas_edit import extract_nodes, reserved_name
 
 
 def _model() -> onnx.ModelProto:

@@ -15,8 +15,8 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import DocumentError
 from nsdl_jupyter.widgets import Designer, GraphView
-from nsdl_jupyter.widgets._body_tabs import SEPARATOR as S
-from nsdl_jupyter.widgets._body_tabs import Workspace
+from nsdl_jupyter.widgets.designer._body_tabs import SEPARATOR as S
+from nsdl_jupyter.widgets.designer._body_tabs import Workspace
 from tests.test_document_bodies import X, control_flow_model, function_model, leaky
 from tests.test_transforms_extract import FUNCTION_WITH_IF
 

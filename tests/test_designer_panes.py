@@ -10,9 +10,9 @@ import onnx
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.widgets._designer import Designer
-from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
-from nsdl_jupyter.widgets._side_pane import MIN_WIDTH
+from nsdl_jupyter.widgets.designer._designer import Designer
+from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
+from nsdl_jupyter.widgets.designer._side_pane import MIN_WIDTH
 from tests.test_canvas_edit import _model, _unknown_type_model
 
 pytestmark = pytest.mark.usefixtures("settings_dir")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.widgets._designer import Designer
+from nsdl_jupyter.widgets.designer._designer import Designer
 
 pytestmark = pytest.mark.usefixtures("settings_dir")
 

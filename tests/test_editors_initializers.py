@@ -26,7 +26,7 @@ from nsdl_jupyter.editors import (
     input_slots,
     parse_shape,
 )
-from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
+from nsdl_jupyter.widgets.designer._initializer_editor import InitializerEditor
 
 
 def conv_model() -> onnx.ModelProto:

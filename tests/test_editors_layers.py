@@ -18,7 +18,7 @@ from nsdl_jupyter.editors import (
     settings_path,
 )
 from nsdl_jupyter.examples import resnet18, synthetic_dag
-from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
+from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
 
 pytestmark = pytest.mark.usefixtures("settings_dir")
 

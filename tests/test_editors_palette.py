@@ -9,7 +9,7 @@ import pytest
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.editors import PaletteIndex, add_operator, explain_missing
-from nsdl_jupyter.widgets._layer_palette import LayerPalette
+from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
 
 
 def test_index_follows_the_imported_opsets() -> None:

@@ -20,7 +20,7 @@ from nsdl_jupyter.editors import (
     rename,
     reset_attribute,
 )
-from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
 
 
 def rich_model() -> onnx.ModelProto:

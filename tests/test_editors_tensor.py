@@ -8,7 +8,7 @@ import onnx_ir as ir
 import pytest
 
 from nsdl_jupyter.editors import TensorEditError, TensorGrid, as_array, tensor_stats
-from nsdl_jupyter.widgets._tensor_editor import TensorEditor
+from nsdl_jupyter.widgets.designer._tensor_editor import TensorEditor
 
 
 def test_stats_skip_nan_and_inf_and_count_them() -> None:

@@ -18,7 +18,7 @@ from nsdl_jupyter.editors import (
     summary_of,
 )
 from nsdl_jupyter.widgets import GraphView
-from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+from nsdl_jupyter.widgets.designer._type_check_panel import TypeCheckPanel
 from tests._document_models import chain_model
 
 

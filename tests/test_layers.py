@@ -12,6 +12,7 @@ the source (module level and inside functions alike).
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "nsdl_jupyter"
@@ -128,3 +129,69 @@ def test_layers_import_only_public_names_of_each_other() -> None:
     package `__init__` (with `__all__`) or move the code where it belongs."""
     private = _private_imports()
     assert not private, "\n".join(private)
+
+
+# The rooms inside a layer. Widgets: the Designer holds a GraphView and an ActivityPanel; the
+# profiling widgets pick targets; the graph and profile rooms do not know each other.
+WIDGET_ROOMS: dict[str, int] = {"targets": 1, "profile": 2, "graph": 2, "designer": 3}
+# What a runner script may import: it runs as a plain file on a target that has only Python, a
+# runtime and numpy (DESIGN.md, "Profiling"), so never nsdl_jupyter nor a kernel-side library.
+RUNTIME_MODULES = {
+    "numpy",
+    "onnxruntime",
+    "tensorrt",
+    "tensorrt_rtx",
+    "cupti",
+    "pynvml",
+    "cuda",  # cuda-python, for TensorRT's device buffers
+    "nvtx",  # NVTX ranges around profiled passes, where installed
+    "tensorrt_bindings",  # the TensorRT type stubs, under TYPE_CHECKING only
+}
+
+
+def _room_imports(layer: str) -> set[tuple[str, str, str]]:
+    """(room, imported room, file) for the imports between the sub-packages of `layer`; modules
+    directly in the layer's folder are its room "" (shared by its rooms)."""
+    found = set()
+    for path in (PACKAGE / layer).rglob("*.py"):
+        rel = path.relative_to(PACKAGE / layer).parts
+        here = rel[0] if len(rel) > 1 else ""
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[:2] == ["nsdl_jupyter", layer] and len(parts) > 2:
+                    there = "" if parts[2].startswith("_") else parts[2]
+                    found.add((here, there, "/".join(rel)))
+    return found
+
+
+def test_widget_rooms_import_down() -> None:
+    wrong = sorted(
+        (where, there)
+        for here, there, where in _room_imports("widgets")
+        if here and there and here != there and WIDGET_ROOMS[there] >= WIDGET_ROOMS[here]
+    )
+    assert not wrong, f"widget rooms import up or sideways: {wrong}"
+    unknown = {here for here, _, _ in _room_imports("widgets") if here} - set(WIDGET_ROOMS)
+    assert not unknown, f"give these widget rooms a rank: {unknown}"
+
+
+def test_runner_scripts_import_only_the_standard_library_numpy_and_runtimes() -> None:
+    """Every module-level and in-function import of profiling/runners/*.py."""
+    runners = sorted((PACKAGE / "profiling" / "runners").glob("_*.py"))
+    assert len(runners) >= 4, runners
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    bad = []
+    for path in runners:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""] if node.level == 0 else ["(relative)"]
+            elif isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top not in stdlib and top not in RUNTIME_MODULES:
+                    bad.append(f"{path.name}:{node.lineno} {module}")
+    assert not bad, f"runner scripts import beyond the stdlib, numpy and runtimes: {bad}"

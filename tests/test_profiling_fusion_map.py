@@ -14,7 +14,7 @@ import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.profiling._fusion_map import map_layers
+from nsdl_jupyter.profiling.ort._fusion_map import map_layers
 from tests import real_exports
 
 FAST = [

@@ -14,7 +14,7 @@ import pytest
 
 from nsdl_jupyter.examples import resnet50
 from nsdl_jupyter.profiling import available_providers, profile_ort
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
+from nsdl_jupyter.profiling.gpu._kernels import INPUT_COPY, OUTPUT_COPY
 
 pytestmark = pytest.mark.gpu
 

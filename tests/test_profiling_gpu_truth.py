@@ -11,9 +11,9 @@ import pytest
 
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.profiling._errors import TraceFormatError
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY, attribute_kernels
-from nsdl_jupyter.profiling._gpu_report import NO_GPU_TIMING, gpu_report_parts
-from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
+from nsdl_jupyter.profiling.gpu._kernels import INPUT_COPY, OUTPUT_COPY, attribute_kernels
+from nsdl_jupyter.profiling.gpu._report import NO_GPU_TIMING, gpu_report_parts
+from nsdl_jupyter.profiling.ort._trace import parse_ort_trace
 from tests.gpu_truth import MODELS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gpu_truth"

@@ -17,8 +17,8 @@ import nsdl_jupyter as nj
 from nsdl_jupyter import figures
 from nsdl_jupyter._static_export import static_html
 from nsdl_jupyter.profiling import OrtProfileSettings, ProfileReport, load_trtexec
-from nsdl_jupyter.widgets._activity_panel import ActivityPanel
-from nsdl_jupyter.widgets._profile_view import ProfileView
+from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
+from nsdl_jupyter.widgets.profile._profile_view import ProfileView
 
 GPU_TRUTH = OWN_FIXTURES / "gpu_truth"
 HOST_ONLY = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"

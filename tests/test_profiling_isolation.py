@@ -45,9 +45,9 @@ def test_segfault_in_the_runtime_is_an_error_and_we_survive(
 
 
 def test_abort_is_reported_with_its_signal(model_path: Path, tmp_path: Path) -> None:
-    from nsdl_jupyter.profiling._activity import ProfileJob
     from nsdl_jupyter.profiling._model_source import model_source
-    from nsdl_jupyter.profiling._settings import OrtProfileSettings
+    from nsdl_jupyter.profiling.ort._activity import ProfileJob
+    from nsdl_jupyter.profiling.ort._settings import OrtProfileSettings
     from nsdl_jupyter.targets import LocalTarget
 
     class AbortingTarget(LocalTarget):

@@ -13,8 +13,8 @@ from test_profiling_helpers import OWN_FIXTURES, mlp_model, two_input_model
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.widgets._activity_panel import ActivityPanel, parse_dim_sizes
-from nsdl_jupyter.widgets._profile_view import MAX_TABLE_ROWS, ProfileView
+from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel, parse_dim_sizes
+from nsdl_jupyter.widgets.profile._profile_view import MAX_TABLE_ROWS, ProfileView
 
 GPU_REPORT = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"
 

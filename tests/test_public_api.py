@@ -31,7 +31,7 @@ def test_import_does_not_load_heavy_modules() -> None:
 def test_the_designer_loads_profiling_only_when_it_profiles() -> None:
     """Designer's "Profile from here" needs the ActivityPanel (pandas, plotly, onnxruntime):
     importing the Designer must not pay for it."""
-    designer = "from nsdl_jupyter.widgets._designer import Designer"
+    designer = "from nsdl_jupyter.widgets.designer._designer import Designer"
     assert _heavy_modules_after(designer, "('onnxruntime', 'plotly', 'pandas')") == "[]"
 
 

@@ -451,7 +451,7 @@ def test_check_target_lists_what_the_remote_offers(lab: Lab, tmp_path: Path) -> 
 
 def test_the_tensorrt_runner_and_its_siblings_run_on_the_target(lab: Lab, tmp_path: Path) -> None:
     """The TensorRT runner loads the onnxruntime runner by path: RUNNER_FILES deploys both."""
-    from nsdl_jupyter.profiling._engine import trt_backends
+    from nsdl_jupyter.profiling.tensorrt._engine import trt_backends
 
     with make_target(lab, tmp_path) as target:
         remote = trt_backends(target=target)

@@ -237,7 +237,7 @@ def test_parser_errors_name_the_onnx_nodes(tmp_path: Path) -> None:
 def test_parser_errors_become_marks_on_the_graph_view(tmp_path: Path) -> None:
     """A document names every node, so both rejected nodes (one unnamed in the file) are
     marked; the ActivityPanel puts the marks on its GraphView when an export fails."""
-    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
+    from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
 
     path = tmp_path / "m.onnx"
     onnx.save(with_unknown_ops(), path)

@@ -32,7 +32,7 @@ from nsdl_jupyter.profiling import (
     TrtUnavailableError,
     start_profile_trt,
 )
-from nsdl_jupyter.profiling._trt_settings import runner_module
+from nsdl_jupyter.profiling.tensorrt._settings import runner_module
 
 CONV = "features.0.0.weight + QuantizeLinear_8 + Conv_12 + PWN(Clip_16)"
 

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.profiling import OnnxParseError, TrtSettings, TrtSettingsError
-from nsdl_jupyter.profiling._trt_settings import runner_module
+from nsdl_jupyter.profiling.tensorrt._settings import runner_module
 
 # What the TensorRT-RTX 1.7.1 ONNX parser logged for a model with two unknown custom ops
 # (recorded here from its ILogger; trtexec prints the same parser messages, prefixed with a

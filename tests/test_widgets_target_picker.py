@@ -23,9 +23,9 @@ from test_profiling_helpers import mlp_model
 from nsdl_jupyter.profiling import TargetLostError
 from nsdl_jupyter.targets import SshTarget, connections
 from nsdl_jupyter.transforms._tools import MAX_LOG_LINES
-from nsdl_jupyter.widgets._activity_panel import ActivityPanel
-from nsdl_jupyter.widgets._log_view import LogView
-from nsdl_jupyter.widgets._target_picker import LOCAL, TargetPicker
+from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
+from nsdl_jupyter.widgets.profile._log_view import LogView
+from nsdl_jupyter.widgets.targets._target_picker import LOCAL, TargetPicker
 from tests._sshd import Sshd, fingerprint_of, keygen
 
 pytestmark = pytest.mark.skipif(

@@ -15,23 +15,6 @@
 from __future__ import annotations
 
 from nsdl_jupyter.graph import trt_layer_nodes
-from nsdl_jupyter.profiling._activity import (
-    NODE_TIME_NOTE,
-    ProfileJob,
-    load_ort_profile,
-    profile_ort,
-    start_profile_ort,
-)
-from nsdl_jupyter.profiling._engine import (
-    EngineExport,
-    EngineJob,
-    RejectedNode,
-    TrtCapability,
-    check_trt_capability,
-    export_engine,
-    start_export_engine,
-    trt_backends,
-)
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
     EngineMismatchError,
@@ -49,22 +32,43 @@ from nsdl_jupyter.profiling._errors import (
     TrtSettingsError,
     TrtUnavailableError,
 )
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._model_source import model_source
-from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
-from nsdl_jupyter.profiling._providers import (
+from nsdl_jupyter.profiling._report import ProfileReport, register_report_figure
+from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
+from nsdl_jupyter.profiling.gpu._kernels import INPUT_COPY, OUTPUT_COPY
+from nsdl_jupyter.profiling.ort._activity import (
+    NODE_TIME_NOTE,
+    ProfileJob,
+    load_ort_profile,
+    profile_ort,
+    start_profile_ort,
+)
+from nsdl_jupyter.profiling.ort._providers import (
     ProviderStatus,
     RuntimeInfo,
     available_providers,
     probe_runtime,
 )
-from nsdl_jupyter.profiling._report import ProfileReport, register_report_figure
-from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs, provider_name
-from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
-from nsdl_jupyter.profiling._trt_profile import TrtProfileJob, profile_trt, start_profile_trt
-from nsdl_jupyter.profiling._trt_settings import (
+from nsdl_jupyter.profiling.ort._settings import (
+    OrtProfileSettings,
+    OrtSettingsKwargs,
+    provider_name,
+)
+from nsdl_jupyter.profiling.ort._trace import parse_ort_trace
+from nsdl_jupyter.profiling.tensorrt._engine import (
+    EngineExport,
+    EngineJob,
+    RejectedNode,
+    TrtCapability,
+    check_trt_capability,
+    export_engine,
+    start_export_engine,
+    trt_backends,
+)
+from nsdl_jupyter.profiling.tensorrt._profile import TrtProfileJob, profile_trt, start_profile_trt
+from nsdl_jupyter.profiling.tensorrt._settings import (
     Backend,
     EngineMetadata,
     Refit,
@@ -72,7 +76,7 @@ from nsdl_jupyter.profiling._trt_settings import (
     TrtSettingsKwargs,
     runner_module,
 )
-from nsdl_jupyter.profiling._trtexec import load_trtexec
+from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
 
 __all__ = [
     "INPUT_COPY",

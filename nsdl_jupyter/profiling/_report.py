@@ -26,7 +26,7 @@ from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling._compare_nodes import compare_by_onnx_node
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, ReportFormatError
 from nsdl_jupyter.profiling._files import malformed_as, read_json
-from nsdl_jupyter.profiling._gpu_summary import gpu_summary_rows
+from nsdl_jupyter.profiling.gpu._summary import gpu_summary_rows
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

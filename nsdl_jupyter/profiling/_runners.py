@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter.profiling._errors import ProfileError
+from nsdl_jupyter.profiling.runners import ORT_RUNNER, TRT_RUNNER
 from nsdl_jupyter.targets import EventListener, RunnerJob, Target
 
-RUNNER = Path(__file__).with_name("_ort_runner.py")
+RUNNER = ORT_RUNNER
 # Every runner file. They load each other by path from their own folder (the TensorRT runner
 # loads the onnxruntime runner's main loop, which loads the GPU timing module; its profile
 # request loads the TensorRT profile runner), so a target
@@ -16,7 +17,7 @@ RUNNER = Path(__file__).with_name("_ort_runner.py")
 RUNNER_FILES = (
     RUNNER,
     RUNNER.with_name("_gpu_runner.py"),
-    RUNNER.with_name("_trt_runner.py"),
+    TRT_RUNNER,
     RUNNER.with_name("_trt_profile_runner.py"),
 )
 

@@ -12,32 +12,32 @@ from typing import TYPE_CHECKING, Any
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 
 if TYPE_CHECKING:
-    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
-    from nsdl_jupyter.widgets._designer import Designer
-    from nsdl_jupyter.widgets._graph_view import GraphView
-    from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
-    from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
-    from nsdl_jupyter.widgets._layer_palette import LayerPalette
-    from nsdl_jupyter.widgets._log_view import LogView
-    from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
-    from nsdl_jupyter.widgets._profile_view import ProfileView
-    from nsdl_jupyter.widgets._target_picker import TargetPicker
-    from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
-    from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+    from nsdl_jupyter.widgets.designer._designer import Designer
+    from nsdl_jupyter.widgets.designer._initializer_editor import InitializerEditor
+    from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
+    from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
+    from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
+    from nsdl_jupyter.widgets.designer._trt_profile_form import OptimizationProfileForm
+    from nsdl_jupyter.widgets.designer._type_check_panel import TypeCheckPanel
+    from nsdl_jupyter.widgets.graph._graph_view import GraphView
+    from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
+    from nsdl_jupyter.widgets.profile._log_view import LogView
+    from nsdl_jupyter.widgets.profile._profile_view import ProfileView
+    from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 _MODULES = {
-    "ActivityPanel": "_activity_panel",
-    "Designer": "_designer",
-    "GraphView": "_graph_view",
-    "InitializerEditor": "_initializer_editor",
-    "LayerExplorer": "_layer_explorer",
-    "LayerPalette": "_layer_palette",
-    "LogView": "_log_view",
-    "ParameterEditor": "_parameter_editor",
-    "ProfileView": "_profile_view",
-    "TargetPicker": "_target_picker",
-    "OptimizationProfileForm": "_trt_profile_form",
-    "TypeCheckPanel": "_type_check_panel",
+    "ActivityPanel": "profile._activity_panel",
+    "Designer": "designer._designer",
+    "GraphView": "graph._graph_view",
+    "InitializerEditor": "designer._initializer_editor",
+    "LayerExplorer": "designer._layer_explorer",
+    "LayerPalette": "designer._layer_palette",
+    "LogView": "profile._log_view",
+    "ParameterEditor": "designer._parameter_editor",
+    "ProfileView": "profile._profile_view",
+    "TargetPicker": "targets._target_picker",
+    "OptimizationProfileForm": "designer._trt_profile_form",
+    "TypeCheckPanel": "designer._type_check_panel",
 }
 
 __all__ = [

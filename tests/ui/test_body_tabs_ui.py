@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from nsdl_jupyter.widgets._body_tabs import SEPARATOR
+from nsdl_jupyter.widgets.designer._body_tabs import SEPARATOR
 from tests.ui.test_designer import KEYS_READY, NB, field, wait_state, wait_value
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]

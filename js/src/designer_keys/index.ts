@@ -1,4 +1,4 @@
-// DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/_designer_keys.py). It draws
+// DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/designer/_keys.py). It draws
 // nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
 // focus is inside the Designer), double-clicks on its lists (and on graph attributes in the
 // ParameterEditor) and drags of its side-pane strips (panes.ts) into messages to the kernel.

@@ -1,5 +1,5 @@
 // The widget model as the browser sees it: mirrors the traitlets of
-// nsdl_jupyter/widgets/_designer_keys.py (DesignerKeys). Keep both in step.
+// nsdl_jupyter/widgets/designer/_keys.py (DesignerKeys). Keep both in step.
 import type { DesignerKeysToKernel } from "../messages";
 
 export interface DesignerKeysModel {

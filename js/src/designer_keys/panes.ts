@@ -1,5 +1,5 @@
 // Drag the strip of a Designer side pane to resize it (Python side:
-// nsdl_jupyter/widgets/_side_pane.py). The width follows the pointer in the browser; the
+// nsdl_jupyter/widgets/designer/_side_pane.py). The width follows the pointer in the browser; the
 // kernel hears the final width once, on release, and keeps it.
 import type { DesignerKeysToKernel } from "../messages";
 

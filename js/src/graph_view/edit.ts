@@ -1,6 +1,6 @@
 // Direct manipulation on the canvas of a GraphView bound to an editable document (edit mode:
 // the `_editable` trait). Gestures (gesture.ts) and keys become requests to the kernel
-// (nsdl_jupyter/widgets/_canvas_edit.py), each one undoable command of the document; the
+// (nsdl_jupyter/widgets/graph/_canvas_edit.py), each one undoable command of the document; the
 // view redraws from the patches and layouts the document's change events produce, never from
 // the answers. Terminals (terminals.ts) are fetched for the boxes on screen only.
 import type { AnyModel } from "@anywidget/types";

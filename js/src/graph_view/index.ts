@@ -1,5 +1,5 @@
 // GraphView widget entry: one anywidget per model view (Python side:
-// nsdl_jupyter/widgets/_graph_view.py). A model may have several views at once.
+// nsdl_jupyter/widgets/graph/_graph_view.py). A model may have several views at once.
 import type { RenderProps } from "@anywidget/types";
 import type { GraphViewModel } from "./model";
 import { GraphViewElement } from "./view";

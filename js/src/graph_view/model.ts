@@ -1,5 +1,5 @@
 // The widget model as the browser sees it: mirrors the traitlets of
-// nsdl_jupyter/widgets/_graph_view.py (GraphView). Keep both in step.
+// nsdl_jupyter/widgets/graph/_graph_view.py (GraphView). Keep both in step.
 import type { Patch } from "./graph";
 
 export type MarkLevel = "error" | "warning";

@@ -28,7 +28,7 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, TraceFormatError
 from nsdl_jupyter.profiling._files import malformed_as, open_regular
-from nsdl_jupyter.profiling._fusion_map import LayerMapping
+from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping
 
 __all__ = ["ParsedTrace", "TraceFormatError", "parse_ort_trace"]
 

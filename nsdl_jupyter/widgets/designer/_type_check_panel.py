@@ -14,7 +14,7 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter.document import Diagnostic, ModelDocument
 from nsdl_jupyter.editors import TypeCheckRunner, diagnostic_label, marks_of, summary_of
-from nsdl_jupyter.widgets._designer_base import ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import ToolWindow, button, style_widget
 
 
 class TypeCheckPanel(ToolWindow):

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY, attribute_kernels
-from nsdl_jupyter.profiling._ort_trace import ParsedTrace
+from nsdl_jupyter.profiling.gpu._kernels import INPUT_COPY, OUTPUT_COPY, attribute_kernels
+from nsdl_jupyter.profiling.ort._trace import ParsedTrace
 
 NO_GPU_TIMING = (
     "no per-kernel GPU times: the layer times are onnxruntime's host times (each node timed "

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nsdl_jupyter.profiling._errors import TraceFormatError
-from nsdl_jupyter.profiling._ort_trace import NodeWindows
+from nsdl_jupyter.profiling.ort._trace import NodeWindows
 
 INPUT_COPY = "(input copy)"
 OUTPUT_COPY = "(output copy)"

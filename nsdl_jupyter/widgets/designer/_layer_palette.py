@@ -20,7 +20,7 @@ from nsdl_jupyter.editors import (
     entry_for_text,
     explain_missing,
 )
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 _GROUPINGS = (("category", "category"), ("domain", "domain"), ("name", "name"))
 

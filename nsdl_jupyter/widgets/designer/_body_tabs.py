@@ -22,16 +22,16 @@ import traitlets
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import BodyDocument, DocumentError, FunctionDocument, ModelDocument
-from nsdl_jupyter.widgets._designer_base import MessageLine, button
-from nsdl_jupyter.widgets._graph_view import GraphView
-from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
-from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
-from nsdl_jupyter.widgets._layer_palette import LayerPalette
-from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
-from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+from nsdl_jupyter.widgets.designer._initializer_editor import InitializerEditor
+from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
+from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
+from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, button
+from nsdl_jupyter.widgets.designer._type_check_panel import TypeCheckPanel
+from nsdl_jupyter.widgets.graph._graph_view import GraphView
 
 if TYPE_CHECKING:
-    from nsdl_jupyter.widgets._designer import Designer
+    from nsdl_jupyter.widgets.designer._designer import Designer
 
 SEPARATOR = " \u203a "  # a small right angle quote
 OpenBody = BodyDocument | FunctionDocument

@@ -46,11 +46,11 @@ from nsdl_jupyter.profiling import (
     trt_backends,
 )
 from nsdl_jupyter.targets import Target
-from nsdl_jupyter.widgets._log_view import LogView
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
-from nsdl_jupyter.widgets._profile_view import ProfileView
-from nsdl_jupyter.widgets._target_picker import TargetPicker
-from nsdl_jupyter.widgets._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.profile._log_view import LogView
+from nsdl_jupyter.widgets.profile._profile_view import ProfileView
+from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11

@@ -8,7 +8,7 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument
 from nsdl_jupyter.editors import ProfileRow, apply_profile, profile_rows
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 
 class OptimizationProfileForm(ToolWindow):

@@ -6,19 +6,17 @@ to the kernel."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import anywidget
 import traitlets
 
+from nsdl_jupyter.widgets._bundles import bundle
 from nsdl_jupyter.widgets._messages import DESIGNER_KEYS
 from nsdl_jupyter.widgets._protocol import Endpoint, Handler
 
-_STATIC = Path(__file__).resolve().parent.parent / "static"
-
 
 class DesignerKeys(anywidget.AnyWidget):  # type: ignore[misc]
-    _esm = _STATIC / "designer_keys.js"
+    _esm = bundle("designer_keys")
     root_class = traitlets.Unicode("nsdl-designer").tag(sync=True)
 
     def __init__(self, root_class: str, handlers: Mapping[str, Handler]) -> None:

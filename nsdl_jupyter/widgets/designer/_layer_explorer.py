@@ -24,7 +24,7 @@ from nsdl_jupyter.editors import (
     LayerExplorerState,
     ListEntry,
 )
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 _GROUPINGS = (("flat", "none"), ("by type", "type"), ("by scope", "scope"))
 

@@ -26,34 +26,34 @@ from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.transforms import TransformError
-from nsdl_jupyter.widgets._body_tabs import BodyTabs
-from nsdl_jupyter.widgets._canvas_edit import extract_nodes
-from nsdl_jupyter.widgets._designer_base import (
+from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd, ResizePane
+from nsdl_jupyter.widgets._options import DesignerOptions, check_options
+from nsdl_jupyter.widgets.designer._body_tabs import BodyTabs
+from nsdl_jupyter.widgets.designer._functions_window import FunctionsWindow
+from nsdl_jupyter.widgets.designer._initializer_editor import InitializerEditor
+from nsdl_jupyter.widgets.designer._keys import DesignerKeys
+from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
+from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
+from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets.designer._side_pane import STYLE as PANE_STYLE
+from nsdl_jupyter.widgets.designer._side_pane import Side, SidePane
+from nsdl_jupyter.widgets.designer._tool_window import (
     MessageLine,
     ToolWindow,
     button,
     icon_button,
     style_widget,
 )
-from nsdl_jupyter.widgets._designer_keys import DesignerKeys
-from nsdl_jupyter.widgets._errors import WidgetError
-from nsdl_jupyter.widgets._functions_window import FunctionsWindow
-from nsdl_jupyter.widgets._graph_view import GraphView
-from nsdl_jupyter.widgets._initializer_editor import InitializerEditor
-from nsdl_jupyter.widgets._layer_explorer import LayerExplorer
-from nsdl_jupyter.widgets._layer_palette import LayerPalette
-from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd, ResizePane
-from nsdl_jupyter.widgets._options import DesignerOptions, check_options
-from nsdl_jupyter.widgets._parameter_editor import ParameterEditor
-from nsdl_jupyter.widgets._side_pane import STYLE as PANE_STYLE
-from nsdl_jupyter.widgets._side_pane import Side, SidePane
-from nsdl_jupyter.widgets._trt_profile_form import OptimizationProfileForm
-from nsdl_jupyter.widgets._type_check_panel import TypeCheckPanel
+from nsdl_jupyter.widgets.designer._trt_profile_form import OptimizationProfileForm
+from nsdl_jupyter.widgets.designer._type_check_panel import TypeCheckPanel
+from nsdl_jupyter.widgets.graph._canvas_edit import extract_nodes
+from nsdl_jupyter.widgets.graph._graph_view import GraphView
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
-    from nsdl_jupyter.widgets._activity_panel import ActivityPanel
+    from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
 
 _serial = itertools.count(1)
 
@@ -327,7 +327,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         """The canvas menu's "Profile from here": the model from `nodes` on, written beside
         this one, profiled with ONNX Runtime in the right pane's Profile tab; its per-node
         times colour this canvas. None when the extraction is refused (the status says why)."""
-        from nsdl_jupyter.widgets._activity_panel import ActivityPanel  # imports pandas: late
+        from nsdl_jupyter.widgets.profile._activity_panel import (
+            ActivityPanel,  # imports pandas: late
+        )
 
         try:
             path, count = extract_nodes(self.doc, nodes, downstream=True)

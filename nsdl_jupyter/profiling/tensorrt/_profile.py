@@ -18,14 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from nsdl_jupyter.profiling._engine import _put_model, _raise_for
 from nsdl_jupyter.profiling._errors import ProfileError, ProfileSettingsError
 from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, recorded_path
-from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings
-from nsdl_jupyter.profiling._trtexec import load_trtexec
+from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for
+from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings
+from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")

@@ -29,7 +29,7 @@ from nsdl_jupyter.profiling._errors import (
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._runners import start_runner
-from nsdl_jupyter.profiling._trt_settings import RUNNER, TrtSettings, TrtSettingsKwargs
+from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings, TrtSettingsKwargs
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import numpy as np
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.editors import TensorEditError, TensorGrid, as_array, tensor_stats
-from nsdl_jupyter.widgets._designer_base import MessageLine, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, button, style_widget
 
 EditCallback = Callable[[np.ndarray], "str | None"]
 

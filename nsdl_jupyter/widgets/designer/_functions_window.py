@@ -12,7 +12,7 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import FunctionRow, create_function, delete_function, function_rows
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 
 class FunctionsWindow(ToolWindow):

@@ -41,7 +41,7 @@ from nsdl_jupyter.graph import (
     TensorStats,
     scene_svg,
 )
-from nsdl_jupyter.widgets._canvas_edit import CanvasEdits
+from nsdl_jupyter.widgets._bundles import bundle
 from nsdl_jupyter.widgets._errors import WidgetError, WidgetLookupError
 from nsdl_jupyter.widgets._messages import (
     GRAPH_VIEW,
@@ -57,16 +57,16 @@ from nsdl_jupyter.widgets._messages import (
     TensorRef,
 )
 from nsdl_jupyter.widgets._options import GraphViewOptions, check_options
-from nsdl_jupyter.widgets._precision_badges import (
+from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
+from nsdl_jupyter.widgets.graph._canvas_edit import CanvasEdits
+from nsdl_jupyter.widgets.graph._precision_badges import (
     precision_badges,
     precision_choices,
 )
-from nsdl_jupyter.widgets._protocol import Endpoint, Reply, WidgetRequestError
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
-_STATIC = Path(__file__).resolve().parent.parent / "static"
 _MAX_PATCHES = 64
 
 
@@ -87,7 +87,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     read-only onnx_ir Model/Graph/Function, an onnx ModelProto, or a path to an .onnx file.
     """
 
-    _esm = _STATIC / "graph_view.js"
+    _esm = bundle("graph_view")
 
     _topology = traitlets.Bytes(b"").tag(sync=True)
     _layout = traitlets.Bytes(b"").tag(sync=True)

@@ -35,8 +35,8 @@ from nsdl_jupyter.editors import (
     rename,
     reset_attribute,
 )
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
-from nsdl_jupyter.widgets._tensor_editor import TensorEditor
+from nsdl_jupyter.widgets.designer._tensor_editor import TensorEditor
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 _LISTS = (ir.AttributeType.INTS, ir.AttributeType.FLOATS, ir.AttributeType.STRINGS)
 

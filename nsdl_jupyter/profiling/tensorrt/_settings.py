@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 
 from nsdl_jupyter.document import LayerPrecision, TensorRtProperties
 from nsdl_jupyter.profiling._errors import TrtSettingsError
-from nsdl_jupyter.profiling._settings import replace_known
+from nsdl_jupyter.profiling.ort._settings import replace_known
+from nsdl_jupyter.profiling.runners import TRT_RUNNER
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -27,7 +28,7 @@ Backend = Literal["auto", "tensorrt", "tensorrt_rtx", "trtexec"]
 Typing = Literal["default", "strong", "obey", "prefer"]
 Refit = Literal["none", "refittable", "stripped"]
 EngineMetadata = Literal["detailed", "none"]
-RUNNER = Path(__file__).with_name("_trt_runner.py")
+RUNNER = TRT_RUNNER
 SCHEMA = "nsdl.trt_settings/1"
 _RUNNER_MODULE: list[Any] = []
 

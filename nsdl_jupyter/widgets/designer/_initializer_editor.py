@@ -33,8 +33,8 @@ from nsdl_jupyter.editors import (
     initializer_rows,
     input_slots,
 )
-from nsdl_jupyter.widgets._designer_base import MessageLine, ToolWindow, button, style_widget
-from nsdl_jupyter.widgets._tensor_editor import TensorEditor
+from nsdl_jupyter.widgets.designer._tensor_editor import TensorEditor
+from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
 
 MAX_LISTED = 500
 _LIST_ROWS = 8

@@ -23,15 +23,15 @@ from nsdl_jupyter.profiling._errors import (
     RunnerCrashError,
     TargetLostError,
 )
-from nsdl_jupyter.profiling._fusion_map import LayerMapping, fused_node_mapping
-from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
-from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._runners import RUNNER
-from nsdl_jupyter.profiling._settings import OrtProfileSettings, OrtSettingsKwargs
+from nsdl_jupyter.profiling.gpu._report import gpu_report_parts
+from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping, fused_node_mapping
+from nsdl_jupyter.profiling.ort._settings import OrtProfileSettings, OrtSettingsKwargs
+from nsdl_jupyter.profiling.ort._trace import parse_ort_trace
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
 if TYPE_CHECKING:

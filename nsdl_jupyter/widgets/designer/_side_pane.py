@@ -15,7 +15,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter.editors import get_setting, set_setting
-from nsdl_jupyter.widgets._designer_base import button
+from nsdl_jupyter.widgets.designer._tool_window import button
 
 Side = Literal["left", "right"]
 MIN_WIDTH = 120  # px; also the smallest width a drag can give (panes.ts)

@@ -1,0 +1,1 @@
+"""GraphView, the model canvas, and what its canvas asks of an editable document."""

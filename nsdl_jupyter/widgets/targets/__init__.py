@@ -1,0 +1,1 @@
+"""Where activities run: the TargetPicker of saved connections."""
