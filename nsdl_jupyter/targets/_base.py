@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nsdl_jupyter.targets._wire import (
+    MALFORMED,
     MAX_LOG_CHARS,
     MAX_LOG_LINES,
     RUNNER_PREFIX,
@@ -50,6 +51,7 @@ class JobResult:
     cancelled: bool = False
     last_progress: dict[str, Any] | None = None
     lost: str | None = None  # a remote target's connection dropped: what happened
+    target: str = "local"  # the name of the target it ran on
 
     @property
     def signal_name(self) -> str | None:
@@ -118,7 +120,7 @@ class MessageCollector:
         if self.malformed is None:
             self.malformed = {
                 "event": "error",
-                "type": "RunnerProtocolError",
+                "type": MALFORMED,
                 "message": f"the runner on {self.source} sent a malformed message "
                 f"({len(line)} characters, starting {line[:60]!r}): its log may say why; "
                 "run again",
@@ -164,6 +166,7 @@ class MessageCollector:
             cancelled=cancelled,
             last_progress=self.last_progress,
             lost=lost,
+            target=self.source,
         )
 
 

@@ -20,10 +20,13 @@ PID_PREFIX = "@@nsdl-pid "
 
 # A message line (a runner's result included): longer ones are cut, so they no longer parse.
 MAX_MESSAGE_BYTES = 16 << 20
+MALFORMED = "RunnerProtocolError"  # the error type of a message line that does not parse
 MAX_LOG_LINE_CHARS = 16 << 10  # one log line (stderr, stray stdout) as kept and shown
 MAX_LOG_LINES = 200  # the log tail kept in memory...
 MAX_LOG_CHARS = 1 << 20  # ...and its size
 
+# the mark LineSplitter leaves on a line it cut, found again at the end of a line
+_READER_MARK = re.compile(re.escape(CUT_MARK.format("N", "bytes")).replace("N", r"\d+") + "$")
 _PID_LINE = re.compile(r"(?P<token>[0-9a-f]{32}) (?P<pid>[1-9][0-9]{0,9})")
 
 
@@ -43,7 +46,10 @@ def read_pid_line(line: str, token: str) -> int | None:
 
 
 def cut_log_line(line: str) -> str:
-    """`line` within MAX_LOG_LINE_CHARS, saying how much was cut."""
+    """`line` within MAX_LOG_LINE_CHARS, saying how much was cut (the reader's own mark, for a
+    line it cut already, is kept)."""
     if len(line) <= MAX_LOG_LINE_CHARS:
         return line
-    return line[:MAX_LOG_LINE_CHARS] + CUT_MARK.format(len(line) - MAX_LOG_LINE_CHARS, "characters")
+    mark = _READER_MARK.search(line)
+    cut = CUT_MARK.format(len(line) - MAX_LOG_LINE_CHARS, "characters")
+    return line[:MAX_LOG_LINE_CHARS] + cut + (mark[0] if mark else "")
