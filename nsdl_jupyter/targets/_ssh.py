@@ -73,6 +73,18 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _check_deploy_dir(deploy_dir: object) -> None:
+    """A folder name as typed: spaces at its ends or control characters (a newline from a
+    pasted value) would make it another folder on the target, so they are refused."""
+    if not isinstance(deploy_dir, str) or not deploy_dir.strip():
+        raise TargetSettingsError("deploy_dir must be a folder path: e.g. '~/.nsdl'")
+    if deploy_dir != deploy_dir.strip() or any(ord(c) < 32 or ord(c) == 127 for c in deploy_dir):
+        raise TargetSettingsError(
+            f"deploy_dir {deploy_dir!r} has spaces at its ends or control characters "
+            "(a newline?): give the folder's path alone, e.g. '~/.nsdl'"
+        )
+
+
 class SshTarget:
     """A machine reached over SSH. Paths in requests are paths on that machine.
 
@@ -105,8 +117,11 @@ class SshTarget:
     ) -> None:
         if not host or not isinstance(host, str):
             raise TargetSettingsError("host must be a host name, an address or an ssh_config alias")
-        if not deploy_dir.strip():
-            raise TargetSettingsError("deploy_dir must not be empty: e.g. '~/.nsdl'")
+        _check_deploy_dir(deploy_dir)
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
+            raise TargetSettingsError("connect_timeout must be a number of seconds, e.g. 15")
+        if not 0 < connect_timeout < float("inf"):
+            raise TargetSettingsError(f"connect_timeout={connect_timeout} must be > 0 seconds")
         self.host = host
         config = load_ssh_config(ssh_config)
         self._hop = resolve_hop(
@@ -174,6 +189,7 @@ class SshTarget:
             "ssh_config": self.ssh_config,
             "known_hosts": self._known_hosts_setting,
             "python": self.python,
+            "connect_timeout": self.connect_timeout,
         }
 
     # ---- connection -----------------------------------------------------------------------
@@ -370,10 +386,13 @@ class SshTarget:
         local_path = Path(local_path)
         local_path.parent.mkdir(parents=True, exist_ok=True)
         partial = local_path.with_name(f".{local_path.name}.partial")
-        with self._sftp_client() as sftp:
-            sftp.get(target_path, str(partial))
-        self.bytes_downloaded += partial.stat().st_size
-        os.replace(partial, local_path)
+        try:
+            with self._sftp_client() as sftp:
+                sftp.get(target_path, str(partial))  # makes `partial` before it opens the source
+            self.bytes_downloaded += partial.stat().st_size
+            os.replace(partial, local_path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
         """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
