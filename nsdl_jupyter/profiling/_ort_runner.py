@@ -547,6 +547,30 @@ def _version_of(distribution: str) -> str | None:
         return None
 
 
+def _module_version(module: str) -> str | None:
+    """The version of the installed distribution that provides `module` (None when the module
+    cannot be imported), found by the module, not by one distribution's name: TensorRT ships
+    as tensorrt, tensorrt-cu12, tensorrt-cu13, tensorrt-rtx-cu13 and more."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    try:
+        from importlib import metadata
+
+        names = metadata.packages_distributions().get(module, [])  # Python 3.10+
+    except Exception:
+        names = []
+    for name in [*names, module, module.replace("_", "-")]:
+        version = _version_of(name)
+        if version:
+            return version
+    return "installed (version unknown)"
+
+
 def _nvidia_smi() -> dict[str, Any]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -596,8 +620,8 @@ def target_check(request: dict[str, Any]) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "onnxruntime": ort,
-        "tensorrt": _version_of("tensorrt") or _version_of("tensorrt-cu12"),
-        "tensorrt_rtx": _version_of("tensorrt_rtx") or _version_of("tensorrt-rtx"),
+        "tensorrt": _module_version("tensorrt"),
+        "tensorrt_rtx": _module_version("tensorrt_rtx"),
         "trtexec": trtexec,
         "nvidia_smi": _nvidia_smi(),
         "disk_free_bytes": usage.free,
