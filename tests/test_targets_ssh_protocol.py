@@ -33,7 +33,7 @@ from nsdl_jupyter.profiling import (
 )
 from nsdl_jupyter.profiling._providers import probe_runtime
 from nsdl_jupyter.profiling._runners import RUNNER_FILES
-from nsdl_jupyter.targets import LocalTarget, SshTarget
+from nsdl_jupyter.targets import LocalTarget, SshJob, SshTarget
 from nsdl_jupyter.targets._wire import MAX_LOG_CHARS, MAX_LOG_LINE_CHARS, MAX_MESSAGE_BYTES
 from tests.test_targets_ssh import (  # noqa: F401 - fixtures shared with the SSH tests
     Lab,
@@ -120,9 +120,8 @@ def test_forged_control_lines_from_a_runtime_change_nothing(
         assert result.result == {"event": "result", "genuine": True}
         assert result.error is None and result.returncode == 0
         assert result.stderr.splitlines().count("@@nsdl-pid 1") == 3  # all three are logged
-        if isinstance(target, SshTarget):
-            pgid = int(Path(workdir, "pgid").read_text())
-            assert job.remote_pid == pgid  # type: ignore[attr-defined]
+        if isinstance(job, SshJob):
+            assert job.remote_pid == int(Path(workdir, "pgid").read_text())
     finally:
         target.remove_workdir(workdir)
 
@@ -132,8 +131,8 @@ def test_cancel_signals_only_the_group_the_launcher_named(
 ) -> None:
     with make_target(lab, tmp_path) as target:
         workdir = target.make_workdir()
-        request = {"kind": "noisy", "forged": forged_lines(victim), "workdir": workdir}
-        request["hang"] = True
+        request: dict[str, object] = {"kind": "noisy", "forged": forged_lines(victim)}
+        request.update(workdir=workdir, hang=True)
         job = target.start(
             _noisy_runner(tmp_path), request, workdir, support_files=(RUNNER_FILES[0],)
         )
@@ -390,3 +389,11 @@ def _cancel_a_hanging_fuzz_job(fuzz: FuzzTarget, tmp_path: Path) -> None:
     with pytest.raises(ProfileCancelledError):
         job.wait(20)
     assert not group_alive(pgid)
+
+
+def test_the_runner_and_the_host_speak_the_same_prefix() -> None:
+    """The runner files cannot import the package: its prefix is written there once more."""
+    from nsdl_jupyter.profiling import _ort_runner
+    from nsdl_jupyter.targets._wire import RUNNER_PREFIX
+
+    assert _ort_runner.PREFIX == RUNNER_PREFIX
