@@ -3,8 +3,8 @@
 A runner is one self-contained Python file that reads a JSON request and writes `@@nsdl {json}`
 lines on stdout (progress, then one result or error; `_wire` says how, and what is capped). A
 target stages files, starts the runner, streams its messages, cancels it and brings result
-files back. `LocalTarget` does that with a
-child process; `SshTarget` does the same over an SSH connection, with the same runner files.
+files back. `LocalTarget` does that with a child process; `SshTarget` does the same over an
+SSH connection, with the same runner files.
 """
 
 from __future__ import annotations

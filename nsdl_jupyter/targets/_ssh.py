@@ -3,9 +3,9 @@
 One connection per target, opened on first use and kept. Files are deployed into a cache in
 the deployment directory keyed by sha256 (`files/<hash of a group of files>/<name>`), so a
 second run uploads nothing; each job gets `jobs/<random>/`. The runner runs under `/bin/sh`,
-leader of the process group sshd made for the command, which names that group in its first
-line (`_wire`); `cancel()` signals only that group, and the runner, started with
-`NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
+leader of the process group sshd made for the command; the shell's first line names that group
+with the job's token (`_wire`). `cancel()` signals only that group, and the runner, started
+with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
 Passwords and passphrases live only in this object's memory; nothing writes or shows them.
 """
 
