@@ -94,13 +94,15 @@ class Connections:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             entries = {entry["name"]: dict(entry) for entry in data["connections"]}
-            if not all(isinstance(name, str) for name in entries):
-                raise TypeError("a connection's name is not a string")
-            return entries
         except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise TargetSettingsError(
                 f"{self.path} is not a connections file ({exc}): fix or delete it"
             ) from None
+        if not all(isinstance(name, str) for name in entries):
+            raise TargetSettingsError(
+                f"{self.path} is not a connections file (a name is not a string): fix or delete it"
+            )
+        return entries
 
     def _save(self, entries: dict[str, dict[str, Any]]) -> None:
         data = {"version": _FORMAT_VERSION, "connections": list(entries.values())}
