@@ -22,6 +22,7 @@ from typing import IO, Literal
 
 POLL_S = 0.05
 _READ_BYTES = 65536
+CUT_MARK = " [nsdl: {} more {} of this line were cut]"  # count, unit
 
 Stream = Literal["stdout", "stderr"]
 LineSink = Callable[[Stream, str], None]
@@ -92,23 +93,52 @@ def end_session(process: subprocess.Popen[bytes], grace: float) -> None:
 
 
 class LineSplitter:
-    """Bytes from a pipe -> lines; with `max_line_bytes`, a longer line comes in pieces, so
-    one endless line cannot fill the memory."""
+    """Bytes from a pipe -> lines, in time linear in the bytes (no rejoining of a partial line).
 
-    def __init__(self, max_line_bytes: int | None = None) -> None:
-        self._partial = b""
+    With `max_line_bytes` memory stays bounded: a longer line comes in pieces of that size, or,
+    with `truncate=True`, as its first `max_line_bytes` bytes followed by CUT_MARK (how many
+    bytes were dropped), the rest of it discarded as it arrives.
+    """
+
+    def __init__(self, max_line_bytes: int | None = None, *, truncate: bool = False) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._cut = 0
         self._max = max_line_bytes
+        self._truncate = truncate
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
-        while self._max is not None and len(self._partial) > self._max:
-            lines.append(self._partial[: self._max])
-            self._partial = self._partial[self._max :]
+        lines: list[bytes] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._add(chunk[start:end], lines)
+            lines.append(self._take())
+            start = end + 1
+        self._add(chunk[start:], lines)
         return lines
 
     def finish(self) -> list[bytes]:
-        rest, self._partial = self._partial, b""
-        return [rest] if rest else []
+        return [self._take()] if self._size or self._cut else []
+
+    def _add(self, piece: bytes, lines: list[bytes]) -> None:
+        while piece:
+            room = len(piece) if self._max is None else self._max - self._size
+            if room > 0:
+                self._parts.append(piece[:room])
+                self._size += min(room, len(piece))
+                piece = piece[room:]
+            elif self._truncate:
+                self._cut += len(piece)
+                return
+            else:  # a full piece, and more of the line comes
+                lines.append(self._take())
+
+    def _take(self) -> bytes:
+        line = b"".join(self._parts)
+        if self._cut:
+            line += CUT_MARK.format(self._cut, "bytes").encode()
+        self._parts, self._size, self._cut = [], 0, 0
+        return line
 
 
 def read_lines(
@@ -117,10 +147,12 @@ def read_lines(
     *,
     pipe_grace: float,
     max_line_bytes: int | None = None,
+    truncate: bool = False,
 ) -> None:
     """Give each line of the child's stdout and stderr to `sink` (UTF-8, invalid bytes
     replaced, no line end) until both pipes close, or until the child has exited and
-    `pipe_grace` seconds have passed (a background child may hold them open for ever)."""
+    `pipe_grace` seconds have passed (a background child may hold them open for ever).
+    `max_line_bytes` and `truncate` bound each line as LineSplitter does."""
     pipes: tuple[tuple[Stream, IO[bytes] | None], ...] = (
         ("stdout", process.stdout),
         ("stderr", process.stderr),
@@ -134,7 +166,8 @@ def read_lines(
         for stream, pipe in pipes:
             assert pipe is not None, "start the child with start_session: both pipes are read"
             os.set_blocking(pipe.fileno(), False)
-            selector.register(pipe, selectors.EVENT_READ, (stream, LineSplitter(max_line_bytes)))
+            splitter = LineSplitter(max_line_bytes, truncate=truncate)
+            selector.register(pipe, selectors.EVENT_READ, (stream, splitter))
         while selector.get_map():
             for key, _events in selector.select(POLL_S):
                 stream, splitter = key.data
@@ -166,11 +199,18 @@ def run_to_end(
     pipe_grace: float,
     terminate_grace: float,
     max_line_bytes: int | None = None,
+    truncate: bool = False,
 ) -> int:
     """Read the child's lines (`read_lines`), reap it, then end whatever it left running in
     its session; returns its exit code. Call from a thread of its own."""
     try:
-        read_lines(process, sink, pipe_grace=pipe_grace, max_line_bytes=max_line_bytes)
+        read_lines(
+            process,
+            sink,
+            pipe_grace=pipe_grace,
+            max_line_bytes=max_line_bytes,
+            truncate=truncate,
+        )
         return process.wait()
     finally:
         end_session(process, terminate_grace)  # what the child left running (or itself)

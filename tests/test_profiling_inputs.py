@@ -13,9 +13,9 @@ from onnx import external_data_helper, numpy_helper
 from test_profiling_helpers import two_input_model
 
 from nsdl_jupyter.profiling import InputFolderError, input_file_name, profile_ort
-from nsdl_jupyter.profiling.runners import _ort_runner as runner
 from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
 from nsdl_jupyter.profiling._model_source import model_source
+from nsdl_jupyter.profiling.runners import _ort_runner as runner
 
 
 @pytest.fixture

@@ -480,6 +480,7 @@ def test_a_tensorrt_engine_is_built_on_the_target(lab: Lab, tmp_path: Path, exte
         built = export_engine(model, engine, TrtSettings(backend="tensorrt_rtx"), target=target)
     assert engine.stat().st_size > 1000
     assert built.engine == engine
+    assert not list(engine.parent.glob(".*.partial"))  # no side file that was not there
     assert "remote" not in str(engine)  # fetched back to where it was asked for
 
 

@@ -22,6 +22,11 @@ class TargetLostError(ProfileError):
     itself when its connection closes)."""
 
 
+class RunnerProtocolError(ProfileError):
+    """A runner's message or result is malformed: not JSON, cut at the size cap, a field missing
+    or of the wrong type. The message names the target."""
+
+
 class ProfileCancelledError(ProfileError):
     """The run was cancelled (cancel button, `job.cancel()`, or a kernel interrupt)."""
 

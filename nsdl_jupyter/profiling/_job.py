@@ -69,7 +69,9 @@ class StagedJob:
     def _restore_clocks_if_left(self, answer: dict[str, Any] | None) -> None:
         """The runner locked the GPU's clocks and died (or was cancelled) before resetting
         them: a second runner resets them, so a crash never leaves a GPU slowed down."""
-        restored = ((answer or {}).get("gpu") or {}).get("clocks", {}).get("restored")
+        gpu = (answer or {}).get("gpu")
+        clocks = gpu.get("clocks") if isinstance(gpu, dict) else None  # a malformed answer
+        restored = clocks.get("restored") if isinstance(clocks, dict) else None
         if self._locked_device is None or restored:
             return
         request = {"kind": "restore_clocks", "protocol": 1, "device": self._locked_device}

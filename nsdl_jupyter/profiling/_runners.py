@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from nsdl_jupyter.profiling._errors import ProfileError
+from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter.profiling._errors import ProfileError, RunnerProtocolError
 from nsdl_jupyter.profiling.runners import ORT_RUNNER, TRT_RUNNER
-from nsdl_jupyter.targets import EventListener, RunnerJob, Target
+from nsdl_jupyter.targets import MALFORMED, EventListener, JobResult, RunnerJob, Target
+
+_Read = TypeVar("_Read")
 
 RUNNER = ORT_RUNNER
 # Every runner file. They load each other by path from their own folder (the TensorRT runner
@@ -35,17 +40,45 @@ def start_runner(
     return target.start(runner, request, workdir, listener, support_files=support)
 
 
-def ask_runner(target: Target, request: dict[str, Any], what: str, timeout: float) -> Any:
-    """A short request's answer (a fresh workdir, removed after); ProfileError if none."""
+def ask_runner(
+    target: Target,
+    request: dict[str, Any],
+    what: str,
+    timeout: float,
+    read: Callable[[dict[str, Any]], _Read],
+) -> _Read:
+    """A short request's answer (a fresh workdir, removed after) as `read` makes it from the
+    runner's result; ProfileError if none, RunnerProtocolError if it is malformed."""
     workdir = target.make_workdir()
     try:
         result = start_runner(target, RUNNER, request, workdir).wait(timeout)
     finally:
         target.remove_workdir(workdir)
-    if result.result is None:
-        if result.error:
-            detail = result.error.get("message")
-        else:
-            detail = result.lost or result.crash_description
-        raise ProfileError(f"cannot {what} on {target.name}: {detail}", result.stderr)
-    return result.result
+    with reading_answer(result, what):
+        if result.result is None:
+            if result.error:
+                detail = result.error.get("message")
+            else:
+                detail = result.lost or result.crash_description
+            raise ProfileError(f"cannot {what} on {target.name}: {detail}", result.stderr)
+        return read(result.result)
+
+
+@contextmanager
+def reading_answer(result: JobResult, what: str) -> Iterator[None]:
+    """Read the runner's answer to the `what` inside: a malformed message, or a field of the
+    answer that is missing or of the wrong type, is RunnerProtocolError naming the target (never
+    a bare KeyError or TypeError); the package's own errors pass through."""
+    if not result.cancelled and (result.error or {}).get("type") == MALFORMED:
+        raise RunnerProtocolError(str((result.error or {}).get("message")), result.stderr)
+    try:
+        yield
+    except NsdlError:
+        raise
+    except (LookupError, TypeError, ValueError, AttributeError) as exc:
+        raise RunnerProtocolError(
+            f"the runner on {result.target} gave a malformed answer when asked to {what} "
+            f"({type(exc).__name__}: {exc}): a runner file there may be changed or from another "
+            "version; run again (changed files are deployed anew) and see the runner's log",
+            result.stderr,
+        ) from None

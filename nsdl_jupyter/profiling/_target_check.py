@@ -104,5 +104,10 @@ def check_target(target: Target | None = None, *, timeout: float = 120.0) -> Tar
     """Check what `target` (default: this machine) offers for profiling, in one runner call."""
     target = target or LocalTarget()
     request = {"kind": "target_check", "protocol": 1}
-    raw = ask_runner(target, request, "check the target", timeout)
-    return TargetCheck(target.name, _rows(raw), raw)
+    return ask_runner(
+        target,
+        request,
+        "check the target",
+        timeout,
+        lambda raw: TargetCheck(target.name, _rows(raw), raw),
+    )

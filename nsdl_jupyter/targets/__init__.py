@@ -8,23 +8,28 @@ from nsdl_jupyter.targets._errors import (
     DeployDirError,
     HostKeyChangedError,
     HostKeyError,
+    HostKeyRevokedError,
     TargetAuthError,
     TargetConnectionError,
     TargetError,
     TargetSettingsError,
+    TargetWarning,
     UnknownConnectionError,
     UnknownHostKeyError,
 )
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
 from nsdl_jupyter.targets._ssh import SshJob, SshTarget
+from nsdl_jupyter.targets._wire import MALFORMED
 
 __all__ = [
+    "MALFORMED",
     "ConnectionTest",
     "Connections",
     "DeployDirError",
     "EventListener",
     "HostKeyChangedError",
     "HostKeyError",
+    "HostKeyRevokedError",
     "JobResult",
     "LocalJob",
     "LocalTarget",
@@ -36,6 +41,7 @@ __all__ = [
     "TargetConnectionError",
     "TargetError",
     "TargetSettingsError",
+    "TargetWarning",
     "UnknownConnectionError",
     "UnknownHostKeyError",
     "connections",

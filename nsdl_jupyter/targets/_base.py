@@ -1,9 +1,10 @@
 """The transport seam: how an activity runs a runner module somewhere and gets JSON back.
 
 A runner is one self-contained Python file that reads a JSON request and writes `@@nsdl {json}`
-lines on stdout (progress, then one result or error). A target stages files, starts the runner,
-streams its messages, cancels it and brings result files back. `LocalTarget` does that with a
-child process; `SshTarget` does the same over an SSH connection, with the same runner files.
+lines on stdout (progress, then one result or error; `_wire` says how, and what is capped). A
+target stages files, starts the runner, streams its messages, cancels it and brings result
+files back. `LocalTarget` does that with a child process; `SshTarget` does the same over an
+SSH connection, with the same runner files.
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-RUNNER_PREFIX = "@@nsdl "
-_STDERR_TAIL_LINES = 200
+from nsdl_jupyter.targets._wire import (
+    MALFORMED,
+    MAX_LOG_CHARS,
+    MAX_LOG_LINES,
+    RUNNER_PREFIX,
+    cut_log_line,
+)
 
 EventListener = Callable[[dict[str, Any]], None]
 LogListener = Callable[[str], None]  # one line of the runner's log (stderr, stray stdout)
@@ -45,6 +51,7 @@ class JobResult:
     cancelled: bool = False
     last_progress: dict[str, Any] | None = None
     lost: str | None = None  # a remote target's connection dropped: what happened
+    target: str = "local"  # the name of the target it ran on
 
     @property
     def signal_name(self) -> str | None:
@@ -68,28 +75,35 @@ class JobResult:
 
 @dataclass
 class MessageCollector:
-    """Parses runner stdout lines into events; keeps the stderr tail and streams its lines to
-    log listeners. Shared by all targets."""
+    """Parses runner stdout lines into events; keeps the stderr tail (at most MAX_LOG_LINES
+    lines, MAX_LOG_CHARS characters) and streams its lines to log listeners. Shared by all
+    targets; `source` (the target's name) names where a malformed message came from."""
 
+    source: str = "local"
     listeners: list[EventListener] = field(default_factory=list)
     log_listeners: list[LogListener] = field(default_factory=list)
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     last_progress: dict[str, Any] | None = None
-    _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=_STDERR_TAIL_LINES))
+    malformed: dict[str, Any] | None = None  # the error a malformed message stands for
+    _stderr: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_LOG_LINES))
+    _stderr_chars: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def stdout_line(self, line: str) -> None:
         if not line.startswith(RUNNER_PREFIX):
-            # Something the runtime printed on stdout: keep it with stderr for diagnosis.
+            # Something a runner that does not keep stdout for messages printed: keep it with
+            # stderr for diagnosis.
             self.stderr_line(line)
             return
         try:
             message = json.loads(line[len(RUNNER_PREFIX) :])
-        except json.JSONDecodeError:
-            self.stderr_line(line)
+        except (ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict) or not isinstance(message.get("event"), str):
+            self._malformed(line)
             return
-        kind = message.get("event")
+        kind = message["event"]
         if kind == "result":
             self.result = message
         elif kind == "error":
@@ -99,10 +113,28 @@ class MessageCollector:
         for listener in list(self.listeners):
             listener(message)
 
+    def _malformed(self, line: str) -> None:
+        """A message line that does not parse (cut at MAX_MESSAGE_BYTES, or not the runner's):
+        logged, and the job's error if the runner gives neither a result nor an error."""
+        self.stderr_line(line)
+        if self.malformed is None:
+            self.malformed = {
+                "event": "error",
+                "type": MALFORMED,
+                "message": f"the runner on {self.source} sent a malformed message "
+                f"({len(line)} characters, starting {line[:60]!r}): its log may say why; "
+                "run again",
+            }
+
     def stderr_line(self, line: str) -> None:
-        line = line.rstrip("\n")
+        line = cut_log_line(line.rstrip("\n"))
         with self._lock:
+            if len(self._stderr) == self._stderr.maxlen:
+                self._stderr_chars -= len(self._stderr[0])
             self._stderr.append(line)
+            self._stderr_chars += len(line)
+            while self._stderr_chars > MAX_LOG_CHARS and len(self._stderr) > 1:
+                self._stderr_chars -= len(self._stderr.popleft())
             listeners = list(self.log_listeners)
         for listener in listeners:
             with contextlib.suppress(Exception):  # a broken log view must not stop the reader
@@ -129,11 +161,12 @@ class MessageCollector:
         return JobResult(
             returncode=returncode,
             result=self.result,
-            error=self.error,
+            error=self.error or (None if self.result is not None else self.malformed),
             stderr=self.stderr,
             cancelled=cancelled,
             last_progress=self.last_progress,
             lost=lost,
+            target=self.source,
         )
 
 

@@ -2,13 +2,16 @@
 
 Kept in `connections.json` under the package's config dir, written atomically. A saved
 connection holds everything `SshTarget` takes except secrets: passwords and passphrases are
-given again (e.g. with getpass) each time a connection is opened.
+given again (e.g. with getpass) each time a connection is opened. A field this version does not
+know (saved by a newer one) is ignored with a TargetWarning; a field of the wrong type is a
+TargetSettingsError naming it.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +19,58 @@ from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._paths import config_dir
-from nsdl_jupyter.targets._errors import TargetSettingsError, UnknownConnectionError
+from nsdl_jupyter.targets._errors import (
+    TargetSettingsError,
+    TargetWarning,
+    UnknownConnectionError,
+)
 from nsdl_jupyter.targets._ssh import SshTarget
 
 _FORMAT_VERSION = 1
+_TEXT = (str, type(None))
+# Every field SshTarget.settings() writes, and the types a saved value may have.
+_FIELDS: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "host": (str,),
+    "user": _TEXT,
+    "port": (int, type(None)),
+    "key_file": _TEXT,
+    "agent": (bool,),
+    "deploy_dir": (str,),
+    "proxy_jump": _TEXT,
+    "proxy_command": (list, str, type(None)),
+    "ssh_config": (bool, str),
+    "known_hosts": _TEXT,
+    "python": (str,),
+    "connect_timeout": (int, float),
+}
+
+
+def _checked(name: str, saved: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The fields of a saved connection that SshTarget takes, each of a type it accepts."""
+    unknown = sorted(set(saved) - set(_FIELDS))
+    if unknown:
+        warnings.warn(
+            f"the saved connection {name!r} in {path} has fields this version does not know "
+            f"({', '.join(unknown)}; saved by a newer version?): they are ignored",
+            TargetWarning,
+            stacklevel=4,
+        )
+    if "host" not in saved:
+        raise TargetSettingsError(f"the saved connection {name!r} in {path} has no host: add it")
+    settings = {key: value for key, value in saved.items() if key in _FIELDS}
+    for key, value in settings.items():
+        types = _FIELDS[key]
+        wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        if key == "proxy_command" and isinstance(value, list):
+            wrong = not all(isinstance(arg, str) for arg in value)
+        if wrong:
+            allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise TargetSettingsError(
+                f"the saved connection {name!r} in {path} has {key}={value!r}, which must be "
+                f"{allowed}: fix it there, or remove and add the connection again"
+            )
+    return settings
 
 
 @dataclass(frozen=True)
@@ -42,11 +93,16 @@ class Connections:
             return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-            return {entry["name"]: dict(entry) for entry in data["connections"]}
-        except (ValueError, KeyError, TypeError) as exc:
+            entries = {entry["name"]: dict(entry) for entry in data["connections"]}
+        except (ValueError, LookupError, TypeError, AttributeError) as exc:
             raise TargetSettingsError(
                 f"{self.path} is not a connections file ({exc}): fix or delete it"
             ) from None
+        if not all(isinstance(name, str) for name in entries):
+            raise TargetSettingsError(
+                f"{self.path} is not a connections file (a name is not a string): fix or delete it"
+            )
+        return entries
 
     def _save(self, entries: dict[str, dict[str, Any]]) -> None:
         data = {"version": _FORMAT_VERSION, "connections": list(entries.values())}
@@ -74,7 +130,7 @@ class Connections:
         self, name: str, *, password: str | None = None, passphrase: str | None = None
     ) -> SshTarget:
         """The saved connection as a target; secrets are given here, never stored."""
-        settings = self.settings(name)
+        settings = _checked(name, self.settings(name), self.path)
         host = settings.pop("host")
         return SshTarget(host, password=password, passphrase=passphrase, **settings)
 

@@ -38,6 +38,15 @@ class HostKeyChangedError(HostKeyError):
     """known_hosts has another key for the host: possibly a man in the middle."""
 
 
+class HostKeyRevokedError(HostKeyError):
+    """known_hosts marks the host's key `@revoked`: it is refused, and cannot be trusted."""
+
+
+class TargetWarning(UserWarning):
+    """Part of a file of the user's (a known_hosts line, a saved connection's field) cannot be
+    used by this version and is skipped."""
+
+
 class DeployDirError(TargetError):
     """The deployment directory on the target cannot be created or written."""
 

@@ -23,6 +23,7 @@ from nsdl_jupyter.targets._base import (
     JobResult,
     MessageCollector,
 )
+from nsdl_jupyter.targets._wire import MAX_MESSAGE_BYTES
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the runner's session, SIGKILL after this
 PIPE_GRACE_S = 0.5  # after the runner exits, how long pipes a background child holds are read
@@ -59,6 +60,8 @@ class LocalJob(CollectingJob):
                 self._line,
                 pipe_grace=PIPE_GRACE_S,
                 terminate_grace=TERMINATE_GRACE_S,
+                max_line_bytes=MAX_MESSAGE_BYTES,
+                truncate=True,
             )
         finally:
             self._finished.set()
@@ -88,15 +91,7 @@ class LocalJob(CollectingJob):
         """Wait for the end; raises TimeoutError when `timeout` passes first."""
         if not self._finished.wait(timeout):
             raise TimeoutError(f"runner still running after {timeout} s")
-        c = self._collector
-        return JobResult(
-            returncode=self._process.returncode,
-            result=c.result,
-            error=c.error,
-            stderr=c.stderr,
-            cancelled=self._cancelled,
-            last_progress=c.last_progress,
-        )
+        return self._collector.job_result(self._process.returncode, cancelled=self._cancelled)
 
 
 class LocalTarget:

@@ -3,8 +3,9 @@
 One connection per target, opened on first use and kept. Files are deployed into a cache in
 the deployment directory keyed by sha256 (`files/<hash of a group of files>/<name>`), so a
 second run uploads nothing; each job gets `jobs/<random>/`. The runner runs under `/bin/sh`,
-leader of the process group sshd made for the command: `cancel()` signals that group, and the
-runner, started with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
+leader of the process group sshd made for the command; the shell's first line names that group
+with the job's token (`_wire`). `cancel()` signals only that group, and the runner, started
+with `NSDL_STDIN_WATCHDOG=1`, ends the group itself when its stdin closes.
 Passwords and passphrases live only in this object's memory; nothing writes or shows them.
 """
 
@@ -25,8 +26,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from nsdl_jupyter._process import LineSplitter
 from nsdl_jupyter.targets._base import (
-    RUNNER_PREFIX,
     CollectingJob,
     EventListener,
     JobResult,
@@ -49,13 +50,18 @@ from nsdl_jupyter.targets._ssh_connect import (
     proxy_argv,
     resolve_hop,
 )
+from nsdl_jupyter.targets._wire import (
+    MAX_MESSAGE_BYTES,
+    RUNNER_PREFIX,
+    pid_line,
+    read_pid_line,
+)
 
 TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the remote group, SIGKILL after this
 LIVENESS_INTERVAL_S = 2.0  # during a run, the server is asked for a keepalive answer this often
 LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as lost
 COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
-_PID_LINE = "@@nsdl-pid "
-_EXIT_LINE = "@@nsdl-exit "
+EXIT_STATUS_WAIT_S = 5.0  # after the runner's output ends, how long its exit status may take
 _HASH_CHUNK = 1 << 20
 
 
@@ -65,6 +71,18 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def _check_deploy_dir(deploy_dir: object) -> None:
+    """A folder name as typed: spaces at its ends or control characters (a newline from a
+    pasted value) would make it another folder on the target, so they are refused."""
+    if not isinstance(deploy_dir, str) or not deploy_dir.strip():
+        raise TargetSettingsError("deploy_dir must be a folder path: e.g. '~/.nsdl'")
+    if deploy_dir != deploy_dir.strip() or any(ord(c) < 32 or ord(c) == 127 for c in deploy_dir):
+        raise TargetSettingsError(
+            f"deploy_dir {deploy_dir!r} has spaces at its ends or control characters "
+            "(a newline?): give the folder's path alone, e.g. '~/.nsdl'"
+        )
 
 
 class SshTarget:
@@ -99,8 +117,11 @@ class SshTarget:
     ) -> None:
         if not host or not isinstance(host, str):
             raise TargetSettingsError("host must be a host name, an address or an ssh_config alias")
-        if not deploy_dir.strip():
-            raise TargetSettingsError("deploy_dir must not be empty: e.g. '~/.nsdl'")
+        _check_deploy_dir(deploy_dir)
+        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
+            raise TargetSettingsError("connect_timeout must be a number of seconds, e.g. 15")
+        if not 0 < connect_timeout < float("inf"):
+            raise TargetSettingsError(f"connect_timeout={connect_timeout} must be > 0 seconds")
         self.host = host
         config = load_ssh_config(ssh_config)
         self._hop = resolve_hop(
@@ -168,6 +189,7 @@ class SshTarget:
             "ssh_config": self.ssh_config,
             "known_hosts": self._known_hosts_setting,
             "python": self.python,
+            "connect_timeout": self.connect_timeout,
         }
 
     # ---- connection -----------------------------------------------------------------------
@@ -364,10 +386,13 @@ class SshTarget:
         local_path = Path(local_path)
         local_path.parent.mkdir(parents=True, exist_ok=True)
         partial = local_path.with_name(f".{local_path.name}.partial")
-        with self._sftp_client() as sftp:
-            sftp.get(target_path, str(partial))
-        self.bytes_downloaded += partial.stat().st_size
-        os.replace(partial, local_path)
+        try:
+            with self._sftp_client() as sftp:
+                sftp.get(target_path, str(partial))  # makes `partial` before it opens the source
+            self.bytes_downloaded += partial.stat().st_size
+            os.replace(partial, local_path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
         """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
@@ -409,33 +434,37 @@ class SshTarget:
             "message": f"{self.python} is not found on {self.name}: install Python 3.8+ with "
             "onnxruntime and numpy there, or give SshTarget(python=) the interpreter's path",
         }
+        token = secrets.token_hex(16)
         script = "\n".join(
             [
+                f"printf '{pid_line(token)}\\n' \"$$\"",
                 f"cd -- {shlex.quote(workdir)} || exit 125",
-                f"printf '{_PID_LINE}%s\\n' \"$$\" >&2",
                 f"if ! command -v {python} >/dev/null 2>&1; then",
                 f"  printf '%s\\n' {shlex.quote(RUNNER_PREFIX + json.dumps(missing))}",
-                "  s=127",
-                "else",
-                f"  NSDL_STDIN_WATCHDOG=1 {python} -u "
+                "  exit 127",
+                "fi",
+                f"NSDL_STDIN_WATCHDOG=1 {python} -u "
                 f"{shlex.quote(posixpath.join(folder, Path(runner).name))} "
                 f"{shlex.quote(request_path)}",
-                "  s=$?",
-                "fi",
-                f"printf '{_EXIT_LINE}%s\\n' \"$s\" >&2",
-                'exit "$s"',
+                # not `exec`: a runner killed by a signal then still gives an exit status
+                # (128 + the signal), where sshd would send an exit-signal that paramiko drops
+                'exit "$?"',
             ]
         )
-        return SshJob(self, f"exec /bin/sh -c {shlex.quote(script)}", listener)
+        return SshJob(self, f"exec /bin/sh -c {shlex.quote(script)}", token, listener)
 
 
 class SshJob(CollectingJob):
     """A runner on the target: its stdout and stderr arrive over one channel, read by two
-    threads; `remote_pid` is the process group that `cancel()` ends."""
+    threads; `remote_pid` is the process group that `cancel()` ends, as the launcher named it
+    with the job's `token` (no other line can set it)."""
 
-    def __init__(self, target: SshTarget, command: str, listener: EventListener | None) -> None:
+    def __init__(
+        self, target: SshTarget, command: str, token: str, listener: EventListener | None
+    ) -> None:
         self._target = target
-        self._collector = MessageCollector()
+        self._token = token
+        self._collector = MessageCollector(source=target.name)
         if listener is not None:
             self._collector.listeners.append(listener)
         self._cancelled = False
@@ -476,49 +505,52 @@ class SshJob(CollectingJob):
 
     def _read(self, stream: str) -> None:
         receive = self._channel.recv if stream == "stdout" else self._channel.recv_stderr
-        partial = b""
+        splitter = LineSplitter(MAX_MESSAGE_BYTES, truncate=True)
         try:
-            while True:
-                chunk = receive(65536)
-                if not chunk:
-                    break
-                *lines, partial = (partial + chunk).split(b"\n")
-                for raw in lines:
+            while chunk := receive(65536):
+                for raw in splitter.feed(chunk):
                     self._line(stream, raw.decode("utf-8", "replace").removesuffix("\r"))
         except (OSError, EOFError):  # the transport died
             pass
-        if partial:
-            self._line(stream, partial.decode("utf-8", "replace"))
+        for raw in splitter.finish():
+            self._line(stream, raw.decode("utf-8", "replace"))
 
     def _line(self, stream: str, line: str) -> None:
         try:
-            if stream == "stdout":
-                self._collector.stdout_line(line)
-            elif line.startswith(_PID_LINE):
-                self.remote_pid = int(line[len(_PID_LINE) :])
-                self._pid_known.set()
-            elif line.startswith(_EXIT_LINE):
-                self._exit_code = int(line[len(_EXIT_LINE) :])
-            else:
+            if stream == "stderr":
                 self._collector.stderr_line(line)
+            elif self.remote_pid is None and (pid := read_pid_line(line, self._token)):
+                self.remote_pid = pid
+                self._pid_known.set()
+            else:
+                self._collector.stdout_line(line)
         except Exception as error:  # a broken listener must not stop reading the runner
             self._collector.stderr_line(f"event listener failed: {error!r}")
 
     def _await_end(self) -> None:
         for reader in self._readers:
             reader.join()
+        self._pid_known.set()  # none will come
+        # sshd sends the exit status once the launcher has exited, which can be a moment
+        # after its output ended; a closed channel (a lost link) has none
+        deadline = time.monotonic() + EXIT_STATUS_WAIT_S
+        status = self._channel.status_event
+        while not status.wait(0.05) and time.monotonic() < deadline and self._target.connected:
+            pass
+        if status.is_set() and self._channel.exit_status >= 0:
+            self._exit_code = int(self._channel.exit_status)
         self._channel.close()
         self._finished.set()
 
     def cancel(self) -> None:
-        """SIGTERM to the remote process group, SIGKILL after TERMINATE_GRACE_S; then the
-        channel closes (which also ends the runner through its stdin watchdog)."""
+        """SIGTERM to the job's own remote process group, SIGKILL after TERMINATE_GRACE_S;
+        then the channel closes (which also ends the runner through its stdin watchdog)."""
         if self.done:
             return
         self._cancelled = True
         self._pid_known.wait(5)
         pid = self.remote_pid
-        if pid is not None and self._target.connected:
+        if pid is not None and pid > 1 and self._target.connected:
             ticks = int(TERMINATE_GRACE_S / 0.1)
             script = (
                 f"kill -TERM -{pid} 2>/dev/null; i=0; "

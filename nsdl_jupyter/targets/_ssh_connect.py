@@ -16,6 +16,7 @@ import shlex
 import socket
 import subprocess
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,12 +229,7 @@ def connect(
                     *[t for t in options.key_types if t in preferred],
                     *[t for t in options.key_types if t not in preferred],
                 ]
-            try:
-                transport.start_client(timeout=timeout)
-            except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise TargetConnectionError(
-                    f"no SSH session with {hop.label}: {_reason(exc, connection)}"
-                ) from None
+            _handshake(paramiko, transport, hop, connection, timeout)
             key = transport.get_remote_server_key()
             try:
                 known_hosts.check(hop.key_name, key)
@@ -246,6 +242,32 @@ def connect(
         connection.close()
         raise
     return connection
+
+
+def _handshake(
+    paramiko: Any, transport: Any, hop: Hop, connection: Connection, timeout: float
+) -> None:
+    """The SSH handshake with `hop`, finished within `timeout` seconds. paramiko's own
+    `start_client(timeout=)` returns silently when the time is up, and the next call then
+    fails with "No existing session"."""
+    done = threading.Event()
+    try:
+        transport.start_client(event=done)
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise TargetConnectionError(
+            f"no SSH session with {hop.label}: {_reason(exc, connection)}"
+        ) from None
+    if not done.wait(timeout):
+        raise TargetConnectionError(
+            f"{hop.label} did not finish the SSH handshake within connect_timeout={timeout:g} s: "
+            "check that an SSH server answers on that port (not another service), or give "
+            "a larger connect_timeout= for a slow link"
+        )
+    if not transport.is_active():
+        failure = transport.get_exception() or paramiko.SSHException("negotiation failed")
+        raise TargetConnectionError(
+            f"no SSH session with {hop.label}: {_reason(failure, connection)}"
+        )
 
 
 def _reason(exc: BaseException, connection: Connection) -> str:

@@ -27,7 +27,7 @@ from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, w
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
-from nsdl_jupyter.profiling._runners import RUNNER
+from nsdl_jupyter.profiling._runners import RUNNER, reading_answer
 from nsdl_jupyter.profiling.gpu._report import gpu_report_parts
 from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling.ort._settings import OrtProfileSettings, OrtSettingsKwargs
@@ -157,10 +157,13 @@ class ProfileJob(StagedJob):
             if self._error is not None:
                 raise self._error
             try:
-                self._report = self._finish(self._job.wait(timeout))
-                return self._report
+                result = self._job.wait(timeout)
             except TimeoutError:
                 raise
+            try:
+                with reading_answer(result, "profile"):
+                    self._report = self._finish(result)
+                return self._report
             except BaseException as exc:
                 self._error = exc
                 raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nsdl_jupyter.profiling._runners import ask_runner
 from nsdl_jupyter.targets import LocalTarget, Target
@@ -48,7 +49,14 @@ def probe_runtime(
     key = repr(target)
     if not refresh and key in _cache:
         return _cache[key]
-    answer = ask_runner(target, {"kind": "probe", "protocol": 1}, "query onnxruntime", timeout)
+    info = ask_runner(
+        target, {"kind": "probe", "protocol": 1}, "query onnxruntime", timeout, _runtime_info
+    )
+    _cache[key] = info
+    return info
+
+
+def _runtime_info(answer: dict[str, Any]) -> RuntimeInfo:
     available = [p for p in answer["available"] if p not in _SKIPPED]
     load_errors: dict[str, str] = answer.get("load_errors", {})
     statuses: list[ProviderStatus] = []
@@ -66,15 +74,13 @@ def probe_runtime(
                     f"not in this onnxruntime build ({answer['ort_version']}); get it with: {how}",
                 )
             )
-    info = RuntimeInfo(
+    return RuntimeInfo(
         answer["ort_version"],
         statuses,
         answer.get("cpu", ""),
         list(answer.get("gpus", [])),
         answer.get("host", ""),
     )
-    _cache[key] = info
-    return info
 
 
 def available_providers(target: Target | None = None) -> list[ProviderStatus]:

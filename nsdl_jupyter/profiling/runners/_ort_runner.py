@@ -4,8 +4,10 @@ This file is deliberately self-contained: it needs only onnxruntime, numpy and t
 library, so a target copies this one file to any machine (a bare GPU box over SSH included)
 and runs `python3 _ort_runner.py REQUEST.json`. It never imports nsdl_jupyter.
 
-Protocol: every message is one stdout line `@@nsdl {json}` (onnxruntime may print on stdout
-too, so the prefix tells our lines apart). Messages: `{"event": "progress", "phase", "done",
+Protocol: every message is one stdout line `@@nsdl {json}`. Stdout is kept for them alone: before
+a runtime loads, `main` points file descriptor 1 at stderr and writes messages to a copy of the
+old one, so nothing onnxruntime, TensorRT or a model's text prints there can pass for one
+(onnxruntime's warnings quote initializer names). Messages: `{"event": "progress", "phase", "done",
 "total"}`, `{"event": "result", ...}` or `{"event": "error", "type", "message"}` (exit code 2).
 A crash (segfault, OOM kill) ends the process without a result: the parent reports it.
 
@@ -59,10 +61,30 @@ class RunnerError(Exception):
     """A user-level failure with a message that says what to change."""
 
 
-def emit(event: str, **fields: Any) -> None:
-    line = json.dumps({"event": event, **fields}, separators=(",", ":"))
-    sys.stdout.write(PREFIX + line + "\n")
+# The file descriptor of the messages once `main` has set it aside; in the environment, so
+# every copy of this module that a sibling runner loads by path writes to the same one.
+_MESSAGE_FD = "NSDL_MESSAGE_FD"
+_emit_lock = threading.Lock()
+
+
+def _keep_stdout_for_messages() -> None:
+    """Set stdout aside for `emit` alone and point file descriptor 1 at stderr."""
     sys.stdout.flush()
+    os.environ[_MESSAGE_FD] = str(os.dup(1))  # not inherited by children (PEP 446)
+    os.dup2(2, 1)
+
+
+def emit(event: str, **fields: Any) -> None:
+    line = (PREFIX + json.dumps({"event": event, **fields}, separators=(",", ":")) + "\n").encode()
+    fd = os.environ.get(_MESSAGE_FD)
+    with _emit_lock:
+        if fd is None:  # imported, not run by `main`
+            sys.stdout.write(line.decode())
+            sys.stdout.flush()
+            return
+        view = memoryview(line)
+        while view:
+            view = view[os.write(int(fd), view) :]
 
 
 class Progress:
@@ -525,6 +547,30 @@ def _version_of(distribution: str) -> str | None:
         return None
 
 
+def _module_version(module: str) -> str | None:
+    """The version of the installed distribution that provides `module` (None when the module
+    cannot be imported), found by the module, not by one distribution's name: TensorRT ships
+    as tensorrt, tensorrt-cu12, tensorrt-cu13, tensorrt-rtx-cu13 and more."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    try:
+        from importlib import metadata
+
+        names = metadata.packages_distributions().get(module, [])  # Python 3.10+
+    except Exception:
+        names = []
+    for name in [*names, module, module.replace("_", "-")]:
+        version = _version_of(name)
+        if version:
+            return version
+    return "installed (version unknown)"
+
+
 def _nvidia_smi() -> dict[str, Any]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -574,8 +620,8 @@ def target_check(request: dict[str, Any]) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "onnxruntime": ort,
-        "tensorrt": _version_of("tensorrt") or _version_of("tensorrt-cu12"),
-        "tensorrt_rtx": _version_of("tensorrt_rtx") or _version_of("tensorrt-rtx"),
+        "tensorrt": _module_version("tensorrt"),
+        "tensorrt_rtx": _module_version("tensorrt_rtx"),
         "trtexec": trtexec,
         "nvidia_smi": _nvidia_smi(),
         "disk_free_bytes": usage.free,
@@ -619,6 +665,7 @@ def main(argv: list[str], handlers: dict[str, Any] | None = None) -> int:
     if len(argv) != 2:
         sys.stderr.write(f"usage: {os.path.basename(argv[0])} REQUEST.json\n")
         return 2
+    _keep_stdout_for_messages()
     _exit_when_stdin_closes()
     try:
         with open(argv[1], encoding="utf-8") as f:

@@ -28,7 +28,7 @@ from nsdl_jupyter.profiling._errors import (
 )
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
-from nsdl_jupyter.profiling._runners import start_runner
+from nsdl_jupyter.profiling._runners import reading_answer, start_runner
 from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings, TrtSettingsKwargs
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
 
@@ -221,7 +221,8 @@ class EngineJob(StagedJob):
             except TimeoutError:
                 raise
             try:
-                self._export = self._finish(_raise_for(self._result, self.source, "build"))
+                with reading_answer(self._result, "build the engine"):
+                    self._export = self._finish(_raise_for(self._result, self.source, "build"))
                 return self._export
             except BaseException as exc:
                 self._error = exc
@@ -359,14 +360,17 @@ def check_trt_capability(
     request = {"kind": "trt_capability", "settings": settings.to_request()}
     with tempfile.TemporaryDirectory(prefix="nsdl-trt-cap-") as stage:
         result = _run_once(request, target or LocalTarget(), timeout, (source, Path(stage)))
-    answer = _raise_for(result, source, "capability check")
-    rejected = [
-        RejectedNode(int(e.get("node", -1)), str(e["name"]), str(e["operator"]), str(e["message"]))
-        for e in _node_names(source, answer.get("errors") or [])
-    ]
-    return TrtCapability(
-        str(answer["backend"]), str(answer["version"]), rejected, int(answer["layers"])
-    )
+    with reading_answer(result, "check TensorRT's capability"):
+        answer = _raise_for(result, source, "capability check")
+        rejected = [
+            RejectedNode(
+                int(e.get("node", -1)), str(e["name"]), str(e["operator"]), str(e["message"])
+            )
+            for e in _node_names(source, answer.get("errors") or [])
+        ]
+        return TrtCapability(
+            str(answer["backend"]), str(answer["version"]), rejected, int(answer["layers"])
+        )
 
 
 def trt_backends(
@@ -374,5 +378,7 @@ def trt_backends(
 ) -> dict[str, dict[str, str]]:
     """Which TensorRT backends `target` has: {backend: {"version": ...} or {"error": ...}}."""
     request = {"kind": "trt_probe", "settings": (settings or TrtSettings()).to_request()}
-    answer = _raise_for(_run_once(request, target or LocalTarget(), 120), None, "probe")
-    return {k: dict(v) for k, v in answer["backends"].items()}
+    result = _run_once(request, target or LocalTarget(), 120)
+    with reading_answer(result, "list its TensorRT backends"):
+        answer = _raise_for(result, None, "probe")
+        return {k: dict(v) for k, v in answer["backends"].items()}

@@ -23,6 +23,7 @@ from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, recorded_path
+from nsdl_jupyter.profiling._runners import reading_answer
 from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for
 from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings
 from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
@@ -242,8 +243,9 @@ class TrtProfileJob(StagedJob):
             self._result = self._job.wait(timeout)
             self._restore_clocks_if_left(self._result.result)
             try:
-                answer = _raise_for(self._result, self.source, "profile", ProfileError)
-                self._report = self._finish(answer)
+                with reading_answer(self._result, "profile with TensorRT"):
+                    answer = _raise_for(self._result, self.source, "profile", ProfileError)
+                    self._report = self._finish(answer)
                 return self._report
             except BaseException as exc:
                 self._error = exc

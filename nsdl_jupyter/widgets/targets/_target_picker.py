@@ -303,6 +303,9 @@ class TargetPicker(widgets.VBox):  # type: ignore[misc]
         except _CONNECT_ERRORS as exc:
             self._say("error", f"{type(exc).__name__}: {exc}")
             return
+        except Exception as exc:  # an error we did not foresee: shown, never silent
+            self._say("error", f"cannot connect to {target.name}: {type(exc).__name__}: {exc}")
+            return
         then(target, time.perf_counter() - start)
 
     def trust(self) -> None:
