@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._output_guard import COMPANION_SUFFIX
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
-from nsdl_jupyter.document._companion import COMPANION_SUFFIX, MOVED_KEY, CompanionWarning
+from nsdl_jupyter.document._companion import MOVED_KEY, CompanionWarning
 from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
