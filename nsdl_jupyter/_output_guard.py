@@ -144,7 +144,8 @@ def guard_output(
             "choose another path",
             target,
         )
-    if os.path.lexists(target) and not overwrite and not (earlier and earlier(target)):
+    replaced = os.path.lexists(target) and not target.is_dir()  # a folder: the writer says
+    if replaced and not overwrite and not (earlier and earlier(target)):
         kind = "another ONNX model" if target.name.endswith(MODEL_SUFFIX) else "an existing file"
         raise OutputPathError(
             f"{what} {target} is {kind}: pass overwrite=True to replace it, or choose "
