@@ -25,7 +25,7 @@ from nsdl_jupyter.document._errors import (
     UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
-from nsdl_jupyter.document._loading import resolve_inside
+from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
@@ -65,6 +65,7 @@ __all__ = [
     "check_proto",
     "external_tensors",
     "fill_methods",
+    "load_model",
     "new_model",
     "open_model",
     "resolve_inside",
