@@ -1154,7 +1154,13 @@ class ModelDocument:
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
         if not all(_is_topological(graph) for graph in graphs_in(self.graph)):
-            self.graph.sort()  # sorts the bodies too
+            try:
+                self.graph.sort()  # sorts the bodies too
+            except ValueError as error:  # onnx_ir: "Graph contains a cycle"
+                raise ModelSaveError(
+                    f"cannot save: {error} ONNX needs an acyclic graph; nothing was written: "
+                    "break the cycle (doc.disconnect) and save again"
+                ) from None
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:
             for node, (generated, original) in self._generated_names.items():

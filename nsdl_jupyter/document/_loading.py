@@ -117,6 +117,11 @@ def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
     """The absolute path of `location`, refusing anything that escapes `base_dir`."""
     if not location:
         raise ModelLoadError(f"{where}: external data has no location")
+    if "\x00" in location:
+        raise ModelLoadError(
+            f"{where}: external data location {location!r} holds a NUL byte, which no file "
+            "name can: give a plain relative file name"
+        )
     relative = Path(location)
     if relative.is_absolute() or relative.drive:
         raise ModelLoadError(
