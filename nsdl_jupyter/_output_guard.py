@@ -22,22 +22,13 @@ from pathlib import Path
 
 import onnx
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._errors import OutputPathError
 from nsdl_jupyter._walk import all_tensors
 
 COMPANION_SUFFIX = ".nsdl.json"
 MODEL_SUFFIX = ".onnx"
 
 PathLike = str | os.PathLike[str]
-
-
-class OutputPathError(NsdlError, ValueError):
-    """An output path would replace a file it must not; nothing was written. `path` is the
-    refused path."""
-
-    def __init__(self, message: str, path: Path) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 def companion_of(model: PathLike) -> Path:
