@@ -109,7 +109,7 @@ def protected_because(path: PathLike, reading: Iterable[PathLike | None] = ()) -
                 continue
             for file, what in model_files(other).items():
                 if file != other.resolve() and _same_file(file, resolved):
-                    return what
+                    return f"{what}, another model's file"
     return None
 
 
@@ -127,7 +127,7 @@ def guard_output(
     `reading`: the models the writer reads (their files are never replaced). `earlier`: true
     for a file that is this writer's own earlier output (replaced without `overwrite`).
     """
-    target = Path(path).expanduser().absolute()
+    target = Path(os.path.abspath(Path(path).expanduser()))
     because = protected_because(target, reading)
     if because is not None:
         raise OutputPathError(
