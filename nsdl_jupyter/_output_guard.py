@@ -6,8 +6,9 @@ is checked here before any work starts. An output never replaces
 - a model being read, a data file it references (external data) or its companion
   `<model>.nsdl.json`;
 - another model's data file or companion (a model beside the path reads it, or is named by it);
-and any other existing file (another model's `.onnx` file, an unrelated file) is replaced only
-with `overwrite=True`, or when the writer recognises it as its own earlier output (`earlier`).
+and any other existing file is replaced only with `overwrite=True` (another model's `.onnx`
+file only by a writer of models: never by a trace, report or engine), or when the writer
+recognises it as its own earlier output (`earlier`).
 Paths are compared after resolving symlinks, and by inode, so a link to a protected file is
 that file.
 """
@@ -119,6 +120,7 @@ def guard_output(
     reading: Iterable[PathLike | None] = (),
     overwrite: bool = False,
     earlier: Callable[[Path], bool] | None = None,
+    writes_model: bool = False,
     what: str = "output",
 ) -> Path:
     """The absolute `path` if a writer may write there (see the module docstring), else
@@ -126,21 +128,26 @@ def guard_output(
 
     `reading`: the models the writer reads (their files are never replaced). `earlier`: true
     for a file that is this writer's own earlier output (replaced without `overwrite`).
+    `writes_model`: the output is an ONNX model, which may replace another model's file.
     """
     target = Path(os.path.abspath(Path(path).expanduser()))
     because = protected_because(target, reading)
     if because is not None:
         raise OutputPathError(
-            f"{what} {target} is {because}: writing there would destroy it; "
-            "choose another path",
+            f"{what} {target} is {because}: writing there would destroy it; choose another path",
             target,
         )
     replaced = os.path.lexists(target) and not target.is_dir()  # a folder: the writer says
+    if replaced and target.name.endswith(MODEL_SUFFIX) and not writes_model:
+        raise OutputPathError(
+            f"{what} {target} is another ONNX model, which only a model may replace: "
+            "choose another path",
+            target,
+        )
     if replaced and not overwrite and not (earlier and earlier(target)):
         kind = "another ONNX model" if target.name.endswith(MODEL_SUFFIX) else "an existing file"
         raise OutputPathError(
-            f"{what} {target} is {kind}: pass overwrite=True to replace it, or choose "
-            "another path",
+            f"{what} {target} is {kind}: pass overwrite=True to replace it, or choose another path",
             target,
         )
     return target

@@ -78,10 +78,14 @@ def test_another_models_data_and_companion_are_never_replaced(
             guard_output(path, overwrite=True)  # no model read at all: still refused
 
 
-def test_another_model_file_needs_overwrite(folder: Folder) -> None:
+def test_another_model_file_is_replaced_only_by_a_model_with_overwrite(folder: Folder) -> None:
     with pytest.raises(nj.OutputPathError, match="another ONNX model: pass overwrite=True"):
-        guard_output(folder.other)
-    assert guard_output(folder.other, overwrite=True) == folder.other
+        guard_output(folder.other, writes_model=True)
+    assert guard_output(folder.other, overwrite=True, writes_model=True) == folder.other
+    with pytest.raises(nj.OutputPathError, match="only a model may replace"):
+        guard_output(folder.other, overwrite=True)  # a trace, a report, an engine
+    with pytest.raises(nj.OutputPathError, match="only a model may replace"):
+        guard_output(folder.other, earlier=lambda p: True)
 
 
 def test_an_unrelated_existing_file_needs_overwrite(folder: Folder) -> None:

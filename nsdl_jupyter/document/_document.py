@@ -1091,7 +1091,13 @@ class ModelDocument:
             raise ModelSaveError("this model has never been saved: give a path")
         target = target.absolute()
         if self._path is None or target.resolve() != self._path.resolve():  # save as
-            guard_output(target, reading=[self._path], overwrite=overwrite, what="save path")
+            guard_output(
+                target,
+                reading=[self._path],
+                overwrite=overwrite,
+                writes_model=True,
+                what="save path",
+            )
         request = SaveRequest(
             target=target,
             source=self._path,

@@ -39,7 +39,7 @@ def save_example(
     target = Path(path)
     if not target.parent.is_dir():
         raise FileNotFoundError(f"folder {target.parent} does not exist; create it first")
-    guard_output(target, overwrite=overwrite, what="example path")
+    guard_output(target, overwrite=overwrite, writes_model=True, what="example path")
     model = builder(**kwargs)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:

@@ -108,7 +108,7 @@ def guard_result_path(
     target = check_output_path(output)
     source = model.path if _is_document(model) else model
     reading = [source] if isinstance(source, (str, os.PathLike)) else []
-    return guard_output(target, reading=reading, overwrite=overwrite, what="output")
+    return guard_output(target, reading=reading, overwrite=overwrite, writes_model=True)
 
 
 def _is_document(model: object) -> bool:
