@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     command = _load(COMMANDS[args.command])
-    from nsdl_jupyter._output_guard import OutputPathError
+    from nsdl_jupyter._errors import OutputPathError
     from nsdl_jupyter.document import DocumentError
     from nsdl_jupyter.transforms import TransformError
 

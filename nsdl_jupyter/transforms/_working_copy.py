@@ -105,16 +105,12 @@ def guard_result_path(
 ) -> Path:
     """`check_output_path`, then the output guard: the result never replaces `model`'s own
     files or another model's data, and an existing file only with `overwrite=True`."""
-    target = check_output_path(output)
-    source = model.path if _is_document(model) else model
-    reading = [source] if isinstance(source, (str, os.PathLike)) else []
-    return guard_output(target, reading=reading, overwrite=overwrite, writes_model=True)
-
-
-def _is_document(model: object) -> bool:
     from nsdl_jupyter.document import ModelDocument
 
-    return isinstance(model, ModelDocument)
+    target = check_output_path(output)
+    source = model.path if isinstance(model, ModelDocument) else model
+    reading = [source] if isinstance(source, (str, os.PathLike)) else []
+    return guard_output(target, reading=reading, overwrite=overwrite, writes_model=True)
 
 
 def working_copy(model: ModelSource) -> WorkingCopy:
