@@ -283,3 +283,26 @@ def test_no_sequence_of_outputs_changes_a_protected_file(
             if kind == "other" and overwrite and writer in MODEL_WRITERS:
                 other = folder.other.read_bytes()  # replaced as asked, by a model
             assert folder.other.read_bytes() == other, (writer, kind)
+
+
+# ------------------------------------------------------------------ pictures and pages
+def test_an_image_export_is_refused_on_the_models_files(folder: Folder) -> None:
+    view = nj.GraphView(nj.open_model(folder.model))
+    for path in (folder.model, folder.data, folder.companion):
+        refused(lambda path=path: view.export_image(path, "svg", overwrite=True), folder)
+    refused(lambda: view.export_image(folder.unrelated, "svg"), folder)
+    picture = folder.model.with_name("graph.svg")
+    view.export_image(picture).result(10)
+    view.export_image(picture).result(10)  # its own earlier picture
+    assert picture.read_bytes().lstrip().startswith((b"<svg", b"<?xml"))
+
+
+def test_a_notebook_page_is_refused_on_a_model(folder: Folder) -> None:
+    notebook = folder.model.with_name("nb.ipynb")
+    notebook.write_text(
+        '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', encoding="utf-8"
+    )
+    for path in (folder.model, folder.other_data, folder.unrelated):
+        refused(lambda path=path: nj.export_notebook_html(notebook, path), folder)
+    page = nj.export_notebook_html(notebook)
+    assert nj.export_notebook_html(notebook) == page  # its own earlier page
