@@ -306,3 +306,11 @@ def test_a_notebook_page_is_refused_on_a_model(folder: Folder) -> None:
         refused(lambda path=path: nj.export_notebook_html(notebook, path), folder)
     page = nj.export_notebook_html(notebook)
     assert nj.export_notebook_html(notebook) == page  # its own earlier page
+
+
+def test_the_designers_save_as_shows_the_refusal(folder: Folder) -> None:
+    designer = nj.Designer(nj.open_model(folder.model))
+    before = snapshot(folder.model.parent)
+    assert designer.save(folder.companion) is None
+    assert "the model being read" in designer.status.text
+    assert snapshot(folder.model.parent) == before
