@@ -14,6 +14,7 @@ from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._version import __version__
 
 if TYPE_CHECKING:
+    from nsdl_jupyter._errors import OutputPathError
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.graph import open_engine_graph
     from nsdl_jupyter.nbconvert import export_notebook_html
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    "OutputPathError": "nsdl_jupyter._errors",
     "ModelDocument": "nsdl_jupyter.document",
     "open_model": "nsdl_jupyter.document",
     "new_model": "nsdl_jupyter.document",
@@ -102,6 +104,7 @@ _LAZY: dict[str, str] = {
 __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "__version__",
     "NsdlError",
+    "OutputPathError",
     "ModelDocument",
     "open_model",
     "new_model",

@@ -8,6 +8,7 @@ built-in a user would catch without knowing the package (`ValueError` for refuse
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 
 class NsdlError(Exception):
@@ -21,6 +22,15 @@ class NsdlError(Exception):
 class ArgumentError(NsdlError, TypeError):
     """A call the function cannot take: an unknown keyword argument (the message names the
     valid ones), a missing one, or a value of a type it does not accept."""
+
+
+class OutputPathError(NsdlError, ValueError):
+    """An output path would replace a file it must not (nsdl_jupyter/_output_guard.py says
+    which); nothing was written. `path` is the refused path."""
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def check_keywords(owner: str, given: Iterable[str], valid: Iterable[str]) -> None:

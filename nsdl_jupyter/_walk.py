@@ -1,13 +1,19 @@
 """Walks over an onnx_ir model shared by the document and the transforms: the subgraphs of a
-node, the graphs of a model, and the nodes of every body and local function."""
+node, the graphs of a model, and the nodes of every body and local function; and the tensors
+of a model proto (where external data is named)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
+import onnx
 import onnx_ir as ir
 
 _GRAPH_TYPES = (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS)
+_TENSOR = onnx.AttributeProto.TENSOR
+_TENSORS = onnx.AttributeProto.TENSORS
+_GRAPH = onnx.AttributeProto.GRAPH
+_GRAPHS = onnx.AttributeProto.GRAPHS
 
 
 def subgraphs(node: ir.Node) -> list[ir.Graph]:
@@ -56,3 +62,34 @@ def graphs_in(graph: ir.Graph) -> list[ir.Graph]:
                 elif attr.type == ir.AttributeType.GRAPHS:
                     found.extend(attr.as_graphs())
     return found
+
+
+def all_tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    yield from _graph_tensors(proto.graph)
+    for function in proto.functions:
+        yield from _nodes_tensors(function.node)
+
+
+def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    yield from _nodes_tensors(graph.node)
+
+
+def _nodes_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.TensorProto]:
+    # one loop, no generator per node: it runs over every node of every model opened
+    for node in nodes:
+        for attribute in node.attribute:
+            # by type, as onnx_ir reads attributes (a field of another type is never read)
+            kind = attribute.type
+            if kind == _TENSOR:
+                yield attribute.t
+            elif kind == _TENSORS:
+                yield from attribute.tensors
+            elif kind == _GRAPH:
+                yield from _graph_tensors(attribute.g)
+            elif kind == _GRAPHS:
+                for graph in attribute.graphs:
+                    yield from _graph_tensors(graph)

@@ -30,6 +30,7 @@ except ImportError as error:  # pragma: no cover - nbconvert ships with every Ju
     ) from error
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter._static_export import Replaced, replace_widget_outputs
 
 __all__ = [
@@ -110,13 +111,15 @@ def export_notebook_html(
     *,
     timeout: int = 600,
     kernel_name: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write `notebook_path` as a self-contained HTML page that shows every widget's last state
     (GraphView as SVG, ProfileView figures and table) with no widget JavaScript; returns the
     path written (default: the notebook's path with .html).
 
     `execute=True` runs the notebook first in a fresh kernel (in the notebook's folder); the
-    notebook file itself is never modified.
+    notebook file itself is never modified. An earlier page at `html_path` is replaced; another
+    file only with `overwrite=True`, never a model's file (OutputPathError).
     """
     import nbformat
 
@@ -128,6 +131,7 @@ def export_notebook_html(
         raise NotebookPathError(
             f"the HTML would overwrite the notebook {source}: choose another path"
         )
+    guard_output(target, overwrite=overwrite, earlier=_is_page, what="HTML path")
     try:
         nb = nbformat.read(source, as_version=4)  # type: ignore[no-untyped-call]
     except Exception as error:
@@ -171,13 +175,20 @@ class _HtmlCommand:
         parser.add_argument(
             "--timeout", type=int, default=600, help="seconds per cell with --execute"
         )
+        parser.add_argument(
+            "--overwrite", action="store_true", help="replace an existing file that is no page"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         from nsdl_jupyter.cli import UsageError
 
         try:
             written = export_notebook_html(
-                args.notebook, args.output, execute=args.execute, timeout=args.timeout
+                args.notebook,
+                args.output,
+                execute=args.execute,
+                timeout=args.timeout,
+                overwrite=args.overwrite,
             )
         except (NotebookExportError, FileNotFoundError, ValueError) as error:
             raise UsageError(str(error)) from error
@@ -186,3 +197,8 @@ class _HtmlCommand:
 
 
 HTML = _HtmlCommand()
+
+
+def _is_page(path: Path) -> bool:
+    """An HTML page (an earlier export), which a new export replaces."""
+    return starts_with(path, b"<!DOCTYPE html", b"<!doctype html", b"<html")

@@ -96,10 +96,12 @@ def test_extract_function_and_errors(tmp_path: Path) -> None:
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     (b,) = session.run(None, {"a": np.array([1, 2, 3], np.float32)})
     np.testing.assert_array_equal(b, [2, 4, 6])
-    missing = _run("extract", str(source), "-o", str(out), "--function", "triple")
+    missing = _run(
+        "extract", str(source), "-o", str(tmp_path / "triple.onnx"), "--function", "triple"
+    )
     assert missing.returncode == 2
     assert "nsdl extract: error: no local function 'triple'" in missing.stderr
-    absent = _run("sanitize", str(tmp_path / "absent.onnx"), "-o", str(out))
+    absent = _run("sanitize", str(tmp_path / "absent.onnx"), "-o", str(tmp_path / "o.onnx"))
     assert absent.returncode == 2 and "does not exist" in absent.stderr
 
 

@@ -116,9 +116,9 @@ def test_if_branch_reads_outer_tensors_as_inputs_and_constants(tmp_path: Path) -
     with pytest.raises(
         TransformError, match="graph attributes are: \\['then_branch', 'else_branch'\\]"
     ):
-        extract_body(source, out, node=if_name, attribute="body")
+        extract_body(source, out, node=if_name, attribute="body", overwrite=True)
     with pytest.raises(TransformError, match="no node named"):
-        extract_body(source, out, node="Nope")
+        extract_body(source, out, node="Nope", overwrite=True)
 
 
 def test_loop_body_gets_typed_formal_inputs(tmp_path: Path) -> None:
@@ -180,9 +180,11 @@ def test_function_input_types_override_and_errors(tmp_path: Path) -> None:
     (b,) = _session(out).run(None, {"a": np.ones((2, 5), np.float32)})
     assert b.shape == (2, 5)
     with pytest.raises(TransformError, match=r"no local function 'affin'.*local::affine"):
-        extract_function(source, out, name="affin")
+        extract_function(source, out, name="affin", overwrite=True)
     with pytest.raises(TransformError, match="not inputs of affine"):
-        extract_function(source, out, name="affine", input_types={"z": ("float", [1])})
+        extract_function(
+            source, out, name="affine", input_types={"z": ("float", [1])}, overwrite=True
+        )
 
 
 FUNCTION_WITH_IF = """<

@@ -84,7 +84,7 @@ def test_fold_size_threshold_keeps_large_results(tmp_path: Path) -> None:
     status = sanitize(source, out, fold_size_threshold=512)
     assert _ops(out)["ConstantOfShape"] == 1  # 1024 bytes > 512
     assert any("exceeds 512 bytes" in line for line in status.log)
-    sanitize(source, out, fold_size_threshold=4096)
+    sanitize(source, out, fold_size_threshold=4096, overwrite=True)
     assert _ops(out)["ConstantOfShape"] == 0
 
 

@@ -93,12 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     command = _load(COMMANDS[args.command])
+    from nsdl_jupyter._errors import OutputPathError
     from nsdl_jupyter.document import DocumentError
     from nsdl_jupyter.transforms import TransformError
 
     try:
         return command.run(args)
-    except (UsageError, TransformError, DocumentError) as error:
+    except (UsageError, TransformError, DocumentError, OutputPathError) as error:
         print(f"nsdl {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -46,6 +46,15 @@ def _report(status: TransformStatus) -> int:
 def _model_and_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="the ONNX model to read")
     parser.add_argument("-o", "--output", required=True, help="where to write the result")
+    _overwrite(parser)
+
+
+def _overwrite(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing output file (never the model read, its data or companion)",
+    )
 
 
 def _validation_arguments(parser: argparse.ArgumentParser, default_tolerance: float) -> None:
@@ -107,6 +116,7 @@ class _Fp16:
         status = convert_to_fp16(
             args.model,
             args.output,
+            overwrite=args.overwrite,
             keep_io_types=keep,
             op_block_list=blocked,
             node_block_list=args.block_node,
@@ -135,6 +145,7 @@ class _Opset:
             args.model,
             args.output,
             args.target,
+            overwrite=args.overwrite,
             inline_functions=args.inline_functions,
             validate=not args.no_validate,
             tolerance=args.tolerance,
@@ -171,6 +182,7 @@ class _Sanitize:
         status = sanitize(
             args.model,
             args.output,
+            overwrite=args.overwrite,
             fold_size_threshold=args.fold_size_threshold,
             passes=args.passes,
             fold_constants=not args.no_fold,
@@ -203,13 +215,27 @@ class _Extract:
 
         if args.outputs:
             status = extract_subgraph(
-                args.model, args.output, inputs=args.inputs, outputs=args.outputs
+                args.model,
+                args.output,
+                inputs=args.inputs,
+                outputs=args.outputs,
+                overwrite=args.overwrite,
             )
         elif args.body:
-            status = extract_body(args.model, args.output, node=args.body, attribute=args.attribute)
+            status = extract_body(
+                args.model,
+                args.output,
+                node=args.body,
+                attribute=args.attribute,
+                overwrite=args.overwrite,
+            )
         else:
             status = extract_function(
-                args.model, args.output, name=args.function, domain=args.domain
+                args.model,
+                args.output,
+                name=args.function,
+                domain=args.domain,
+                overwrite=args.overwrite,
             )
         return _report(status)
 
@@ -223,6 +249,7 @@ class _Tensors:
         )
         parser.add_argument("--to", help="target dtype of --convert (e.g. float16)")
         parser.add_argument("-o", "--output", help="where to write the converted model")
+        _overwrite(parser)
         parser.add_argument(
             "--preview", action="store_true", help="only print what the conversion would lose"
         )
@@ -247,7 +274,7 @@ class _Tensors:
         if not args.output:
             raise UsageError("--convert needs -o OUTPUT (or --preview)")
         status = convert_tensors(doc, selection, args.to)
-        doc.save(args.output)
+        doc.save(args.output, overwrite=args.overwrite)
         status.output = doc.path
         return _report(status)
 
@@ -274,6 +301,7 @@ class _Tools:
         run.add_argument("name")
         run.add_argument("model")
         run.add_argument("-o", "--output", help="the $Output path")
+        _overwrite(run)
 
     def run(self, args: argparse.Namespace) -> int:
 
@@ -319,7 +347,14 @@ class _Tools:
 
             signal.signal(signal.SIGINT, interrupted)
             signal.signal(signal.SIGTERM, interrupted)
-        tool_run = run_tool(args.name, args.model, args.output, on_output=echo, store=store)
+        tool_run = run_tool(
+            args.name,
+            args.model,
+            args.output,
+            on_output=echo,
+            store=store,
+            overwrite=args.overwrite,
+        )
         runs.append(tool_run)
         if early.is_set():
             tool_run.cancel()
@@ -352,6 +387,7 @@ class _Transform:
         parser.add_argument("name", nargs="?", help="the transform (see --list)")
         parser.add_argument("model", nargs="?", help="the ONNX model to read")
         parser.add_argument("-o", "--output", help="where to write the result")
+        _overwrite(parser)
         parser.add_argument(
             "--set",
             dest="options",
@@ -374,7 +410,7 @@ class _Transform:
             pass_ = factory(**dict(_option(text) for text in args.options))
         except TypeError as error:
             raise UsageError(f"{args.name}: {error}") from None
-        return _report(transform_file(pass_, args.model, args.output))
+        return _report(transform_file(pass_, args.model, args.output, overwrite=args.overwrite))
 
 
 def _option(text: str) -> tuple[str, object]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from nsdl_jupyter._output_guard import COMPANION_SUFFIX
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
-from nsdl_jupyter.document._companion import COMPANION_SUFFIX, MOVED_KEY, CompanionWarning
+from nsdl_jupyter.document._companion import MOVED_KEY, CompanionWarning
 from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
@@ -24,7 +25,7 @@ from nsdl_jupyter.document._errors import (
     UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
-from nsdl_jupyter.document._loading import resolve_inside
+from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
@@ -64,6 +65,7 @@ __all__ = [
     "check_proto",
     "external_tensors",
     "fill_methods",
+    "load_model",
     "new_model",
     "open_model",
     "resolve_inside",

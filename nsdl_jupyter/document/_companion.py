@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._output_guard import companion_of
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._tensorrt import COMPANION_KEY, companion_entry
 
-COMPANION_SUFFIX = ".nsdl.json"
 # node name -> [x, y]: where the user dragged a box on the canvas (top-left, layout units);
 # applied over the computed layout, dropped by "Arrange"
 MOVED_KEY = "moved"
@@ -29,8 +29,7 @@ class CompanionWarning(UserWarning):
 
 
 def companion_path(model_path: str | os.PathLike[str]) -> Path:
-    path = Path(model_path)
-    return path.with_name(path.name + COMPANION_SUFFIX)
+    return companion_of(model_path)
 
 
 def read_companion(model_path: Path) -> dict[str, Any]:

@@ -10,7 +10,6 @@ refused), never assumed.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import re
 import secrets
@@ -21,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._output_guard import models_referencing
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document._file_identity import FileIdentity
-from nsdl_jupyter.document._loading import all_tensors
 
 # Hidden names a save uses beside the model; a killed save may leave them behind.
 STAGING_MARK = ".saving-"
@@ -145,53 +143,6 @@ def pin(tensor: ir.ExternalTensor, *, force: bool = False) -> None:
         return
     with contextlib.suppress(OSError, ValueError):
         np.asarray(tensor)
-
-
-def references(model_path: Path, data_path: Path) -> bool:
-    """True when the ONNX file `model_path` names `data_path` as external data.
-
-    A cheap byte search first (most files never mention the name); only a hit is parsed.
-    """
-    try:
-        relative = os.path.relpath(data_path, model_path.parent)
-    except ValueError:
-        return False
-    needle = relative.encode()
-    try:
-        with open(model_path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                return False
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                if data.find(needle) < 0:
-                    return False
-    except (OSError, ValueError):
-        return False
-    try:
-        proto = onnx.load(str(model_path), load_external_data=False)
-    except Exception:  # not an ONNX file after all
-        return False
-    for tensor in all_tensors(proto):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        for entry in tensor.external_data:
-            if entry.key == "location":
-                with contextlib.suppress(OSError, ValueError):
-                    if (model_path.parent / entry.value).resolve() == data_path:
-                        return True
-    return False
-
-
-def models_referencing(folder: Path, data_path: Path, *, besides: Path | None) -> list[Path]:
-    """ONNX files in `folder` (other than `besides`) whose external data is `data_path`."""
-    found = []
-    skip = besides.resolve() if besides is not None else None
-    for candidate in sorted(folder.glob("*.onnx")):
-        if candidate.resolve() == skip or not candidate.is_file():
-            continue
-        if references(candidate, data_path):
-            found.append(candidate)
-    return found
 
 
 def hidden_name(path: Path) -> Path:

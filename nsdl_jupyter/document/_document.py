@@ -24,6 +24,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
+from nsdl_jupyter._output_guard import guard_output
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_proto, check_snapshot
@@ -1075,8 +1076,11 @@ class ModelDocument:
         `external_data`: a file name (relative to the model) for every initializer of at
         least `size_threshold` bytes; True for `<model>.data`; False to keep everything
         inline; None (default) keeps external data external when the model has some.
-        An existing data file that is not this model's is refused unless `overwrite=True`;
-        one that another model in the folder reads is never replaced.
+        Saved elsewhere than the model's own file, an existing file is replaced only with
+        `overwrite=True`, and never one of the model's own files or another model's data or
+        companion (OutputPathError, see nsdl_jupyter/_output_guard.py). An existing data
+        file that is not this model's is refused unless `overwrite=True`; one that another
+        model in the folder reads is never replaced.
         `while_syncing`: called with the written model as a proto whose large initializers
         are typed graph inputs, after its bytes are written and before they are synced to
         disk, so work on the result (onnx's checker) overlaps with the disk.
@@ -1086,6 +1090,14 @@ class ModelDocument:
         if target is None:
             raise ModelSaveError("this model has never been saved: give a path")
         target = target.absolute()
+        if self._path is None or target.resolve() != self._path.resolve():  # save as
+            guard_output(
+                target,
+                reading=[self._path],
+                overwrite=overwrite,
+                writes_model=True,
+                what="save path",
+            )
         request = SaveRequest(
             target=target,
             source=self._path,
@@ -1148,7 +1160,13 @@ class ModelDocument:
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
         if not all(_is_topological(graph) for graph in graphs_in(self.graph)):
-            self.graph.sort()  # sorts the bodies too
+            try:
+                self.graph.sort()  # sorts the bodies too
+            except ValueError as error:  # onnx_ir: "Graph contains a cycle"
+                raise ModelSaveError(
+                    f"cannot save: {error} ONNX needs an acyclic graph; nothing was written: "
+                    "break the cycle (doc.disconnect) and save again"
+                ) from None
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:
             for node, (generated, original) in self._generated_names.items():

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError
 
+from nsdl_jupyter._walk import all_tensors
 from nsdl_jupyter.document._errors import ModelLoadError
 from nsdl_jupyter.document._file_identity import FileIdentity
 from nsdl_jupyter.document._inline_weights import large_weights, remember_model_file
-
-_TENSOR = onnx.AttributeProto.TENSOR
-_TENSORS = onnx.AttributeProto.TENSORS
-_GRAPH = onnx.AttributeProto.GRAPH
-_GRAPHS = onnx.AttributeProto.GRAPHS
 
 
 def load_model(path: str | os.PathLike[str]) -> ir.Model:
@@ -122,6 +117,11 @@ def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
     """The absolute path of `location`, refusing anything that escapes `base_dir`."""
     if not location:
         raise ModelLoadError(f"{where}: external data has no location")
+    if "\x00" in location:
+        raise ModelLoadError(
+            f"{where}: external data location {location!r} holds a NUL byte, which no file "
+            "name can: give a plain relative file name"
+        )
     relative = Path(location)
     if relative.is_absolute() or relative.drive:
         raise ModelLoadError(
@@ -136,34 +136,3 @@ def resolve_inside(base_dir: Path, location: str, where: str) -> Path:
             f"{root}; refusing to read or write outside it"
         )
     return resolved
-
-
-def all_tensors(proto: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
-    yield from _graph_tensors(proto.graph)
-    for function in proto.functions:
-        yield from _nodes_tensors(function.node)
-
-
-def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    yield from _nodes_tensors(graph.node)
-
-
-def _nodes_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.TensorProto]:
-    # one loop, no generator per node: it runs over every node of every model opened
-    for node in nodes:
-        for attribute in node.attribute:
-            # by type, as onnx_ir reads attributes (a field of another type is never read)
-            kind = attribute.type
-            if kind == _TENSOR:
-                yield attribute.t
-            elif kind == _TENSORS:
-                yield from attribute.tensors
-            elif kind == _GRAPH:
-                yield from _graph_tensors(attribute.g)
-            elif kind == _GRAPHS:
-                for graph in attribute.graphs:
-                    yield from _graph_tensors(graph)

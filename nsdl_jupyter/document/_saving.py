@@ -30,15 +30,14 @@ from pathlib import Path
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._output_guard import models_referencing, references
 from nsdl_jupyter.document._data_files import (
     STAGING_MARK,
     DataFileBook,
     external_tensors,
     hidden_name,
     hidden_versions,
-    models_referencing,
     pin,
-    references,
     remove_stale_staging,
 )
 from nsdl_jupyter.document._errors import ModelLoadError, ModelSaveError

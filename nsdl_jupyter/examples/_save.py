@@ -9,6 +9,7 @@ from typing import Any
 
 import onnx
 
+from nsdl_jupyter._output_guard import guard_output
 from nsdl_jupyter.examples._bert import bert_base, small_transformer
 from nsdl_jupyter.examples._errors import ExampleError
 from nsdl_jupyter.examples._resnet import resnet18, resnet50
@@ -24,10 +25,13 @@ EXAMPLES: dict[str, Callable[..., onnx.ModelProto]] = {
 }
 
 
-def save_example(name: str, path: str | os.PathLike[str], **kwargs: Any) -> Path:
+def save_example(
+    name: str, path: str | os.PathLike[str], *, overwrite: bool = False, **kwargs: Any
+) -> Path:
     """Build the example `name` (keyword arguments go to its builder) and save it atomically.
 
     `save_example("synthetic_dag", "big.onnx", num_nodes=20_000)`; returns the path written.
+    An existing file is replaced only with `overwrite=True` (the output guard).
     """
     builder = EXAMPLES.get(name)
     if builder is None:
@@ -35,6 +39,7 @@ def save_example(name: str, path: str | os.PathLike[str], **kwargs: Any) -> Path
     target = Path(path)
     if not target.parent.is_dir():
         raise FileNotFoundError(f"folder {target.parent} does not exist; create it first")
+    guard_output(target, overwrite=overwrite, writes_model=True, what="example path")
     model = builder(**kwargs)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:

@@ -16,7 +16,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import ArgumentError
-from nsdl_jupyter.document import external_tensors
+from nsdl_jupyter.document import external_tensors, load_model
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class ModelSource:
     name: str
     path: Path | None  # the file, when the model already is one
     model: ir.Model
+    origin: Path | None = None  # the file it was read from (a document's too): outputs spare it
 
     @property
     def node_names(self) -> set[str]:
@@ -102,12 +103,13 @@ def _is_document(obj: Any) -> bool:
 
 
 def model_source(model: Any) -> ModelSource:
-    """Resolve `model`; raises TypeError for anything that is not a model."""
+    """Resolve `model`; raises TypeError for anything that is not a model, ModelLoadError for
+    a file that is not a readable ONNX model (as `open_model`)."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(model).expanduser().resolve()
         if not path.is_file():
             raise FileNotFoundError(f"no model file at {path}")
-        return ModelSource(path.name.removesuffix(".onnx"), path, ir.load(path))
+        return ModelSource(path.name.removesuffix(".onnx"), path, load_model(path), path)
     if isinstance(model, onnx.ModelProto):
         name = model.graph.name or "model"
         return ModelSource(name, None, ir.serde.deserialize_model(model))
@@ -117,7 +119,8 @@ def model_source(model: Any) -> ModelSource:
         doc_path = getattr(model, "path", None)
         ir_model = model.model
         doc_name = Path(doc_path).name.removesuffix(".onnx") if doc_path else ""
-        return ModelSource(doc_name or ir_model.graph.name or "model", None, ir_model)
+        origin = Path(doc_path) if doc_path else None
+        return ModelSource(doc_name or ir_model.graph.name or "model", None, ir_model, origin)
     raise ArgumentError(
         f"cannot profile a {type(model).__name__}: pass a path to an .onnx file, an "
         "onnx.ModelProto, an onnx_ir.Model or a ModelDocument (nsdl_jupyter.open_model)"

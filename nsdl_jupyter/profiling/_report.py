@@ -22,6 +22,7 @@ import pandas as pd
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
+from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling._compare_nodes import compare_by_onnx_node
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, ReportFormatError
@@ -412,11 +413,15 @@ class ProfileReport:
             "gpu_metrics": _frame_to_json(self.gpu_metrics),
         }
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the report as one JSON file, atomically (a crash leaves the old file or none)."""
+    def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the report as one JSON file, atomically (a crash leaves the old file or none).
+
+        An earlier report at `path` is replaced; another file only with `overwrite=True`, and
+        never a model's file (OutputPathError)."""
         path = Path(path)
         if path.is_dir():
             raise IsADirectoryError(f"{path} is a folder: give a file name such as report.json")
+        guard_output(path, overwrite=overwrite, earlier=_is_report, what="report path")
         text = json.dumps(self.to_json(), allow_nan=False)
         atomic_write_bytes(path, text.encode("utf-8"))
         return path
@@ -539,3 +544,8 @@ def _shares(weights: Any, count: int) -> list[float]:
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _is_report(path: Path) -> bool:
+    """A file `ProfileReport.save` wrote (its JSON starts with the format name)."""
+    return starts_with(path, b'{"format": "' + FORMAT.encode() + b'"')

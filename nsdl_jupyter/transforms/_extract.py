@@ -143,6 +143,8 @@ def extract_subgraph(
     output: str | os.PathLike[str],
     inputs: Sequence[str] = (),
     outputs: Sequence[str] = (),
+    *,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Write the part of the main graph that computes `outputs` from `inputs` as a model.
 
@@ -155,7 +157,7 @@ def extract_subgraph(
     if not outputs:
         raise TransformError("give at least one output tensor name (outputs=[...])")
     target = check_output_path(output)
-    return transform_file(ExtractSubgraphPass(inputs, outputs), model, target)
+    return transform_file(ExtractSubgraphPass(inputs, outputs), model, target, overwrite=overwrite)
 
 
 @register("extract_subgraph", "the nodes between named tensors of the main graph, as a model")
@@ -236,6 +238,8 @@ def extract_body(
     output: str | os.PathLike[str],
     node: str = "",
     attribute: str = "body",
+    *,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Write the graph attribute `attribute` ("body", "then_branch", "else_branch") of the
     node named `node` (in any graph of the model, or in a local function's body: then typed
@@ -243,7 +247,7 @@ def extract_body(
     if not node:
         raise TransformError("give the name of the If/Loop/Scan node (node='...')")
     target = check_output_path(output)
-    return transform_file(ExtractBodyPass(node, attribute), model, target)
+    return transform_file(ExtractBodyPass(node, attribute), model, target, overwrite=overwrite)
 
 
 @register("extract_body", "the body of an If/Loop/Scan node, as a model")
@@ -384,6 +388,7 @@ def extract_function(
     domain: str | None = None,
     overload: str = "",
     input_types: Mapping[str, TypeSpec] | None = None,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Write the model-local function `domain::name` as a standalone model.
 
@@ -394,7 +399,7 @@ def extract_function(
         raise TransformError("give the function's name (name='...')")
     target = check_output_path(output)
     extract = ExtractFunctionPass(name, domain=domain, overload=overload, input_types=input_types)
-    return transform_file(extract, model, target)
+    return transform_file(extract, model, target, overwrite=overwrite)
 
 
 @register("extract_function", "a model-local function, as a model")

@@ -126,6 +126,7 @@ def convert_to_fp16(
     tolerance: float = FP16_TOLERANCE,
     provider: str = DEFAULT_PROVIDER,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Write `model` with float32 weights and compute converted to float16 to `output`.
 
@@ -150,7 +151,7 @@ def convert_to_fp16(
         provider=provider,
         max_rounds=max_rounds,
     )
-    return transform_file(fp16, model, target)
+    return transform_file(fp16, model, target, overwrite=overwrite)
 
 
 @register("fp16", "convert weights and compute to float16")
@@ -280,7 +281,7 @@ def _validate_and_fix(
         part.clear()  # the final conversion logs and counts afresh
     copy = working_copy(model)
     settings.convert(copy.model, status, found.kept)
-    saved = copy.save(target, status, model)
+    saved = copy.save(target, status, model, overwrite=True)  # its own first result
     _report_bisection(status, validator, first, found)
     return saved
 

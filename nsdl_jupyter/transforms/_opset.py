@@ -45,6 +45,7 @@ def convert_opset(
     validate: bool = True,
     tolerance: float = OPSET_TOLERANCE,
     provider: str = DEFAULT_PROVIDER,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Write `model` converted to ONNX opset `target` (the default domain) to `output`.
 
@@ -61,7 +62,7 @@ def convert_opset(
         tolerance=tolerance,
         provider=provider,
     )
-    return transform_file(opset, model, destination)
+    return transform_file(opset, model, destination, overwrite=overwrite)
 
 
 @register("opset", "convert to another ONNX opset (onnx's version converter), validated")

@@ -34,7 +34,7 @@ from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
     TransformError,
     WorkingCopy,
-    check_output_path,
+    guard_result_path,
     working_copy,
 )
 
@@ -130,17 +130,22 @@ def transform_named(name: str) -> RegisteredTransform:
 
 # -------------------------------------------------------------------- runner
 def transform_file(
-    pass_: TransformPass, model: ModelSource, output: str | os.PathLike[str]
+    pass_: TransformPass,
+    model: ModelSource,
+    output: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Run `pass_` on a private copy of `model` and write the result to `output` (atomic),
-    checked by onnx's checker and by the pass's own validation."""
-    target = check_output_path(output)
+    checked by onnx's checker and by the pass's own validation. An existing `output` is
+    replaced only with `overwrite=True`, and never when it is one of the model's files."""
+    target = guard_result_path(output, model, overwrite=overwrite)
     copy = working_copy(model)
     result = pass_(copy.model)
     status = pass_.status
     document = copy.document if result.model is copy.model else ModelDocument(result.model)
     source = model if pass_.compare_with_source else None
-    saved = WorkingCopy(document, None).save(target, status, source)
+    saved = WorkingCopy(document, None).save(target, status, source, overwrite=overwrite)
     saved = pass_.validate(model, target, saved)
     return status.finish(saved)
 

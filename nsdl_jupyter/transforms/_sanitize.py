@@ -50,6 +50,7 @@ def sanitize(
     remove_dead_nodes: bool = True,
     infer_shapes: bool = True,
     fuse_batchnorm: bool = False,
+    overwrite: bool = False,
 ) -> TransformStatus:
     """Fold constants, remove dead nodes and infer shapes; write the result to `output`.
 
@@ -70,7 +71,7 @@ def sanitize(
         infer_shapes=infer_shapes,
         fuse_batchnorm=fuse_batchnorm,
     )
-    return transform_file(sanitizer, model, check_output_path(output))
+    return transform_file(sanitizer, model, check_output_path(output), overwrite=overwrite)
 
 
 @register("sanitize", "fold constants, remove no-op and dead nodes, infer shapes")

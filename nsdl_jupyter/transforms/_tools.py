@@ -35,7 +35,12 @@ from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter._paths import config_dir
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
 from nsdl_jupyter.transforms._status import TransformStatus
-from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, working_copy
+from nsdl_jupyter.transforms._working_copy import (
+    ModelSource,
+    TransformError,
+    guard_result_path,
+    working_copy,
+)
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document import ModelDocument
@@ -359,12 +364,14 @@ def run_tool(
     on_done: Callable[[ToolRun], None] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     store: ToolStore | None = None,
+    overwrite: bool = False,
 ) -> ToolRun:
     """Start `tool` (a UserTool or a saved tool's name) on `model`; returns at once.
 
     `model`: a path or a ModelDocument (unsaved edits are written to a temporary copy).
     `output`: where `$Output` points; required when the tool prompts for output, else a
-    temporary file. Everything is checked before the process starts.
+    temporary file; an existing file only with `overwrite=True`, never one of the model's
+    files (the output guard). Everything is checked before the process starts.
     """
     if isinstance(tool, str):
         tool = (store or ToolStore()).get(tool)
@@ -379,6 +386,7 @@ def run_tool(
             assert output_path is not None
             if not output_path.parent.is_dir():
                 raise ToolError(f"output folder {output_path.parent} does not exist")
+            guard_result_path(output_path, model, overwrite=overwrite)
         elif tool.uses_output:
             output_path = Path(tempfile.mkdtemp(prefix="nsdl-tool-output-")) / (
                 f"{Path(model_path).stem}_{_slug(tool.name)}{tool.output_suffix}"

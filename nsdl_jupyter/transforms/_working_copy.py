@@ -17,6 +17,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._output_guard import guard_output
 from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in
 
@@ -61,11 +62,13 @@ class WorkingCopy:
         output: Path,
         status: TransformStatus | None = None,
         source: ModelSource | None = None,
+        *,
+        overwrite: bool = False,
     ) -> Path:
         """Write the model atomically (its weights in `<output>.data` when too big for one
         file). With `status`: onnx's checker (with strict type inference) runs on what was
         written while the disk syncs it; a failure is a status warning, or only a log line
-        when `source` (the unmodified model) fails too."""
+        when `source` (the unmodified model) fails too. `overwrite`: as in ModelDocument.save."""
         external = _weight_bytes(self.model) > _EXTERNAL_DATA_BYTES
         problems: list[str | None] = []
 
@@ -75,6 +78,7 @@ class WorkingCopy:
         saved = self.document.save(
             output,
             external_data=True if external else None,
+            overwrite=overwrite,
             while_syncing=None if status is None else check,
         )
         if status is not None:
@@ -94,6 +98,19 @@ def check_output_path(output: str | os.PathLike[str]) -> Path:
     if not os.access(path.parent, os.W_OK):
         raise TransformError(f"output folder {path.parent} is not writable")
     return path
+
+
+def guard_result_path(
+    output: str | os.PathLike[str], model: ModelSource, *, overwrite: bool
+) -> Path:
+    """`check_output_path`, then the output guard: the result never replaces `model`'s own
+    files or another model's data, and an existing file only with `overwrite=True`."""
+    from nsdl_jupyter.document import ModelDocument
+
+    target = check_output_path(output)
+    source = model.path if isinstance(model, ModelDocument) else model
+    reading = [source] if isinstance(source, (str, os.PathLike)) else []
+    return guard_output(target, reading=reading, overwrite=overwrite, writes_model=True)
 
 
 def working_copy(model: ModelSource) -> WorkingCopy:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter.profiling._errors import (
     ProfileCancelledError,
     ProfileError,
@@ -60,11 +61,18 @@ class ProfileJob(StagedJob):
         settings: OrtProfileSettings,
         target: Target,
         *,
+        overwrite: bool = False,
         debug_crash_at: str | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
-        self.trace_path = settings.trace_path or settings.default_trace_path(source.name)
+        self.trace_path = guard_output(
+            settings.trace_path or settings.default_trace_path(source.name),
+            reading=[source.origin],
+            overwrite=overwrite,
+            earlier=lambda path: starts_with(path, b"["),  # onnxruntime's traces: JSON lists
+            what="trace_path",
+        )
         self._lock = threading.Lock()
         self._report: ProfileReport | None = None
         self._error: BaseException | None = None
@@ -282,17 +290,21 @@ def start_profile_ort(
     *,
     target: Target | None = None,
     progress: ProgressListener | None = None,
+    overwrite: bool = False,
     _debug_crash_at: str | None = None,
     **kwargs: Unpack[OrtSettingsKwargs],
 ) -> ProfileJob:
     """Start profiling `model` with onnxruntime in a child process; returns the running job.
 
-    Settings come from `settings` and/or keyword arguments (see OrtProfileSettings).
+    Settings come from `settings` and/or keyword arguments (see OrtProfileSettings). The trace
+    replaces an earlier trace at `trace_path`, another file only with `overwrite=True`, and
+    never the model's own files (OutputPathError before anything runs).
     """
     settings = OrtProfileSettings.from_kwargs(settings, **kwargs)
     job = ProfileJob(
-        model_source(model), settings, target or LocalTarget(), debug_crash_at=_debug_crash_at
-    )
+        model_source(model), settings, target or LocalTarget(),
+        overwrite=overwrite, debug_crash_at=_debug_crash_at,
+    )  # fmt: skip
     if progress is not None:
         job.add_listener(progress)
     return job
@@ -305,6 +317,7 @@ def profile_ort(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     timeout: float | None = None,
+    overwrite: bool = False,
     **kwargs: Unpack[OrtSettingsKwargs],
 ) -> ProfileReport:
     """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime.
@@ -312,9 +325,11 @@ def profile_ort(
     Runs in a child process (a runtime crash becomes RunnerCrashError; interrupting the kernel
     cancels the run). Keyword arguments are OrtProfileSettings fields: iterations, warmup,
     provider, provider_options, graph_optimization, dim_sizes, input_folder, trace_path, seed,
-    intra_op_threads.
+    intra_op_threads. `overwrite`: see `start_profile_ort`.
     """
-    job = start_profile_ort(model, settings, target=target, progress=progress, **kwargs)
+    job = start_profile_ort(
+        model, settings, target=target, progress=progress, overwrite=overwrite, **kwargs
+    )
     return wait_or_cancel(job, timeout, "profile", ProfileError)
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsdl_jupyter.document import ModelDocument
+from nsdl_jupyter._output_guard import guard_output, starts_with
+from nsdl_jupyter.document import ModelDocument, external_tensors
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
     EngineMismatchError,
@@ -172,11 +173,12 @@ class EngineJob(StagedJob):
         self._result: JobResult | None = None
         try:
             self._workdir = target.make_workdir()
+            remote_model = _put_model(target, source, self._stage, self._workdir)
             request: dict[str, Any] = {
                 "kind": "trt_build",
                 "protocol": 1,
-                "model": _put_model(target, source, self._stage, self._workdir),
-                "output": f"{self._workdir}/{output.name}",
+                "model": remote_model,
+                "output": _remote_output(self._workdir, output.name, source, remote_model),
                 "settings": settings.to_request(),
                 "cache_dir": settings.cache_dir,
                 "workdir": self._workdir,
@@ -269,6 +271,7 @@ def start_export_engine(
     *,
     target: Target | None = None,
     progress: ProgressListener | None = None,
+    overwrite: bool = False,
     _debug_crash_at: str | None = None,
     **kwargs: Unpack[TrtSettingsKwargs],
 ) -> EngineJob:
@@ -279,11 +282,12 @@ def start_export_engine(
     output = Path(output).expanduser().resolve()
     if output.is_dir():
         raise TrtSettingsError(f"output {output} is a folder: give the engine's file path")
+    source = model_source(model)
+    _guard_engine_files(output, source, overwrite=overwrite)
     output.parent.mkdir(parents=True, exist_ok=True)
     job = EngineJob(
-        model_source(model), output, settings, target or LocalTarget(),
-        debug_crash_at=_debug_crash_at,
-    )  # fmt: skip
+        source, output, settings, target or LocalTarget(), debug_crash_at=_debug_crash_at
+    )
     if progress is not None:
         job.add_listener(progress)
     return job
@@ -297,6 +301,7 @@ def export_engine(
     target: Target | None = None,
     progress: ProgressListener | None = None,
     timeout: float | None = None,
+    overwrite: bool = False,
     **kwargs: Unpack[TrtSettingsKwargs],
 ) -> EngineExport:
     """Build a TensorRT engine of `model` (path, ModelProto, onnx_ir.Model or ModelDocument)
@@ -309,9 +314,32 @@ def export_engine(
     be loaded (a GPU), `<output>.graph.json` (engine inspector). Raises TrtSettingsError for a
     setting the installed TensorRT lacks, OnnxParseError (with `.nodes`) when the parser
     rejects nodes, EngineBuildError, RunnerCrashError, or ProfileCancelledError.
+    Before anything is written, OutputPathError when `output` or a side file is one of the
+    model's files (model, external data, companion) or another model's data, or an existing
+    file that is not an earlier engine export (`overwrite=True` replaces it).
     """
-    job = start_export_engine(model, output, settings, target=target, progress=progress, **kwargs)
+    job = start_export_engine(
+        model, output, settings, target=target, progress=progress, overwrite=overwrite, **kwargs
+    )
     return wait_or_cancel(job, timeout, "build", EngineBuildError)
+
+
+def _guard_engine_files(output: Path, source: ModelSource, *, overwrite: bool) -> None:
+    """The engine and its side files pass the output guard; an earlier export (its build
+    metadata beside it) is replaced without `overwrite`."""
+    earlier = starts_with(output.with_name(output.name + ".build.metadata.json"), b"{")
+    for path in [output, *(output.with_name(output.name + s) for s in _SIDE_FILES)]:
+        guard_output(path, reading=[source.origin], overwrite=overwrite or earlier, what="engine")
+
+
+def _remote_output(workdir: str, name: str, source: ModelSource, remote_model: str) -> str:
+    """Where the runner writes the engine: beside the staged model, never over it or over
+    its data files (an engine named like the model gets another name)."""
+    data = (str(tensor.location).split("/")[0] for tensor in external_tensors(source.model))
+    taken = {Path(remote_model).name, "model.onnx.data", *data}
+    while name in taken or any(f"{name}{suffix}" in taken for suffix in _SIDE_FILES):
+        name = f"engine-{name}"
+    return f"{workdir}/{name}"
 
 
 def _put_model(target: Target, source: ModelSource, stage: Path, workdir: str) -> str:

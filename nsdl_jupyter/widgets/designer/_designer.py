@@ -22,7 +22,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text
-from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._errors import ArgumentError, OutputPathError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
 from nsdl_jupyter.transforms import TransformError
@@ -242,7 +242,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         target = str(path).strip() if path is not None else ""
         try:
             written = self.doc.save(target or None)
-        except (DocumentError, OSError) as error:
+        except (DocumentError, OutputPathError, OSError) as error:
             message = str(error)
             if self.doc.path is None and not target:
                 message += ": type a path next to Save as"

@@ -262,7 +262,7 @@ def extract_nodes(
     # torch names hold slashes ("/layer1/Conv"): the file stays in the model's folder
     part = re.sub(r"[^A-Za-z0-9_.-]+", "_", chosen[0].name or "").strip("_.") or "node"
     with reserved_name(folder, f"{stem}.{part[:_MAX_PART]}") as target:
-        extract_subgraph(doc, target, inputs, outputs)
+        extract_subgraph(doc, target, inputs, outputs, overwrite=True)  # our reservation
     return target, len(nodes)
 
 

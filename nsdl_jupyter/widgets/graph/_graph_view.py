@@ -21,6 +21,7 @@ import traitlets
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter._static_export import (
     GraphViewState,
     StaticPictureMixin,
@@ -78,6 +79,10 @@ class _DocumentLike(Protocol):
     def graph(self) -> ir.Graph: ...
 
     def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]: ...
+
+
+# how an earlier export of each format starts (it is replaced without overwrite=True)
+_IMAGE_MAGIC = {"svg": (b"<svg", b"<?xml"), "png": (b"\x89PNG",), "jpeg": (b"\xff\xd8",)}
 
 
 class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
@@ -406,19 +411,29 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         grid: bool = False,
         scale: float = 2.0,
         max_size: int = 8192,
+        overwrite: bool = False,
     ) -> concurrent.futures.Future[Path]:
         """Write the whole graph as PNG, JPEG or SVG; returns a Future of the path.
 
         SVG is written at once by the Python renderer that draws what the canvas draws (op
         colours, overlay, selection, marks) for the whole layout. PNG and JPEG are rendered by the
         browser and written when its answer arrives: in a notebook that is right after the
-        running cell finishes (a kernel handles widget messages between cells).
+        running cell finishes (a kernel handles widget messages between cells). An earlier
+        image of the same format at `path` is replaced; another file only with
+        `overwrite=True`, and never the model's own files (OutputPathError).
         """
         target = Path(path)
         fmt = (format or target.suffix.lstrip(".") or "png").lower()
         fmt = "jpeg" if fmt == "jpg" else fmt
         if fmt not in ("png", "jpeg", "svg"):
             raise WidgetError(f"unknown image format {fmt!r}: use 'png', 'jpeg' or 'svg'")
+        guard_output(
+            target,
+            reading=[getattr(self._doc, "path", None)],
+            overwrite=overwrite,
+            earlier=lambda earlier: starts_with(earlier, *_IMAGE_MAGIC[fmt]),
+            what="image path",
+        )
         future: concurrent.futures.Future[Path] = concurrent.futures.Future()
         self._send_shapes()  # an exported picture shows every tensor shape
         if fmt == "svg":
