@@ -24,8 +24,8 @@ from nsdl_jupyter.cli import main as nsdl
 from nsdl_jupyter.document import DocumentError, ModelLoadError, ModelSaveError
 from nsdl_jupyter.examples import save_example
 from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.profiling._engine import _remote_output
 from nsdl_jupyter.profiling._model_source import model_source
+from nsdl_jupyter.profiling.tensorrt._engine import _remote_output
 from nsdl_jupyter.targets import SshTarget
 from nsdl_jupyter.transforms import transform_file, transform_named
 from tests._output_folder import Folder, make_folder, snapshot
