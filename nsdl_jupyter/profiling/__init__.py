@@ -9,7 +9,9 @@
   TensorRT ONNX parser rejects;
 - `profile_trt(model_or_engine, ...)` / `start_profile_trt(...)`: per-layer TensorRT profile of
   a model (built first) or a prebuilt engine, in a child process;
-- `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
+- `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare;
+  `roofline_table()` / `roofline()` / `findings()`: why a layer is slow, against measured peaks;
+- `node_work(model, inputs)`: FLOPs and bytes moved per ONNX node, from shapes.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from nsdl_jupyter.profiling._gpu_kernels import INPUT_COPY, OUTPUT_COPY
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._model_source import model_source
+from nsdl_jupyter.profiling._node_work import node_work
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._providers import (
     ProviderStatus,
@@ -120,6 +123,7 @@ __all__ = [
     "load_ort_profile",
     "load_trtexec",
     "model_source",
+    "node_work",
     "parse_ort_trace",
     "probe_runtime",
     "profile_ort",

@@ -576,7 +576,17 @@ def _count(n: _Node, functions: set[tuple[str, str]]) -> _Row:
         note = "constant: no work at run time" if op == "Constant" else "view: no data moved"
         if op in ("Shape", "Size"):
             note = "reads only the shape: no data moved"
-        return _Row("view", 0.0, notes=[note])
+        row = _Row("view", 0.0, notes=[note])
+        if op in ("Reshape", "Flatten") and n.ins and n.ins[0] is not None and n.outs:
+            before, after = n.ins[0], n.outs[0]
+            if before.known and after.known and before.size != after.size:
+                row.status = "unknown shape"
+                row.notes.append(
+                    f"the model fixes this output's shape ({after.size} elements) but the input "
+                    f"holds {before.size}: these inputs change a dim the model hard-codes, so "
+                    "the nodes after it are counted at the model's own shapes"
+                )
+        return row
     if op in _DATA_MOVEMENT or op in _PARTIAL_READS or op in _GENERATORS:
         return _Row("data movement", 0.0)
     found = _MS_ATTENTION.get(op) if domain == "com.microsoft" else None

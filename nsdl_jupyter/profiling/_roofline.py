@@ -133,7 +133,7 @@ def roofline_table(
     docstring). `model` defaults to `metadata["model_path"]`; `inputs` to the profile's input
     shapes (`metadata["inputs"]`). `attrs` holds the peaks used (None without any)."""
     if work is None:
-        work = work_table(_model(model, metadata), inputs or _profile_inputs(metadata))
+        work = work_table(model_for(model, metadata), inputs or profile_inputs(metadata))
     used = report_peaks(metadata, peaks)
     table = _layer_work(layers, time_column, work)
     seconds = table["time_ms"] / 1e3
@@ -148,7 +148,7 @@ def roofline_table(
     return table[ROOFLINE_COLUMNS]
 
 
-def _model(model: Any, metadata: Mapping[str, Any]) -> Any:
+def model_for(model: Any, metadata: Mapping[str, Any]) -> Any:
     if model is not None:
         return model
     path = metadata.get("model_path")
@@ -166,7 +166,7 @@ def _model(model: Any, metadata: Mapping[str, Any]) -> Any:
     return path
 
 
-def _profile_inputs(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+def profile_inputs(metadata: Mapping[str, Any]) -> dict[str, Any] | None:
     recorded = metadata.get("inputs")
     if not isinstance(recorded, Mapping):
         return None
@@ -182,7 +182,7 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
         if kind != "inserted":
             for node in nodes:
                 covering[node] = covering.get(node, 0) + 1
-    consumers = _consumers(work)
+    readers = consumers(work)
     precisions = layers.get("precision", pd.Series([""] * len(layers))).astype(str).tolist()
     rows = []
     total = float(np.nansum(layers[time_column]))
@@ -195,7 +195,7 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
         kernels = float(layers["kernels"].iat[row]) if "kernels" in layers else math.nan
         found = [index[n] for n in nodes if n in index]
         flops, nbytes, dtype, group_kind, status = _group(
-            work, found, covering, consumers, name, op_type, kind
+            work, found, covering, readers, name, op_type, kind
         )
         roof_dtype = PRECISION_DTYPES.get(precision.strip().upper(), "") or dtype
         if roof_dtype in _ITEMSIZE and dtype in _ITEMSIZE and _ITEMSIZE[roof_dtype] < _ITEMSIZE[dtype]:
@@ -224,7 +224,7 @@ _RATE_COLUMNS = {
 }
 
 
-def _consumers(work: NodeWork) -> dict[str, set[int]]:
+def consumers(work: NodeWork) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for i, names in enumerate(work.reads):
         for tensor in names:
@@ -259,11 +259,11 @@ def _group(
     if len(found) == 1:
         nbytes = float(nodes["bytes"].iat[0])
     else:
-        nbytes = _border_bytes(work, found, consumers) * float(shares.min())
+        nbytes = border_bytes(work, found, consumers) * float(shares.min())
     return flops, nbytes, str(heavy["dtype"]), kind, ", ".join(statuses) or "ok"
 
 
-def _border_bytes(work: NodeWork, found: list[int], consumers: Mapping[str, set[int]]) -> float:
+def border_bytes(work: NodeWork, found: list[int], consumers: Mapping[str, set[int]]) -> float:
     """Bytes a fused group moves: tensors it reads from outside (weights as counted per node),
     and tensors it writes that a node outside it (or the graph's output) reads."""
     group = set(found)
