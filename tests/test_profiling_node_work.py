@@ -19,7 +19,7 @@ EXPORTS = real_exports.FOLDER
 B = 8
 
 
-def _row(frame, op_type, index=0):  # noqa: ANN001, ANN202 - a test helper on frames
+def _row(frame, op_type, index=0):
     return frame[frame["op_type"] == op_type].iloc[index]
 
 
@@ -111,7 +111,7 @@ def test_control_flow_says_not_counted() -> None:
     assert (work[work["op_type"] != "If"]["status"] == "ok").all()
 
 
-def _model(nodes, inputs, outputs, initializers=()):  # noqa: ANN001, ANN202
+def _model(nodes, inputs, outputs, initializers=()):
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -125,11 +125,20 @@ def test_grouped_dilated_strided_conv_and_conv_transpose() -> None:
     y = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
     model = _model(
         [
-            helper.make_node("Conv", ["x", "w", "b"], ["y"], name="/grouped/Conv", group=4,
-                             dilations=[2, 2], strides=[2, 2], pads=[2, 2, 2, 2]),
-            helper.make_node("ConvTranspose", ["y", "wt"], ["z"], name="/up/ConvTranspose",
-                             strides=[2, 2]),
-        ],  # fmt: skip
+            helper.make_node(
+                "Conv",
+                ["x", "w", "b"],
+                ["y"],
+                name="/grouped/Conv",
+                group=4,
+                dilations=[2, 2],
+                strides=[2, 2],
+                pads=[2, 2, 2, 2],
+            ),
+            helper.make_node(
+                "ConvTranspose", ["y", "wt"], ["z"], name="/up/ConvTranspose", strides=[2, 2]
+            ),
+        ],
         [x],
         [y],
         [_weight("w", 64, 8, 3, 3), _weight("b", 64), _weight("wt", 64, 16, 2, 2)],

@@ -42,9 +42,16 @@ def roofline_figure(report: ProfileReport, model: Any = None, **kwargs: Any) -> 
                     "line": {"width": 0.5, "color": "#333"},
                 },
                 customdata=np.stack(
-                    [rows["name"], nodes, rows["time_ms"], rows["pct_of_roof"],
-                     rows["bound"], rows["roof_dtype"]], axis=1,
-                ),  # fmt: skip
+                    [
+                        rows["name"],
+                        nodes,
+                        rows["time_ms"],
+                        rows["pct_of_roof"],
+                        rows["bound"],
+                        rows["roof_dtype"],
+                    ],
+                    axis=1,
+                ),
                 hovertemplate="<b>%{customdata[0]}</b><br>nodes: %{customdata[1]}<br>"
                 "%{customdata[2]:.4f} ms, %{x:.2f} FLOP/byte, %{y:.3s}FLOP/s<br>"
                 "%{customdata[3]:.0f}% of the %{customdata[5]} roof, %{customdata[4]}-bound"

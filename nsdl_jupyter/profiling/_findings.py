@@ -82,7 +82,7 @@ def _severity(global_pct: float) -> str:
     return "high" if global_pct >= 5 else "medium" if global_pct >= 1 else "low"
 
 
-def _finding(
+def _finding(  # noqa: PLR0917 - the fields of one finding, in column order
     nodes: list[str], rule_id: str, title: str, message: str, evidence: dict[str, Any],
     global_pct: float, local_pct: float, focus: tuple[str, float], mitigation: str,
 ) -> dict[str, Any]:  # fmt: skip
@@ -189,7 +189,9 @@ def _chains(table: pd.DataFrame, work: NodeWork, used: set[str]) -> list[dict[st
     by_name = eligible.set_index("name")
     rows, seen = [], set[str]()
     for name in eligible["name"]:
-        if name in seen or len(leading.get(name, set())) == 1 and _single(leading[name], following):
+        if name in seen or (
+            len(leading.get(name, set())) == 1 and _single(leading[name], following)
+        ):
             continue
         chain = [name]
         while len(following.get(chain[-1], set())) == 1:

@@ -55,26 +55,24 @@ WORK_COLUMNS = [
 Dims = tuple[int | None, ...]
 
 
-@dataclass(frozen=True)
 class _Tensor:
-    dtype: ir.DataType | None
-    dims: Dims | None
+    """Element type and dims of a value (None: unknown), with its size worked out once."""
 
-    @property
-    def known(self) -> bool:
-        return self.dims is not None and all(d is not None for d in self.dims)
+    __slots__ = ("dims", "dtype", "known", "nbytes", "size")
 
-    @property
-    def size(self) -> int:
-        return math.prod(d or 0 for d in self.dims or ())
+    def __init__(self, dtype: ir.DataType | None, dims: Dims | None) -> None:
+        self.dtype = dtype
+        self.dims = dims
+        self.known = dims is not None and None not in dims
+        self.size = math.prod(dims) if self.known and dims is not None else 0  # type: ignore[arg-type]
+        self.nbytes = (
+            self.size * float(dtype.itemsize)
+            if self.known and dtype is not None and dtype != ir.DataType.STRING
+            else math.nan
+        )
 
-    @property
-    def nbytes(self) -> float:
-        if self.dtype is None or not self.known:
-            return math.nan
-        if self.dtype == ir.DataType.STRING:
-            return math.nan
-        return self.size * float(self.dtype.itemsize)
+    def __repr__(self) -> str:
+        return f"_Tensor({self.dtype}, {self.dims})"
 
 
 _UNKNOWN = _Tensor(None, None)
@@ -212,6 +210,7 @@ class _Node:
     node: ir.Node
     ins: list[_Tensor | None]  # None: an optional input left out
     outs: list[_Tensor]
+    read: list[_Tensor]  # the distinct tensors read, in `read_names` order
 
     def input(self, index: int) -> _Tensor:
         tensor = self.ins[index] if index < len(self.ins) else None
@@ -276,10 +275,7 @@ def _matmul(n: _Node) -> float:
     """2 · output elements · K (broadcast batch dims are in the output shape)."""
     op = n.node.op_type
     a = n.dims(0)
-    if op == "FusedMatMul" and n.attr_int("transA", 0) and len(a) > 1:
-        k = a[-2]
-    else:
-        k = a[-1]
+    k = a[-2] if op == "FusedMatMul" and n.attr_int("transA", 0) and len(a) > 1 else a[-1]
     flops = 2.0 * n.out.size * k
     if op == "FusedMatMul" and n.attr_float("alpha", 1.0) != 1.0:
         flops += n.out.size
@@ -304,7 +300,9 @@ def _matmul_nbits(n: _Node) -> float:
     return 2.0 * n.out.size * n.attr_int("K", n.dims(0)[-1])
 
 
-def _attention_core(batch_rows: float, heads: int, q_len: int, kv_len: int, qk: int, v: int) -> float:
+def _attention_core(  # noqa: PLR0917 - the sizes of one attention, in formula order
+    batch_rows: float, heads: int, q_len: int, kv_len: int, qk: int, v: int
+) -> float:
     """Scores (2·S·L·d_qk), softmax (5 per score) and context (2·S·L·d_v) over all heads;
     `batch_rows` is the batch size, `qk`/`v` the summed head sizes (heads · head size)."""
     scores = q_len * kv_len
@@ -319,7 +317,9 @@ def _ms_attention(n: _Node) -> float:
     sizes = n.attr_ints("qkv_hidden_sizes") or [cols // 3] * 3
     heads = n.attr_int("num_heads", 1)
     past = n.dims(4)[3] if n.has_input(4) else 0
-    projection = 2.0 * batch * seq * hidden_in * cols + (batch * seq * cols if n.has_input(2) else 0)
+    projection = 2.0 * batch * seq * hidden_in * cols + (
+        batch * seq * cols if n.has_input(2) else 0
+    )
     return projection + _attention_core(batch, heads, seq, seq + past, sizes[1], sizes[2])
 
 
@@ -441,24 +441,28 @@ _FLOPS: dict[str, tuple[str, Callable[[_Node], float]]] = {
     "GroupQueryAttention": ("attention", _gqa),
     "Einsum": ("gemm", _einsum),
     **dict.fromkeys(["MaxPool", "AveragePool", "LpPool"], ("pooling", _pool)),
-    **dict.fromkeys(["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"], ("pooling", _reduction)),
+    **dict.fromkeys(
+        ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"], ("pooling", _reduction)
+    ),
     **dict.fromkeys(ELEMENTWISE_FLOPS, ("elementwise", _elementwise)),
     **dict.fromkeys(_NORM_FLOPS, ("normalization", _normalisation)),
-    **dict.fromkeys(set(_REDUCE_FLOPS) - {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"},
-                    ("reduction", _reduction)),
+    **dict.fromkeys(
+        set(_REDUCE_FLOPS) - {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"},
+        ("reduction", _reduction),
+    ),
     **dict.fromkeys(_SOFTMAX_FLOPS, ("softmax", _softmax)),
     "Resize": ("data movement", _resize),
     "Upsample": ("data movement", _resize),
 }
-_MS_ATTENTION = {"Attention": ("attention", _ms_attention)}
+_MS_ATTENTION: dict[str, tuple[str, Callable[[_Node], float]]] = {
+    "Attention": ("attention", _ms_attention)
+}
 
 
 # ---- the table -----------------------------------------------------------------------------
 
 
-def node_work(
-    model: Any, inputs: Mapping[str, Any] | None = None
-) -> pd.DataFrame:
+def node_work(model: Any, inputs: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """FLOPs and bytes moved per node of the model's main graph, from shapes and dtypes.
 
     `model`: a path, an onnx.ModelProto, an onnx_ir.Model or a ModelDocument (never modified).
@@ -500,9 +504,11 @@ def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     shapes_used = _input_shapes(graph, inputs)
     tensors = _tensors(ir_model, shapes_used)
     functions = {(f.domain, f.name) for f in ir_model.functions.values()}
-    weights = {name for name in graph.initializers}
+    weights = set(graph.initializers)
     weights.update(
-        out.name or "" for node in graph if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
+        out.name or ""
+        for node in graph
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
         for out in node.outputs
     )
     roots: dict[str, str] = {}  # a view of a weight (TorchScript's Identity) -> the weight
@@ -512,11 +518,12 @@ def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     writes: list[list[str]] = []
     views: set[str] = set()
     for node in graph:
-        ins = [None if v is None else tensors.get(v.name or "", _UNKNOWN) for v in node.inputs]
+        names = [None if v is None else v.name or "" for v in node.inputs]
+        ins = [None if name is None else tensors.get(name, _UNKNOWN) for name in names]
         outs = [tensors.get(v.name or "", _UNKNOWN) for v in node.outputs]
-        n = _Node(node, ins, outs)
+        read_names = list(dict.fromkeys(name for name in names if name is not None))
+        n = _Node(node, ins, outs, [tensors.get(name, _UNKNOWN) for name in read_names])
         row = _count(n, functions)
-        read_names = list(dict.fromkeys(v.name or "" for v in node.inputs if v is not None))
         written = [v.name or "" for v in node.outputs if v.name]
         read, wrote, weight = _bytes(n, row, read_names, weights, seen_weights, roots)
         if row.kind == "view":
@@ -526,22 +533,14 @@ def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
                 for out in written:
                     weights.add(out)
                     roots[out] = roots.get(source.name or "", source.name or "")
-        name = node.name or ""
-        flops = row.flops
         total = read + wrote
-        columns["name"].append(name)
-        columns["op_type"].append(node.op_type)
-        columns["domain"].append(node.domain)
-        columns["kind"].append(row.kind)
-        columns["flops"].append(flops)
-        columns["bytes_read"].append(read)
-        columns["bytes_written"].append(wrote)
-        columns["bytes"].append(total)
-        columns["weight_bytes"].append(weight)
-        columns["intensity"].append(flops / total if total > 0 else math.nan)
-        columns["dtype"].append(row.dtype or _first_dtype(ins, outs))
-        columns["status"].append(row.status)
-        columns["note"].append("; ".join(row.notes))
+        values = (
+            node.name or "", node.op_type, node.domain, row.kind, row.flops, read, wrote, total,
+            weight, row.flops / total if total > 0 else math.nan,
+            row.dtype or _first_dtype(ins, outs), row.status, "; ".join(row.notes),
+        )  # fmt: skip
+        for column, value in zip(WORK_COLUMNS, values, strict=True):
+            columns[column].append(value)
         reads.append(read_names)
         writes.append(written)
     frame = pd.DataFrame(columns, columns=WORK_COLUMNS)
@@ -567,8 +566,8 @@ def _count(n: _Node, functions: set[tuple[str, str]]) -> _Row:
     """The node's kind and FLOPs (NaN with a status when it cannot be counted)."""
     op, domain = n.node.op_type, n.node.domain
     if (domain, op) in functions:
-        return _Row("control flow", math.nan, status="not counted (body)",
-                    notes=[f"calls the local function {domain}:{op}; its body is not summed"])  # fmt: skip
+        note = f"calls the local function {domain}:{op}; its body is not summed"
+        return _Row("control flow", math.nan, status="not counted (body)", notes=[note])
     if op in _CONTROL_FLOW and domain in ("", "ai.onnx"):
         return _Row("control flow", math.nan, status="not counted (body)",
                     notes=[f"{op}: its subgraph bodies are not summed"])  # fmt: skip
@@ -589,11 +588,13 @@ def _count(n: _Node, functions: set[tuple[str, str]]) -> _Row:
         return row
     if op in _DATA_MOVEMENT or op in _PARTIAL_READS or op in _GENERATORS:
         return _Row("data movement", 0.0)
-    found = _MS_ATTENTION.get(op) if domain == "com.microsoft" else None
+    found: tuple[str, Callable[[_Node], float]] | None = None
+    if domain == "com.microsoft":
+        found = _MS_ATTENTION.get(op)
     found = found or _FLOPS.get(op)
     if found is None:
-        return _Row("unknown", math.nan, status="unknown op",
-                    notes=[f"no FLOP formula for {domain + ':' if domain else ''}{op}"])  # fmt: skip
+        note = f"no FLOP formula for {domain + ':' if domain else ''}{op}"
+        return _Row("unknown", math.nan, status="unknown op", notes=[note])
     kind, formula = found
     try:
         flops = float(formula(n))
@@ -606,7 +607,7 @@ def _count(n: _Node, functions: set[tuple[str, str]]) -> _Row:
     return _Row(kind, flops, dtype=dtype)
 
 
-def _bytes(
+def _bytes(  # noqa: PLR0917 - private, called once with the loop's state
     n: _Node,
     row: _Row,
     read_names: list[str],
@@ -619,20 +620,13 @@ def _bytes(
         return 0.0, 0.0, 0.0
     op = n.node.op_type
     written = sum(t.nbytes for t in n.outs)
-    by_name = {
-        name: tensor
-        for name, tensor in zip(
-            (v.name if v is not None else None for v in n.node.inputs), n.ins, strict=True
-        )
-        if name and tensor is not None
-    }
+    by_name = dict(zip(read_names, n.read, strict=True))
     if op in _GENERATORS:
         return 0.0, written, 0.0
     read = 0.0
     weight = 0.0
     for index, name in enumerate(read_names):
-        tensor = by_name.get(name, _UNKNOWN)
-        size = tensor.nbytes
+        size = by_name[name].nbytes
         if op in _PARTIAL_READS and index == 0:
             size = min(size, written)  # only the rows (or slice) kept
             if name in weights:
@@ -647,10 +641,9 @@ def _bytes(
                 continue
             weight += size
         read += size
-    if math.isnan(read) or math.isnan(written):
-        if row.status == "ok":
-            row.status = "unknown shape"
-            row.notes.append("some tensors have no static shape: bytes unknown")
+    if (math.isnan(read) or math.isnan(written)) and row.status == "ok":
+        row.status = "unknown shape"
+        row.notes.append("some tensors have no static shape: bytes unknown")
     return read, written, weight
 
 
@@ -723,7 +716,11 @@ def _tensors(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) -> dict[str
         elif not restated and value.shape is not None:
             found[name] = _Tensor(value.dtype, _dims(value.shape, symbols))
     for node in graph:  # Constant outputs: their value's shape
-        if node.op_type == "Constant" and node.outputs and (node.outputs[0].name or "") not in found:
+        if (
+            node.op_type == "Constant"
+            and node.outputs
+            and (node.outputs[0].name or "") not in found
+        ):
             attr = next(iter(node.attributes.values()), None)
             if attr is not None and attr.type == ir.AttributeType.TENSOR:
                 tensor = attr.as_tensor()
@@ -733,9 +730,7 @@ def _tensors(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) -> dict[str
     return found
 
 
-def _symbols(
-    graph: ir.Graph, shapes: Mapping[str, tuple[int, ...]]
-) -> tuple[dict[str, int], bool]:
+def _symbols(graph: ir.Graph, shapes: Mapping[str, tuple[int, ...]]) -> tuple[dict[str, int], bool]:
     """The sizes the inputs give the model's named dims ('batch' -> 8), and whether a static
     input dim was restated (then the model's other static shapes may be stale)."""
     symbols: dict[str, int] = {}
@@ -775,10 +770,10 @@ def _inferred(
     proto = weightless_proto(model)
     for info in proto.graph.input:
         if info.name in shapes:
-            dims = info.type.tensor_type.shape
-            dims.ClearField("dim")
+            stated = info.type.tensor_type.shape
+            stated.ClearField("dim")
             for size in shapes[info.name]:
-                dims.dim.add().dim_value = size
+                stated.dim.add().dim_value = size
     if keep_known:
         for info in [*proto.graph.value_info, *proto.graph.output]:
             for dim in info.type.tensor_type.shape.dim:
@@ -803,6 +798,7 @@ def _inferred(
         dtype = ir.DataType(tensor.elem_type) if tensor.elem_type else None
         dims: Dims | None = None
         if tensor.HasField("shape"):
-            dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+            dims = tuple(d.dim_value if d.dim_value or not d.dim_param else None
+                         for d in tensor.shape.dim)  # fmt: skip
         found[info.name] = _Tensor(dtype, dims)
     return found

@@ -380,13 +380,11 @@ class ProfileReport:
         kernels, layers far below their roof. `est_speedup_pct` is the share of the run's GPU
         time it would save. See nsdl_jupyter.profiling._findings for the rules."""
         from nsdl_jupyter.profiling._findings import findings
-        from nsdl_jupyter.profiling._roofline import model_for, profile_inputs, roofline_table
         from nsdl_jupyter.profiling._node_work import work_table
+        from nsdl_jupyter.profiling._roofline import model_for, profile_inputs, roofline_table
 
         work = work_table(model_for(model, self.metadata), inputs or profile_inputs(self.metadata))
-        table = roofline_table(
-            self.layers, self.time_column, self.metadata, work=work, peaks=peaks
-        )
+        table = roofline_table(self.layers, self.time_column, self.metadata, work=work, peaks=peaks)
         return findings(
             table, work, self.metadata, tiny_kernel_us=tiny_kernel_us,
             below_roof_pct=below_roof_pct, keep=keep,

@@ -56,7 +56,8 @@ PRECISION_DTYPES = {
     "FP8": "float8e4m3fn",
     "INT4": "int4",
 }
-_ITEMSIZE = {"float64": 8, "float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
+_ITEMSIZE: dict[str, float] = {"float64": 8, "float32": 4, "tf32": 4, "float16": 2}
+_ITEMSIZE.update({"bfloat16": 2, "int8": 1})
 _ITEMSIZE.update({"float8e4m3fn": 1, "int4": 0.5})
 ROOFLINE_COLUMNS = [
     "name",
@@ -94,12 +95,14 @@ def check_peaks(peaks: Any) -> dict[str, Any]:
         raise ProfileSettingsError(f"peaks is a {type(peaks).__name__}: {hint}")
     flops = peaks.get("flops_per_s")
     bandwidth = peaks.get("bytes_per_s")
-    if not isinstance(flops, Mapping) or not all(
-        _positive(v) for v in flops.values()
-    ) or not _positive(bandwidth):
+    if (
+        not isinstance(flops, Mapping)
+        or not all(_positive(v) for v in flops.values())
+        or not _positive(bandwidth)
+    ):
         raise ProfileSettingsError(f"peaks {dict(peaks)!r:.200}: {hint}")
     return {**peaks, "flops_per_s": {str(k): float(v) for k, v in flops.items()},
-            "bytes_per_s": float(bandwidth)}  # fmt: skip
+            "bytes_per_s": float(bandwidth)}  # type: ignore[arg-type]  # fmt: skip
 
 
 def _positive(value: Any) -> bool:
@@ -187,8 +190,15 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
     rows = []
     total = float(np.nansum(layers[time_column]))
     for row, (name, op_type, nodes, kind, ms, precision) in enumerate(
-        zip(layers["name"], layers["op_type"], layers["onnx_nodes"], mapped,
-            layers[time_column], precisions, strict=True)  # fmt: skip
+        zip(
+            layers["name"],
+            layers["op_type"],
+            layers["onnx_nodes"],
+            mapped,
+            layers[time_column],
+            precisions,
+            strict=True,
+        )
     ):
         if not (isinstance(ms, float) and ms > 0):
             continue
@@ -198,7 +208,11 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
             work, found, covering, readers, name, op_type, kind
         )
         roof_dtype = PRECISION_DTYPES.get(precision.strip().upper(), "") or dtype
-        if roof_dtype in _ITEMSIZE and dtype in _ITEMSIZE and _ITEMSIZE[roof_dtype] < _ITEMSIZE[dtype]:
+        if (
+            roof_dtype in _ITEMSIZE
+            and dtype in _ITEMSIZE
+            and _ITEMSIZE[roof_dtype] < _ITEMSIZE[dtype]
+        ):
             nbytes *= _ITEMSIZE[roof_dtype] / _ITEMSIZE[dtype]
         rows.append({
             "name": name, "op_type": op_type, "onnx_nodes": list(nodes), "time_ms": ms,
@@ -232,7 +246,7 @@ def consumers(work: NodeWork) -> dict[str, set[int]]:
     return found
 
 
-def _group(
+def _group(  # noqa: PLR0917 - private, one layer row's fields
     work: NodeWork,
     found: list[int],
     covering: Mapping[str, int],
