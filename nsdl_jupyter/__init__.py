@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         export_engine,
         load_ort_profile,
         load_trtexec,
+        node_work,
         profile_ort,
         profile_trt,
     )
@@ -70,6 +71,7 @@ _LAZY: dict[str, str] = {
     "load_ort_profile": "nsdl_jupyter.profiling",
     "load_trtexec": "nsdl_jupyter.profiling",
     "check_target": "nsdl_jupyter.profiling",
+    "node_work": "nsdl_jupyter.profiling",
     "LocalTarget": "nsdl_jupyter.targets",
     "SshTarget": "nsdl_jupyter.targets",
     "connections": "nsdl_jupyter.targets",
@@ -115,6 +117,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "load_ort_profile",
     "load_trtexec",
     "check_target",
+    "node_work",
     "LocalTarget",
     "SshTarget",
     "connections",

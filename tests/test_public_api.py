@@ -43,6 +43,7 @@ def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:
     internal = {  # signals caught inside, never raised to users
         "nsdl_jupyter.graph._scene.NeedsRebuild",
         "nsdl_jupyter.transforms._small_ops._NotSmallError",
+        "nsdl_jupyter.profiling.analysis._node_work._UnknownShape",
     }
     loose = []
     for info in pkgutil.walk_packages(nsdl_jupyter.__path__, "nsdl_jupyter."):

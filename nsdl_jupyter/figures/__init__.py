@@ -21,6 +21,7 @@ from nsdl_jupyter.figures._filters import (
     time_label,
     time_shares,
 )
+from nsdl_jupyter.figures._roofline import roofline_figure
 from nsdl_jupyter.figures._static import use_static_renderer
 from nsdl_jupyter.figures._tables import kernels_table, layers_table
 from nsdl_jupyter.figures._timeline import MAX_LAYER_ROWS, timeline_figure
@@ -38,6 +39,7 @@ __all__ = [
     "layers_table",
     "non_compute_mask",
     "op_type_share_figure",
+    "roofline_figure",
     "time_column",
     "time_label",
     "time_shares",
@@ -47,3 +49,4 @@ __all__ = [
 ]
 
 register_report_figure("timeline", timeline_figure)
+register_report_figure("roofline", roofline_figure)

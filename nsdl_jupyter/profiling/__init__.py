@@ -9,7 +9,9 @@
   TensorRT ONNX parser rejects;
 - `profile_trt(model_or_engine, ...)` / `start_profile_trt(...)`: per-layer TensorRT profile of
   a model (built first) or a prebuilt engine, in a child process;
-- `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare.
+- `ProfileReport`: per-layer DataFrame, end-to-end latency, timeline, save/load, compare;
+  `roofline_table()` / `roofline()` / `findings()`: why a layer is slow, against measured peaks;
+- `node_work(model, inputs)`: FLOPs and bytes moved per ONNX node, from shapes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._report import ProfileReport, register_report_figure
 from nsdl_jupyter.profiling._target_check import CheckRow, TargetCheck, check_target
+from nsdl_jupyter.profiling.analysis._node_work import node_work
 from nsdl_jupyter.profiling.gpu._kernels import INPUT_COPY, OUTPUT_COPY
 from nsdl_jupyter.profiling.ort._activity import (
     NODE_TIME_NOTE,
@@ -126,6 +129,7 @@ __all__ = [
     "load_ort_profile",
     "load_trtexec",
     "model_source",
+    "node_work",
     "parse_ort_trace",
     "probe_runtime",
     "profile_ort",

@@ -340,6 +340,61 @@ class ProfileReport:
         """Timeline of one inference (plotly Figure): a bar per layer at its start."""
         return _figure("timeline")(self, color_by=color_by, **kwargs)
 
+    def roofline_table(
+        self,
+        model: Any = None,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        peaks: Mapping[str, Any] | None = None,
+        latency_pct: float = 60.0,
+    ) -> pd.DataFrame:
+        """Per layer: work (FLOPs, bytes of the ONNX nodes it ran, from `model`, by default
+        `metadata["model_path"]`, at `inputs`, by default the profiled input shapes), achieved
+        FLOP/s and bytes/s, intensity, the roof for its dtype from `peaks` (default
+        `metadata["peaks"]`), `pct_of_roof` and `bound` (compute, memory, or latency below
+        `latency_pct` % of both peaks). See profiling/analysis/_roofline.py for the peaks."""
+        from nsdl_jupyter.profiling.analysis._roofline import roofline_table
+
+        return roofline_table(
+            self.layers, self.time_column, self.metadata, model,
+            inputs=inputs, peaks=peaks, latency_pct=latency_pct,
+        )  # fmt: skip
+
+    def roofline(self, model: Any = None, **kwargs: Any) -> go.Figure:
+        """Roofline chart (plotly): layers as points (arithmetic intensity, achieved FLOP/s)
+        sized by time and coloured by op type, under the measured roofs; keywords as
+        `roofline_table`."""
+        return _figure("roofline")(self, model, **kwargs)
+
+    def findings(
+        self,
+        model: Any = None,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        peaks: Mapping[str, Any] | None = None,
+        tiny_kernel_us: float = 10.0,
+        below_roof_pct: float = 30.0,
+        keep: int = 10,
+    ) -> pd.DataFrame:
+        """Ranked findings (what to do), each on ONNX nodes with the measurements behind it:
+        host copies, fp32 GEMM/Conv off Tensor Cores, unfused elementwise chains, tiny
+        kernels, layers far below their roof. `est_speedup_pct` is the share of the run's GPU
+        time it would save. See nsdl_jupyter.profiling.analysis._findings for the rules."""
+        from nsdl_jupyter.profiling.analysis._findings import findings
+        from nsdl_jupyter.profiling.analysis._node_work import work_table
+        from nsdl_jupyter.profiling.analysis._roofline import (
+            model_for,
+            profile_inputs,
+            roofline_table,
+        )
+
+        work = work_table(model_for(model, self.metadata), inputs or profile_inputs(self.metadata))
+        table = roofline_table(self.layers, self.time_column, self.metadata, work=work, peaks=peaks)
+        return findings(
+            table, work, self.metadata, tiny_kernel_us=tiny_kernel_us,
+            below_roof_pct=below_roof_pct, keep=keep,
+        )  # fmt: skip
+
     def summary(self) -> str:
         lat = self.latency
         md = self.metadata
