@@ -34,7 +34,7 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._model_source import model_source
-from nsdl_jupyter.transforms._shapes import weightless_proto
+from nsdl_jupyter.transforms import weightless_proto
 
 WORK_COLUMNS = [
     "name",
