@@ -853,3 +853,42 @@ def test_string_constants_are_compared_by_content(tmp_path: Path) -> None:
     assert status.ok and _ops(tmp_path / "out.onnx") == Counter({"Equal": 1, "And": 1})
     x = np.array(["ab", "d"], dtype=object)
     assert list(_run(tmp_path / "out.onnx", {"x": x})[0]) == [True, False]
+
+
+@pytest.mark.parametrize("model", ["vit_tiny_hf_torchscript", "identity_hides_a_shape"])
+def test_one_shape_inference_per_pass(
+    model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folds that teach inference something (ViT-tiny's class token expanded to the batch,
+    a forwarded Identity that hid a Reshape's shape) give the next pass more to do; every
+    pass still runs onnx's shape inference at most once (the weightless model built once for
+    it), and the last one's shapes are the result's."""
+    if model == "vit_tiny_hf_torchscript":
+        from tests import real_exports
+
+        source = real_exports.save(model, tmp_path)
+    else:
+        source = _save_text(
+            tmp_path,
+            """<ir_version: 8, opset_import: ["": 18]>
+            g (float[2, 6] x) => (float[a, b] y) {
+                c = Constant<value: tensor = int64[2] {3, 4}>()
+                i = Identity(c)
+                r = Reshape(x, i)
+                t = Shape(r)
+                y = Reshape(x, t)
+            }""",
+        )
+    inferences: list[int] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def counted(proto: onnx.ModelProto, *args: Any, **kwargs: Any) -> onnx.ModelProto:
+        inferences.append(len(proto.graph.node))
+        return infer(proto, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counted)
+    status = sanitize(source, tmp_path / "out.onnx")
+    assert status.counts["passes"] >= 2  # pass 1's folds taught the next inference
+    # at most one each: a pass that finds every shape known infers nothing
+    assert 1 <= len(inferences) <= status.counts["passes"]
+    assert inferences[-1] < inferences[0]  # each inference saw the graph as it was then
