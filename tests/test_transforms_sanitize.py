@@ -146,21 +146,20 @@ def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path
     np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
 
 
+# onnx's data propagation stops at Identity: once `i` is forwarded, inference learns r's
+# shape, and only a second pass folds Shape(r).
+IDENTITY_HIDES_A_SHAPE = """<ir_version: 8, opset_import: ["": 18]>
+    g (float[2, 6] x) => (float[a, b] y) {
+        c = Constant<value: tensor = int64[2] {3, 4}>()
+        i = Identity(c)
+        r = Reshape(x, i)
+        t = Shape(r)
+        y = Reshape(x, t)
+    }"""
+
+
 def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path) -> None:
-    """onnx's data propagation stops at Identity: once `i` is forwarded, inference learns
-    r's shape, and only a second pass folds Shape(r)."""
-    source = _save_text(
-        tmp_path,
-        """<ir_version: 8, opset_import: ["": 18]>
-        g (float[2, 6] x) => (float[a, b] y) {
-            c = Constant<value: tensor = int64[2] {3, 4}>()
-            i = Identity(c)
-            r = Reshape(x, i)
-            t = Shape(r)
-            y = Reshape(x, t)
-        }""",
-    )
-    _folds_shape_in_pass_2(source, tmp_path)
+    _folds_shape_in_pass_2(_save_text(tmp_path, IDENTITY_HIDES_A_SHAPE), tmp_path)
 
 
 def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
@@ -868,17 +867,7 @@ def test_one_shape_inference_per_pass(
 
         source = real_exports.save(model, tmp_path)
     else:
-        source = _save_text(
-            tmp_path,
-            """<ir_version: 8, opset_import: ["": 18]>
-            g (float[2, 6] x) => (float[a, b] y) {
-                c = Constant<value: tensor = int64[2] {3, 4}>()
-                i = Identity(c)
-                r = Reshape(x, i)
-                t = Shape(r)
-                y = Reshape(x, t)
-            }""",
-        )
+        source = _save_text(tmp_path, IDENTITY_HIDES_A_SHAPE)
     inferences: list[int] = []
     infer = onnx.shape_inference.infer_shapes
 
