@@ -13,9 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nsdl_jupyter as nj
+from nsdl_jupyter._weightless import model_proto
 from nsdl_jupyter.document._inline_weights import WeightCopies
 from nsdl_jupyter.document._model_bytes import FileRange, encode_model
-from nsdl_jupyter.transforms._shapes import weightless_proto
 
 BIG = (256, 128)  # 128 KiB of float32: streamed
 
@@ -131,10 +131,10 @@ def test_graph_of_initializers_only(nodes: int) -> None:
     np.testing.assert_array_equal(numpy_helper.to_array(parsed.graph.initializer[0]), 1.0)
 
 
-def test_weightless_proto_keeps_types_not_weights() -> None:
+def test_the_weightless_model_keeps_types_not_weights() -> None:
     """The checker sees every type without a weight's bytes, and still finds type errors."""
     model = ir.serde.deserialize_model(_model())
-    proto = weightless_proto(model)
+    proto = model_proto(model)
     assert proto.ByteSize() < BIG[0] * BIG[1]  # the big weight's bytes are not in it
     assert "loaded" in {i.name for i in proto.graph.input}
     onnx.checker.check_model(proto, full_check=True)
@@ -146,7 +146,7 @@ def test_weightless_proto_keeps_types_not_weights() -> None:
     )
     model.graph.initializers["loaded"].type = ir.TensorType(ir.DataType.DOUBLE)
     with pytest.raises(onnx.shape_inference.InferenceError, match="inconsistent type"):
-        onnx.checker.check_model(weightless_proto(model), full_check=True)
+        onnx.checker.check_model(model_proto(model), full_check=True)
 
 
 def test_a_weight_shared_by_two_initializers_keeps_both_names() -> None:

@@ -27,7 +27,6 @@ RANKS: dict[str, float] = {
     "targets": 3,
     "profiling": 4,
     "figures": 5,
-    "views": 5.5,  # deprecated alias of figures (renamed)
     "editors": 6,
     "_static_export": 7,  # the widgets drawn as HTML (widgets attach their pictures)
     "widgets": 8,

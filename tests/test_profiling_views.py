@@ -163,14 +163,15 @@ def test_report_shortcut_draws_without_importing_figures_first() -> None:
     assert done.stdout.split() == ["122"]
 
 
-def test_old_views_module_still_works_and_says_where_it_moved() -> None:
-    from nsdl_jupyter import views
+def test_figures_are_reachable_from_the_package_and_the_old_alias_is_gone() -> None:
+    """`nsdl_jupyter.figures` serves every figure and table name; the `views` alias of it
+    (renamed long ago) no longer exists, so no second spelling of them remains."""
+    import importlib
 
-    with pytest.warns(DeprecationWarning, match=r"nsdl_jupyter\.figures\.layers_table"):
-        layers_table = views.layers_table
-    assert layers_table is figures.layers_table
-    with pytest.warns(DeprecationWarning, match="timeline_figure"):
-        from nsdl_jupyter.views import timeline_figure
-    assert timeline_figure is figures.timeline_figure
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        views.nope  # noqa: B018 - the attribute access is the test
+    import nsdl_jupyter
+
+    for name in figures.__all__:
+        assert getattr(importlib.import_module("nsdl_jupyter.figures"), name) is not None
+    assert "views" not in dir(nsdl_jupyter)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("nsdl_jupyter.views")

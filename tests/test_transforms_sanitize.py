@@ -146,21 +146,20 @@ def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path
     np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
 
 
+# onnx's data propagation stops at Identity: once `i` is forwarded, inference learns r's
+# shape, and only a second pass folds Shape(r).
+IDENTITY_HIDES_A_SHAPE = """<ir_version: 8, opset_import: ["": 18]>
+    g (float[2, 6] x) => (float[a, b] y) {
+        c = Constant<value: tensor = int64[2] {3, 4}>()
+        i = Identity(c)
+        r = Reshape(x, i)
+        t = Shape(r)
+        y = Reshape(x, t)
+    }"""
+
+
 def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path) -> None:
-    """onnx's data propagation stops at Identity: once `i` is forwarded, inference learns
-    r's shape, and only a second pass folds Shape(r)."""
-    source = _save_text(
-        tmp_path,
-        """<ir_version: 8, opset_import: ["": 18]>
-        g (float[2, 6] x) => (float[a, b] y) {
-            c = Constant<value: tensor = int64[2] {3, 4}>()
-            i = Identity(c)
-            r = Reshape(x, i)
-            t = Shape(r)
-            y = Reshape(x, t)
-        }""",
-    )
-    _folds_shape_in_pass_2(source, tmp_path)
+    _folds_shape_in_pass_2(_save_text(tmp_path, IDENTITY_HIDES_A_SHAPE), tmp_path)
 
 
 def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
@@ -853,3 +852,32 @@ def test_string_constants_are_compared_by_content(tmp_path: Path) -> None:
     assert status.ok and _ops(tmp_path / "out.onnx") == Counter({"Equal": 1, "And": 1})
     x = np.array(["ab", "d"], dtype=object)
     assert list(_run(tmp_path / "out.onnx", {"x": x})[0]) == [True, False]
+
+
+@pytest.mark.parametrize("model", ["vit_tiny_hf_torchscript", "identity_hides_a_shape"])
+def test_one_shape_inference_per_pass(
+    model: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folds that teach inference something (ViT-tiny's class token expanded to the batch,
+    a forwarded Identity that hid a Reshape's shape) give the next pass more to do; every
+    pass still runs onnx's shape inference at most once (the weightless model built once for
+    it), and the last one's shapes are the result's."""
+    if model == "vit_tiny_hf_torchscript":
+        from tests import real_exports
+
+        source = real_exports.save(model, tmp_path)
+    else:
+        source = _save_text(tmp_path, IDENTITY_HIDES_A_SHAPE)
+    inferences: list[int] = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def counted(proto: onnx.ModelProto, *args: Any, **kwargs: Any) -> onnx.ModelProto:
+        inferences.append(len(proto.graph.node))
+        return infer(proto, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counted)
+    status = sanitize(source, tmp_path / "out.onnx")
+    assert status.counts["passes"] >= 2  # pass 1's folds taught the next inference
+    # at most one each: a pass that finds every shape known infers nothing
+    assert 1 <= len(inferences) <= status.counts["passes"]
+    assert inferences[-1] < inferences[0]  # each inference saw the graph as it was then

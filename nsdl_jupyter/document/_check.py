@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._weightless import weightless_proto
 from nsdl_jupyter.ops import is_custom_operator
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ FunctionKey = tuple[str, str, str]  # (domain, name, overload), as onnx_ir keys 
 
 _NODE_IN_MESSAGE = re.compile(r"node name: ([^)]*)\)|Node \(([^)]*)\)|node \"?([^\" ]+)\"? ")
 _NODE_IN_CHECKER_MESSAGE = re.compile(r"(?:Name|name): (\S+) OpType")
-_WEIGHT_BYTES = 4096
 _ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 # Marks a snapshot whose subject is a local function (the first of proto.functions), not the graph.
 _CHECKED_FUNCTION = "nsdl_jupyter.checked_function"
@@ -74,44 +74,20 @@ def check_snapshot(model: ir.Model, scope: CheckScope | None = None) -> onnx.Mod
     """The model as a proto for checking, built without changing the model.
 
     Safe off the kernel's thread (it only reads), so a panel can check big models in a worker.
-    Big initializers become typed graph inputs: checking needs their types, not their bytes
-    (serializing BERT-base's 440 MB for the checker and for inference made a check take 8 s),
-    and external weights are never read. Small ones (shape tensors, axes) stay, so inference
-    can still propagate their values. Node names are those of the document (generated ones
-    included), so diagnostics name what the views show. A body's outer-scope reads
-    (`scope.outer`) join the same way: small initializers stay, the others are typed inputs.
+    Weights are typed graph inputs (`nsdl_jupyter._weightless`): checking needs their types,
+    not their bytes. Node names are those of the document (generated ones included), so
+    diagnostics name what the views show. A body's outer-scope reads (`scope.outer`) join
+    the same way.
     """
     scope = scope or CheckScope(functions=model.functions)
-    graph = model.graph
-    small, big = _split_by_size(graph.initializers.values())
-    outer_small, outer_big = _split_by_size(scope.outer.values())
-    view = ir.GraphView(
-        [*graph.inputs, *(v for v in big if not v.is_graph_input()), *outer_big],
-        graph.outputs,
-        nodes=list(graph),
-        initializers=[*small, *outer_small],
-        opset_imports=dict(graph.opset_imports),
-        name=graph.name,
+    proto = weightless_proto(
+        model.graph,
+        ir_version=model.ir_version,
+        functions=scope.functions.values(),
+        outer=scope.outer.values(),
     )
-    proto = onnx.ModelProto(ir_version=model.ir_version)
-    for domain, version in graph.opset_imports.items():
-        proto.opset_import.add(domain=domain, version=version)
-    # onnx_ir's GraphView serializes fine but its typing does not match GraphViewProtocol
-    ir.serde.serialize_graph_into(proto.graph, view, model_ir_version=model.ir_version)  # type: ignore[arg-type]
     _type_outer_inputs(proto.graph, scope)
-    for function in scope.functions.values():
-        ir.serde.serialize_function_into(proto.functions.add(), from_=function)
     return proto
-
-
-def _split_by_size(values: Iterable[ir.Value]) -> tuple[list[ir.Value], list[ir.Value]]:
-    """(small initializers, the rest): small ones stay constants, so inference can use them."""
-    small: list[ir.Value] = []
-    big: list[ir.Value] = []
-    for value in values:
-        tensor = value.const_value
-        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
-    return small, big
 
 
 def _type_outer_inputs(graph: onnx.GraphProto, scope: CheckScope) -> None:

@@ -23,10 +23,12 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._tensor_bytes import tensor_bytes
+from nsdl_jupyter._weightless import WEIGHT_BYTES, is_weight, typed_input, weight_input
 from nsdl_jupyter.document._errors import ModelSaveError
 
 # Initializers at least this big are serialized on their own; smaller ones stay in the proto.
 STREAMED_BYTES = 1 << 16
+assert STREAMED_BYTES > WEIGHT_BYTES  # a streamed initializer is a weight of `structure`
 _WRITEBACK_BYTES = 1 << 20  # written bytes handed to the disk together
 _COPY_CHUNK = 1 << 23
 # copy_file_range cannot copy these files (other file systems, old kernels): copy by buffer
@@ -118,10 +120,10 @@ class ModelBytes:
         return b"".join(p.read() if isinstance(p, FileRange) else p for p in self.pieces)
 
     def structure(self) -> onnx.ModelProto:
-        """The model as written, for onnx's checker and shape inference: the main graph's
-        large and external initializers are graph inputs of their type (no weight is
-        copied; the checker cannot follow a relative data file from memory). Made from the
-        proto the file was written from, so no second pass over the model; call it once."""
+        """The model as written, weightless (`nsdl_jupyter._weightless`'s rule and typed
+        inputs), for onnx's checker: no weight is copied, and the checker cannot follow a
+        relative data file from memory. Made from the proto the file was written from, so
+        no second pass over the model; call it once."""
         graph = self.head.graph
         for entry in self.weightless:
             if isinstance(entry, bytes):
@@ -154,30 +156,25 @@ def encode_model(model: ir.Model, copy_source: CopySource | None = None) -> Mode
     loaded: list[ir.serde.TensorProtoTensor] = []
     for tensor_proto in proto.graph.initializer:
         value = aside.get(tensor_proto.name)
-        if value is not None:
+        if value is not None:  # streamed: always a weight (STREAMED_BYTES > WEIGHT_BYTES)
             weights.append(_weight_pieces(value, copy_source))
             tensor = value.const_value
             if isinstance(tensor, ir.serde.TensorProtoTensor):
                 loaded.append(tensor)
             assert tensor is not None
-            weightless.append(_typed_input(value.name, tensor.dtype, tuple(tensor.shape.numpy())))
+            weightless.append(weight_input(value))
             continue
         serialized = tensor_proto.SerializeToString()
         weights.append([serialized])
-        if tensor_proto.data_location == onnx.TensorProto.EXTERNAL:
-            dtype = ir.DataType(tensor_proto.data_type)
-            weightless.append(_typed_input(tensor_proto.name, dtype, tuple(tensor_proto.dims)))
+        if is_weight(tensor_proto):
+            weightless.append(
+                typed_input(tensor_proto.name, tensor_proto.data_type, tensor_proto.dims)
+            )
         else:
             weightless.append(serialized)
     del proto.graph.initializer[:]
     pieces = _with_initializers(proto.SerializeToString(), weights)
     return ModelBytes(pieces, sum(len(p) for p in pieces), proto, weightless, loaded)
-
-
-def _typed_input(
-    name: str | None, dtype: ir.DataType, dims: tuple[int, ...]
-) -> onnx.ValueInfoProto:
-    return onnx.helper.make_tensor_value_info(name or "", dtype.value, dims)
 
 
 def _drop_initializer_value_info(graph: onnx.GraphProto) -> None:

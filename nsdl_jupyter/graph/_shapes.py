@@ -5,18 +5,17 @@ drawing and its properties pane share one result (`TensorTypes`)."""
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._weightless import weightless_proto
+
 logger = logging.getLogger(__name__)
 
-# initializers up to this many elements keep their data (shape inputs of Reshape, Expand...,
-# which data propagation reads); larger ones go in as typed graph inputs
-SMALL_INITIALIZER = 1024
+_IR_VERSION = 10  # a graph alone says none; 10 reads every graph the views are given
 UNKNOWN_DIM = "unk__"  # onnx shape inference's name for a dim it cannot name
 TIMES = "\u00d7"  # the multiplication sign, as Netron writes shapes
 
@@ -53,35 +52,6 @@ def dtype_text(dtype: ir.DataType | None) -> str:
     return dtype.name.lower() if dtype is not None else ""
 
 
-def _weightless_proto(graph: ir.Graph) -> onnx.ModelProto:
-    model = onnx.ModelProto(ir_version=10)
-    for domain, version in graph.opset_imports.items():
-        model.opset_import.add(domain=domain, version=version)
-    proto = model.graph
-    proto.name = graph.name or "graph"
-    for value in graph.inputs:
-        ir.serde.serialize_value_into(proto.input.add(), value)
-    for name, value in graph.initializers.items():
-        tensor = value.const_value
-        if tensor is not None and math.prod(tensor.shape.numpy()) <= SMALL_INITIALIZER:
-            ir.serde.serialize_tensor_into(proto.initializer.add(), tensor)
-            proto.initializer[-1].name = name
-        elif value not in graph.inputs:
-            info = proto.input.add()
-            info.name = name
-            dtype = value.dtype or (tensor.dtype if tensor is not None else None)
-            shape = value.shape or (tensor.shape if tensor is not None else None)
-            if dtype is not None:
-                ir.serde.serialize_type_into(info.type, ir.TensorType(dtype))
-                if shape is not None:
-                    ir.serde.serialize_shape_into(info.type, shape)
-    for node in graph:
-        ir.serde.serialize_node_into(proto.node.add(), node)
-    for value in graph.outputs:
-        ir.serde.serialize_value_into(proto.output.add(), value)
-    return model
-
-
 def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, str]]:
     """Tensor name -> (dtype, shape text) for the values of `graph` whose type the model does
     not state; empty when inference fails (a custom op, an invalid model): then shapes stay
@@ -92,7 +62,7 @@ def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, st
     if not missing:  # the dynamo exporter writes every value_info already
         return {}
     try:
-        proto = _weightless_proto(graph)
+        proto = weightless_proto(graph, ir_version=_IR_VERSION)
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
     except Exception as error:  # any failure leaves shapes unknown, as before
         logger.info("shape inference for the drawing failed: %s", error)

@@ -3,9 +3,8 @@
 onnx_ir's ShapeInferencePass merges only the element type of each inferred value, and sets
 it as a *tensor* type even where onnx inferred a sequence or an optional, which breaks
 If/Loop/SequenceMap models (found on the ONNX backend node tests). Here the inferred type is
-copied whole. Large initializers are swapped for graph inputs of the same type while onnx
-looks at the model (`weightless_proto`), so a model with gigabytes of weights is not
-serialized with them.
+copied whole. onnx looks at the model with its weights as typed graph inputs
+(`nsdl_jupyter._weightless`), so a model with gigabytes of weights is not serialized with them.
 """
 
 from __future__ import annotations
@@ -13,10 +12,8 @@ from __future__ import annotations
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in
-
-_INLINE_LIMIT = 1024  # initializers at most this big stay (data propagation reads them)
+from nsdl_jupyter._weightless import model_proto
 
 
 def infer_shapes(model: ir.Model) -> list[ir.Value] | None:
@@ -25,7 +22,7 @@ def infer_shapes(model: ir.Model) -> list[ir.Value] | None:
     when onnx's inference failed (the model is left as it was)."""
     if shapes_settled(model):
         return []
-    proto = weightless_proto(model)
+    proto = model_proto(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(
             proto, check_type=False, strict_mode=False, data_prop=True
@@ -41,45 +38,6 @@ def shapes_settled(model: ir.Model) -> bool:
     return all(
         _settled(value) for graph in graphs_in(model.graph) for value in _graph_values(graph)
     )
-
-
-def weightless_proto(model: ir.Model) -> onnx.ModelProto:
-    """The model as a proto in which the main graph's initializers over 1 KB (and all
-    external ones) are graph inputs of the same type: no weight is copied or read, and shape
-    inference and the checker see everything they look at."""
-    graph = model.graph
-    order = list(graph.initializers)
-    stashed: list[tuple[ir.Value, ir.TensorProtocol]] = []
-    added: list[ir.Value] = []
-    for name, value in list(graph.initializers.items()):
-        tensor = value.const_value
-        if tensor is None:
-            continue
-        # External ones of any size: onnx cannot follow their file from an in-memory proto.
-        if not isinstance(tensor, ir.ExternalTensor) and tensor_bytes(tensor) <= _INLINE_LIMIT:
-            continue
-        if value.type is None:
-            value.type = ir.TensorType(tensor.dtype)
-        if value.shape is None:
-            value.shape = ir.Shape(tensor.shape.numpy())
-        if not value.is_graph_input():
-            graph.inputs.append(value)
-            added.append(value)
-        graph.initializers.pop(name)
-        stashed.append((value, tensor))
-    try:
-        return ir.serde.serialize_model(model)
-    finally:
-        for value in added:
-            graph.inputs.remove(value)
-        for value, tensor in stashed:
-            value.const_value = tensor
-            graph.register_initializer(value)
-        if stashed:
-            values = dict(graph.initializers)
-            graph.initializers.clear()
-            for name in order:
-                graph.initializers.add(values[name])
 
 
 def _merge(model: ir.Model, inferred: onnx.ModelProto) -> list[ir.Value]:
