@@ -33,7 +33,6 @@ from nsdl_jupyter.transforms._passes import (
     transform_named,
 )
 from nsdl_jupyter.transforms._sanitize import SanitizePass, sanitize
-from nsdl_jupyter.transforms._shapes import weightless_proto
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._tensor_dtype import (
     ConversionItem,
@@ -103,5 +102,4 @@ __all__ = [
     "transform_document",
     "transform_file",
     "transform_named",
-    "weightless_proto",
 ]

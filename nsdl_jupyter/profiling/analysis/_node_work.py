@@ -32,9 +32,9 @@ import onnx
 import onnx_ir as ir
 import pandas as pd
 
+from nsdl_jupyter._weightless import model_proto
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._model_source import model_source
-from nsdl_jupyter.transforms import weightless_proto
 
 WORK_COLUMNS = [
     "name",
@@ -767,7 +767,7 @@ def _inferred(
     """onnx shape inference (non-strict, data propagation) on a weightless copy whose inputs
     have `shapes` and whose named dims are set from `symbols`; without `keep_known`, the
     model's own value_info is dropped first (its dims were for other input shapes)."""
-    proto = weightless_proto(model)
+    proto = model_proto(model)
     for info in proto.graph.input:
         if info.name in shapes:
             stated = info.type.tensor_type.shape
