@@ -28,6 +28,7 @@ from nsdl_jupyter.profiling._gpu_report import gpu_report_parts
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
+from nsdl_jupyter.profiling._ncu_counters import NCU_METRICS
 from nsdl_jupyter.profiling._ort_trace import parse_ort_trace
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._runners import RUNNER
@@ -97,10 +98,13 @@ class ProfileJob(StagedJob):
                 "intra_op_threads": settings.intra_op_threads,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
+                "io_binding": settings.io_binding,
                 "gpu": {
                     "timing": settings.gpu_timing,
                     "metrics_interval_ms": settings.metrics_interval_ms,
                     "lock_clocks": settings.lock_clocks,
+                    "peaks": settings.peaks,
+                    "counters": counter_request(settings),
                 },
             }
             if arrays is not None:
@@ -115,6 +119,13 @@ class ProfileJob(StagedJob):
         except BaseException:
             self._cleanup()
             raise
+
+    def _fetch(self, remote: str | None, name: str) -> Path | None:
+        if not remote:
+            return None
+        local = self._stage / name
+        self.target.get(remote, local)
+        return local
 
     # ---- progress -------------------------------------------------------------------------
 
@@ -206,16 +217,32 @@ class ProfileJob(StagedJob):
             optimized = self._stage / "optimized.onnx"
             self.target.get(answer["optimized_model"], optimized)
             mapping = fused_node_mapping(self._staged_model, optimized)
-        gpu_file = None
-        timing = (answer.get("gpu") or {}).get("timing") or {}
-        if timing.get("file"):
-            gpu_file = self._stage / "gpu_kernels.npz"
-            self.target.get(timing["file"], gpu_file)
+        gpu = answer.get("gpu") or {}
+        fetched = {
+            name: self._fetch((gpu.get(key) or {}).get("file"), name)
+            for key, name in (
+                ("timing", "gpu_kernels.npz"),
+                ("free_running", "gpu_kernels_free.npz"),
+                ("counters", "ncu_counters.csv"),
+            )
+        }
         report = _report_from_run(
-            answer, self.trace_path, self.source, self.settings, mapping=mapping, gpu_file=gpu_file
+            answer, self.trace_path, self.source, self.settings, mapping=mapping, files=fetched
         )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
+
+
+def counter_request(settings: OrtProfileSettings) -> dict[str, Any] | None:
+    """The runner's `gpu.counters` request: ncu's metric set and caps (None: no counters)."""
+    if not settings.counters:
+        return None
+    return {
+        "metrics": list(NCU_METRICS),
+        "max_kernels": settings.counters_max_kernels,
+        "kernel_name": settings.counters_kernel_name,
+        "ncu_path": settings.counters_ncu_path,
+    }
 
 
 def _report_from_run(
@@ -225,7 +252,7 @@ def _report_from_run(
     settings: OrtProfileSettings,
     *,
     mapping: Mapping[str, LayerMapping] | None = None,
-    gpu_file: Path | None = None,
+    files: Mapping[str, Path | None] | None = None,
 ) -> ProfileReport:
     parsed = parse_ort_trace(
         trace_path,
@@ -233,7 +260,15 @@ def _report_from_run(
         graph_nodes=source.node_names,
         mapping=mapping,
     )
-    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file, source.io_nodes)
+    files = files or {}
+    gpu = gpu_report_parts(
+        answer.get("gpu") or {},
+        parsed,
+        files.get("gpu_kernels.npz"),
+        source.io_nodes,
+        free_kernels=files.get("gpu_kernels_free.npz"),
+        counters_csv=files.get("ncu_counters.csv"),
+    )
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
         "source": "onnxruntime",
@@ -259,7 +294,10 @@ def _report_from_run(
         "timing_note": NODE_TIME_NOTE,
         "settings": settings.to_json(),
         "gpu": gpu.metadata,
+        "io_binding": settings.io_binding,
     }
+    if "peaks" in gpu.metadata:
+        metadata["peaks"] = gpu.metadata["peaks"]
     if settings.full_paths:
         metadata["host"] = answer.get("host")
     return ProfileReport(

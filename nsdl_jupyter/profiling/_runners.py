@@ -16,6 +16,7 @@ RUNNER = Path(__file__).with_name("_ort_runner.py")
 RUNNER_FILES = (
     RUNNER,
     RUNNER.with_name("_gpu_runner.py"),
+    RUNNER.with_name("_ort_gpu_passes.py"),
     RUNNER.with_name("_trt_runner.py"),
     RUNNER.with_name("_trt_profile_runner.py"),
 )
