@@ -82,12 +82,22 @@ def _pair_streams(
 def _align_one(a: list[Hashable], b: list[Hashable]) -> list[tuple[int, int]]:
     if a == b:
         return [(i, i) for i in range(len(a))]
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    return [
-        (block.a + k, block.b + k)
+    # the common head and tail pair as they are; only the differing middle needs the LCS
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
+    middle = [
+        (head + block.a + k, head + block.b + k)
         for block in matcher.get_matching_blocks()
         for k in range(block.size)
     ]
+    ends = [(len(a) - tail + k, len(b) - tail + k) for k in range(tail)]
+    return [(i, i) for i in range(head)] + middle + ends
 
 
 def align_kernels(

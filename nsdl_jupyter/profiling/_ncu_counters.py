@@ -9,6 +9,7 @@ Kernels that find no partner are counted in the metadata, not placed.
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -42,6 +43,12 @@ def _dims(text: str) -> str:
     return "x".join(values) if values else text
 
 
+def _dims_column(texts: pd.Series) -> np.ndarray:
+    """'(256, 1, 1)' -> '256x1x1', converted once per distinct value."""
+    converted: np.ndarray = texts.map({t: _dims(t) for t in texts.unique()}).to_numpy(object)
+    return converted
+
+
 def read_ncu_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     """One row per profiled kernel, in launch order: id, kernel, grid, block, stream and one
     float column per metric (ncu's metric names). Lines before the header (ncu's own messages)
@@ -53,17 +60,24 @@ def read_ncu_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     start = text.find('"ID"')
     if start < 0:
         raise TraceFormatError(f'{path} has no ncu CSV header (a line starting with "ID")')
-    rows = pd.read_csv(io.StringIO(text[start:]), dtype=str, keep_default_na=False)
     needed = ["ID", "Kernel Name", "Grid Size", "Block Size", "Metric Name", "Metric Value"]
-    missing = [c for c in needed if c not in rows.columns]
+    header = next(csv.reader([text[start : text.find("\n", start)]]))
+    missing = [c for c in needed if c not in header]
     if missing:
         raise TraceFormatError(f"{path}: ncu CSV without column(s) {missing}")
-    rows = rows[rows["ID"].str.fullmatch(r"\d+")]
-    value = pd.to_numeric(rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce")
-    ids = rows["ID"].astype(np.int64)
+    names = dict.fromkeys(needed[1:5], str)
+    columns = [*needed, *(["Stream"] if "Stream" in header else [])]
+    rows = pd.read_csv(io.StringIO(text[start:]), dtype=names, keep_default_na=False,
+                       thousands=",", usecols=columns)  # fmt: skip
+    ids_all = pd.to_numeric(rows["ID"], errors="coerce")
+    rows = rows[ids_all.notna()]
+    value = pd.to_numeric(rows["Metric Value"], errors="coerce")
+    ids = ids_all[ids_all.notna()].astype(np.int64)
     metrics = (
         pd.DataFrame({"id": ids, "metric": rows["Metric Name"], "value": value})
-        .pivot_table(index="id", columns="metric", values="value", aggfunc="first")
+        .drop_duplicates(["id", "metric"])
+        .set_index(["id", "metric"])["value"]
+        .unstack()
         .sort_index()
     )
     first = rows.assign(id=ids).drop_duplicates("id").set_index("id").sort_index()
@@ -71,8 +85,8 @@ def read_ncu_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
         {
             "id": first.index.to_numpy(),
             "kernel": first["Kernel Name"].to_numpy(dtype=object),
-            "grid": [_dims(g) for g in first["Grid Size"]],
-            "block": [_dims(b) for b in first["Block Size"]],
+            "grid": _dims_column(first["Grid Size"]),
+            "block": _dims_column(first["Block Size"]),
             "stream": first["Stream"].to_numpy() if "Stream" in first else 0,
         }
     )
