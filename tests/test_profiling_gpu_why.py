@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,33 @@ def test_free_running_times_peaks_and_counters_on_cuda(tmp_path: Path) -> None:
     counters = report.metadata["gpu"]["counters"]
     assert counters["available"] and counters["unmatched"] == 0, counters
     assert report.layers["sm_throughput_pct"].notna().sum() > 50
+
+
+def _real_run(tmp_path: Path) -> Path:
+    with tarfile.open(WHY / "resnet50_fp16_raw.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+@pytest.mark.skipif(not (WHY / "resnet50_fp16_raw.tar.gz").is_file(), reason="made on the H200")
+def test_a_real_h200_run_aligns_free_kernels_and_ncu_counters(tmp_path: Path) -> None:
+    """The runner's own files from the H200 (make_raw.py): ResNet-50 fp16, 3 runs."""
+    run = _real_run(tmp_path)
+    answer = json.loads((run / "answer.json").read_text())
+    parsed = parse_ort_trace(run / "trace.json", skip_runs=answer["skip_runs"])
+    parts = gpu_report_parts(answer["gpu"], parsed, run / "gpu_kernels.npz", IO_NODES,
+                             free_kernels=run / "gpu_kernels_free.npz",
+                             counters_csv=run / "ncu_counters.csv")  # fmt: skip
+    timing = parts.metadata["timing"]
+    alignment = timing["free_running"]["alignment"]
+    assert alignment["unaligned_kernels_per_run"] == 0 and alignment["kernels_per_run"] > 200
+    summed = float(parts.layers["gpu_ms"].sum())
+    assert summed == pytest.approx(timing["free_running_busy_ms_mean"], rel=0.03)
+    assert timing["profiled_busy_ms_mean"] >= 0.97 * timing["free_running_busy_ms_mean"]
+    counters = parts.metadata["counters"]
+    assert counters["available"] and counters["unmatched"] == 0 and counters["placed"] > 200
+    kernels = read_ncu_csv(run / "ncu_counters.csv")
+    assert kernels[list(NCU_METRICS)].notna().all().all()  # every metric of the set was read
+    convs = parts.layers[parts.layers["op_type"] == "Conv"]
+    assert convs["sm_throughput_pct"].notna().all() and (convs["ncu_kernels"] >= 1).all()
+    assert (convs["tensor_inst"] > 0).any()  # fp16 convolutions on the tensor cores

@@ -135,7 +135,11 @@ class ProfileJob(StagedJob):
         if message.get("event") != "progress":
             return
         warmup, n = self.settings.warmup, self.settings.iterations
-        offsets = {"warm-up": 0, "latency": warmup, "profile": warmup + n}
+        # the free-running pass shares the profile's share of the bar; peaks and counters
+        # (one-off, their own length) show at its end
+        end = 2 * (warmup + n)
+        offsets = {"warm-up": 0, "latency": warmup, "free-running": warmup + n,
+                   "profile": warmup + n, "peaks": end, "counters": end}  # fmt: skip
         total_steps = 2 * (warmup + n)
         phase = str(message.get("phase", ""))
         done = int(message.get("done", 0))

@@ -179,20 +179,10 @@ class KernelTracer:
         return offsets[len(offsets) // 2] if offsets else 0
 
     def per_layer_metrics(self) -> dict[str, str]:
-        """Why per-layer Tensor Core, SM and DRAM throughput are not measured (yet)."""
-        import importlib.util
-
-        try:
-            has_pm = importlib.util.find_spec("cupti.pm_sampling") is not None
-        except ImportError:
-            has_pm = False
-        version = getattr(self._cupti, "__version__", "") or _package_version("cupti-python")
+        """Why per-layer Tensor Core, SM and DRAM throughput are not in a plain profile."""
         why = (
-            "needs CUPTI's range profiler or PM sampling per node (one replay per layer), not "
-            "wired in yet"
-            if has_pm
-            else f"needs CUPTI's PM sampling or range profiler, which cupti-python offers from "
-            f"13.3 on (with a CUDA 13.3+ libcupti); this one is {version or 'older'}"
+            "per-layer hardware counters come from Nsight Compute: profile_ort(..., "
+            "counters=True) where ncu is on the GPU machine"
         )
         return dict.fromkeys(("tensor_core_util", "sm_throughput", "dram_throughput"), why)
 
@@ -233,15 +223,6 @@ class KernelTracer:
             "clock_offset_ns": offset,
             "clock_spread_ns": _spread(self.clock_pairs),
         }
-
-
-def _package_version(name: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(name)
-    except Exception:  # not installed as a distribution
-        return ""
 
 
 def _spread(pairs: list[tuple[int, int]]) -> int:

@@ -118,7 +118,8 @@ def gpu_summary_rows(metadata: Mapping[str, Any], metric_samples: int = 0) -> li
     if isinstance(counters, Mapping) and counters:
         rows.append(("GPU counters", _counters_row(counters)))
     per_layer = gpu.get("per_layer_metrics_unavailable")
-    if isinstance(per_layer, Mapping) and per_layer:
+    has_counters = isinstance(counters, Mapping) and counters.get("available")
+    if isinstance(per_layer, Mapping) and per_layer and not has_counters:
         reasons = sorted({str(v) for v in per_layer.values()})
         rows.append(
             ("per-layer metrics", f"{', '.join(per_layer)}: unavailable ({'; '.join(reasons)})")
