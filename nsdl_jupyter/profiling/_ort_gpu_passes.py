@@ -380,6 +380,12 @@ def ncu_counters(request: dict[str, Any]) -> dict[str, Any]:
     {"available": False, "message"} (no ncu, no permission, it failed): never raises."""
     settings = dict((request.get("gpu") or {}).get("counters") or {})
     ncu = find_ncu(settings.get("ncu_path"))
+    if ncu is None and settings.get("ncu_path"):
+        return {
+            "available": False,
+            "message": f"no GPU counters: {settings['ncu_path']} (counters_ncu_path) is not an "
+            "executable on the target; give the path of Nsight Compute's `ncu` there",
+        }
     if ncu is None:
         return {
             "available": False,

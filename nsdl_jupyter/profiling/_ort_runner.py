@@ -17,6 +17,8 @@ Requests (`kind`):
   end-to-end latencies, because onnxruntime's profiler synchronises after every node and
   inflates the run time (ResNet-50 on an H200: 2.40 ms bare, 3.57 ms profiled). Then a
   profiled pass whose trace file is left in the work directory for the parent to parse.
+  On a GPU (`_ort_gpu_passes.py`): a free-running CUPTI pass in the bare session, the peaks
+  micro-benchmark and, when asked, the ncu counter pass ("ort_counters_pass", run under ncu).
 
 With `NSDL_STDIN_WATCHDOG=1` (set by the SSH target) the runner ends its whole process group
 as soon as its stdin reaches EOF: over SSH that is the connection closing, so a dropped link
