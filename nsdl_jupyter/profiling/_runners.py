@@ -23,6 +23,7 @@ RUNNER_FILES = (
     RUNNER,
     RUNNER.with_name("_gpu_runner.py"),
     TRT_RUNNER,
+    RUNNER.with_name("_ort_gpu_passes.py"),
     RUNNER.with_name("_trt_profile_runner.py"),
 )
 

@@ -39,6 +39,9 @@ class GpuTiming:
     busy_ms: np.ndarray  # per run: union of the kernels' intervals
     span_ms: np.ndarray  # per run: first kernel start to last kernel end
     placed_share: float  # share of kernel time placed in a node (not an input/output copy)
+    # one row per kernel of the kept runs (layer, kernel, grid, block, stream, run, start_ns,
+    # end_ns, duration_ms): the reference that other passes are aligned to
+    frame: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class _Records:
     grid: np.ndarray
     block: np.ndarray
     profiling_start_ns: int
+    run_start_ns: np.ndarray  # a free-running pass: when each run began (wall ns); else empty
 
 
 def read_kernel_records(path: str | os.PathLike[str]) -> _Records:
@@ -75,6 +79,9 @@ def read_kernel_records(path: str | os.PathLike[str]) -> _Records:
                 grid=data["grid"].astype(np.int64).reshape(-1, 3),
                 block=data["block"].astype(np.int64).reshape(-1, 3),
                 profiling_start_ns=int(data["profiling_start_ns"][0]),
+                run_start_ns=data["run_start_ns"].astype(np.int64)
+                if "run_start_ns" in data.files
+                else np.zeros(0, dtype=np.int64),
             )
     except (OSError, KeyError, ValueError, IndexError, TypeError) as exc:
         raise TraceFormatError(f"{path} is not a kernel record file of the runner: {exc}") from exc
@@ -85,6 +92,11 @@ def read_kernel_records(path: str | os.PathLike[str]) -> _Records:
     if count and (records.name_id.min() < 0 or records.name_id.max() >= len(names)):
         raise TraceFormatError(f"{path}: kernel name index out of range")
     return records
+
+
+def dims_text(dims: np.ndarray) -> list[str]:
+    """Grid or block sizes as the kernel tables write them: '8x1x1'."""
+    return [f"{x}x{y}x{z}" for x, y, z in dims]
 
 
 def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> GpuTiming:
@@ -110,8 +122,8 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
         {
             "layer": layer_names[layer_id[keep]],
             "kernel": np.array(records.names, dtype=object)[records.name_id[keep]],
-            "grid": [f"{x}x{y}x{z}" for x, y, z in records.grid[keep]],
-            "block": [f"{x}x{y}x{z}" for x, y, z in records.block[keep]],
+            "grid": dims_text(records.grid[keep]),
+            "block": dims_text(records.block[keep]),
             "stream": records.stream[keep],
             "run": run[keep],
             "start_ns": records.start_ns[keep],
@@ -119,6 +131,11 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
             "duration_ms": duration_ms[keep],
         }
     )
+    return timing_from_frame(frame, n_runs, windows.representative)
+
+
+def timing_from_frame(frame: pd.DataFrame, n_runs: int, representative: int) -> GpuTiming:
+    """Per-layer and per-kernel times of placed kernel rows (columns as `GpuTiming.frame`)."""
     runs = max(n_runs, 1)
     per_layer = frame.groupby("layer", sort=False)["duration_ms"].agg(["sum", "size"])
     grouped = frame.groupby(["layer", "kernel", "grid", "block", "stream"], sort=False)
@@ -134,10 +151,11 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
         gpu_ms={str(k): float(v) / runs for k, v in per_layer["sum"].items()},
         kernel_count={str(k): float(v) / runs for k, v in per_layer["size"].items()},
         kernels=kernels.reset_index(drop=True),
-        timeline=_one_run(frame, windows),
+        timeline=_one_run(frame, representative),
         busy_ms=busy,
         span_ms=span,
         placed_share=placed / total if total > 0 else float("nan"),
+        frame=frame,
     )
 
 
@@ -183,9 +201,9 @@ def _busy(frame: pd.DataFrame, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
     return busy, span
 
 
-def _one_run(frame: pd.DataFrame, windows: NodeWindows) -> pd.DataFrame:
-    """The kernels of the trace's representative run, times from that run's first kernel."""
-    chosen = frame[frame["run"] == windows.representative]
+def _one_run(frame: pd.DataFrame, representative: int) -> pd.DataFrame:
+    """The kernels of the representative run, times from that run's first kernel."""
+    chosen = frame[frame["run"] == representative]
     if chosen.empty:
         return pd.DataFrame(columns=KERNEL_TIMELINE_COLUMNS)
     origin = int(chosen["start_ns"].min())

@@ -23,6 +23,12 @@ def _busy_row(timing: Mapping[str, Any]) -> str:
     if math.isnan(busy):
         return ""
     text = f"{busy:.3f} ms busy per inference (union of kernel intervals)"
+    profiled = _ms(timing.get("profiled_busy_ms_mean"))
+    if timing.get("free_running_busy_ms_mean") is not None and not math.isnan(profiled):
+        return text + (
+            f" in a free-running pass (no onnxruntime profiler); {profiled:.3f} ms in the "
+            "profiled pass, whose per-node syncs stretch the kernels"
+        )
     if not math.isnan(idle) and not math.isnan(span) and span > 0:
         text += (
             f"; in the traced pass {idle:.3f} ms idle of {span:.3f} ms (onnxruntime's profiler "
@@ -59,6 +65,27 @@ def _metrics_row(metrics: Mapping[str, Any], samples: int) -> str:
     return ", ".join(parts)
 
 
+def _copies_row(timing: Mapping[str, Any], io_binding: Any) -> str:
+    share = _ms(timing.get("copy_share"))
+    if math.isnan(share) or share <= 0:
+        return ""
+    text = f"{share:.1%} of GPU time copies inputs/outputs between host and GPU"
+    if not io_binding:
+        text += "; profile_ort(..., io_binding=True) keeps them on the GPU and removes them"
+    return text
+
+
+def _counters_row(counters: Mapping[str, Any]) -> str:
+    if not counters.get("available"):
+        return str(counters.get("message") or "unavailable")
+    text = f"Nsight Compute: {counters.get('placed', 0)} kernels of one inference on layers"
+    if counters.get("unmatched"):
+        text += f" ({counters['unmatched']} without a node)"
+    if isinstance(counters.get("seconds"), (int, float)):
+        text += f"; ncu ran {counters['seconds']:.1f} s"
+    return text
+
+
 def gpu_summary_rows(metadata: Mapping[str, Any], metric_samples: int = 0) -> list[tuple[str, str]]:
     """Rows describing `metadata["gpu"]`: GPU timing (or why there is none), busy/idle per
     inference, clocks, NVML metrics. Empty for a report without a GPU part."""
@@ -73,6 +100,9 @@ def gpu_summary_rows(metadata: Mapping[str, Any], metric_samples: int = 0) -> li
             busy = _busy_row(timing)
             if busy:
                 rows.append(("GPU busy / idle", busy))
+            copies = _copies_row(timing, metadata.get("io_binding"))
+            if copies:
+                rows.append(("host copies", copies))
         else:
             message = str(timing.get("message") or "GPU timing unavailable")
             rows.append(("GPU timing", f"unavailable: {message}; layer times are host times"))
@@ -84,8 +114,12 @@ def gpu_summary_rows(metadata: Mapping[str, Any], metric_samples: int = 0) -> li
         text = _metrics_row(metrics, metric_samples)
         if text:
             rows.append(("GPU metrics", text))
+    counters = gpu.get("counters")
+    if isinstance(counters, Mapping) and counters:
+        rows.append(("GPU counters", _counters_row(counters)))
     per_layer = gpu.get("per_layer_metrics_unavailable")
-    if isinstance(per_layer, Mapping) and per_layer:
+    has_counters = isinstance(counters, Mapping) and counters.get("available")
+    if isinstance(per_layer, Mapping) and per_layer and not has_counters:
         reasons = sorted({str(v) for v in per_layer.values()})
         rows.append(
             ("per-layer metrics", f"{', '.join(per_layer)}: unavailable ({'; '.join(reasons)})")

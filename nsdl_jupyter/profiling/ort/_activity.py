@@ -29,6 +29,7 @@ from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, w
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._runners import RUNNER, reading_answer
+from nsdl_jupyter.profiling.gpu._ncu_counters import NCU_METRICS
 from nsdl_jupyter.profiling.gpu._report import gpu_report_parts
 from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping, fused_node_mapping
 from nsdl_jupyter.profiling.ort._settings import OrtProfileSettings, OrtSettingsKwargs
@@ -105,10 +106,13 @@ class ProfileJob(StagedJob):
                 "intra_op_threads": settings.intra_op_threads,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
+                "io_binding": settings.io_binding,
                 "gpu": {
                     "timing": settings.gpu_timing,
                     "metrics_interval_ms": settings.metrics_interval_ms,
                     "lock_clocks": settings.lock_clocks,
+                    "peaks": settings.peaks,
+                    "counters": counter_request(settings),
                 },
             }
             if arrays is not None:
@@ -124,6 +128,13 @@ class ProfileJob(StagedJob):
             self._cleanup()
             raise
 
+    def _fetch(self, remote: str | None, name: str) -> Path | None:
+        if not remote:
+            return None
+        local = self._stage / name
+        self.target.get(remote, local)
+        return local
+
     # ---- progress -------------------------------------------------------------------------
 
     def _on_event(self, message: dict[str, Any]) -> None:
@@ -132,7 +143,11 @@ class ProfileJob(StagedJob):
         if message.get("event") != "progress":
             return
         warmup, n = self.settings.warmup, self.settings.iterations
-        offsets = {"warm-up": 0, "latency": warmup, "profile": warmup + n}
+        # the free-running pass shares the profile's share of the bar; peaks and counters
+        # (one-off, their own length) show at its end
+        end = 2 * (warmup + n)
+        offsets = {"warm-up": 0, "latency": warmup, "free-running": warmup + n,
+                   "profile": warmup + n, "peaks": end, "counters": end}  # fmt: skip
         total_steps = 2 * (warmup + n)
         phase = str(message.get("phase", ""))
         done = int(message.get("done", 0))
@@ -217,16 +232,32 @@ class ProfileJob(StagedJob):
             optimized = self._stage / "optimized.onnx"
             self.target.get(answer["optimized_model"], optimized)
             mapping = fused_node_mapping(self._staged_model, optimized)
-        gpu_file = None
-        timing = (answer.get("gpu") or {}).get("timing") or {}
-        if timing.get("file"):
-            gpu_file = self._stage / "gpu_kernels.npz"
-            self.target.get(timing["file"], gpu_file)
+        gpu = answer.get("gpu") or {}
+        fetched = {
+            name: self._fetch((gpu.get(key) or {}).get("file"), name)
+            for key, name in (
+                ("timing", "gpu_kernels.npz"),
+                ("free_running", "gpu_kernels_free.npz"),
+                ("counters", "ncu_counters.csv"),
+            )
+        }
         report = _report_from_run(
-            answer, self.trace_path, self.source, self.settings, mapping=mapping, gpu_file=gpu_file
+            answer, self.trace_path, self.source, self.settings, mapping=mapping, files=fetched
         )
         self._set_progress(Progress("done", 1, 1, 1.0))
         return report
+
+
+def counter_request(settings: OrtProfileSettings) -> dict[str, Any] | None:
+    """The runner's `gpu.counters` request: ncu's metric set and caps (None: no counters)."""
+    if not settings.counters:
+        return None
+    return {
+        "metrics": list(NCU_METRICS),
+        "max_kernels": settings.counters_max_kernels,
+        "kernel_name": settings.counters_kernel_name,
+        "ncu_path": settings.counters_ncu_path,
+    }
 
 
 def _report_from_run(
@@ -236,7 +267,7 @@ def _report_from_run(
     settings: OrtProfileSettings,
     *,
     mapping: Mapping[str, LayerMapping] | None = None,
-    gpu_file: Path | None = None,
+    files: Mapping[str, Path | None] | None = None,
 ) -> ProfileReport:
     parsed = parse_ort_trace(
         trace_path,
@@ -244,7 +275,15 @@ def _report_from_run(
         graph_nodes=source.node_names,
         mapping=mapping,
     )
-    gpu = gpu_report_parts(answer.get("gpu") or {}, parsed, gpu_file, source.io_nodes)
+    files = files or {}
+    gpu = gpu_report_parts(
+        answer.get("gpu") or {},
+        parsed,
+        files.get("gpu_kernels.npz"),
+        source.io_nodes,
+        free_kernels=files.get("gpu_kernels_free.npz"),
+        counters_csv=files.get("ncu_counters.csv"),
+    )
     latencies = np.asarray(answer["latencies_ms"], dtype=np.float64)
     metadata = {
         "source": "onnxruntime",
@@ -270,7 +309,10 @@ def _report_from_run(
         "timing_note": NODE_TIME_NOTE,
         "settings": settings.to_json(),
         "gpu": gpu.metadata,
+        "io_binding": settings.io_binding,
     }
+    if "peaks" in gpu.metadata:
+        metadata["peaks"] = gpu.metadata["peaks"]
     if settings.full_paths:
         metadata["host"] = answer.get("host")
     return ProfileReport(

@@ -66,6 +66,12 @@ class OrtSettingsKwargs(TypedDict, total=False):
     gpu_timing: bool
     metrics_interval_ms: float
     lock_clocks: bool
+    io_binding: bool
+    peaks: bool
+    counters: bool
+    counters_max_kernels: int
+    counters_kernel_name: str | None
+    counters_ncu_path: str | None
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,16 @@ class OrtProfileSettings:
       pass (0: off); `lock_clocks` locks GPU and memory clocks to their default application
       clocks for the run (reset afterwards; without permission the run goes on unlocked and
       the report says so). They need the `gpu` extra (cupti-python, nvidia-ml-py) there.
+      With `gpu_timing`, a free-running pass (CUPTI only, no onnxruntime profiler) gives
+      `gpu_ms`, each kernel aligned to its node in the profiled pass;
+    - `io_binding`: inputs copied to the device once and outputs left there (onnxruntime
+      IOBinding), so the runs have no host copies;
+    - `peaks`: measure the GPU's attainable FLOP/s per dtype and bytes/s (a few seconds, cached
+      per GPU and clock) into `report.metadata["peaks"]`;
+    - `counters`: run the model once more under Nsight Compute (`ncu`, on the target's PATH,
+      in /usr/local/cuda/bin, or `counters_ncu_path`) for per-layer hardware counters, at most
+      `counters_max_kernels` kernels of one inference, only those matching the regular
+      expression `counters_kernel_name` if given.
     """
 
     iterations: int = 20
@@ -104,6 +120,12 @@ class OrtProfileSettings:
     gpu_timing: bool = True
     metrics_interval_ms: float = 10.0
     lock_clocks: bool = True
+    io_binding: bool = False
+    peaks: bool = True
+    counters: bool = False
+    counters_max_kernels: int = 2000
+    counters_kernel_name: str | None = None
+    counters_ncu_path: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provider", provider_name(self.provider))
@@ -147,6 +169,15 @@ class OrtProfileSettings:
             raise ProfileSettingsError(
                 f"metrics_interval_ms={self.metrics_interval_ms!r}: use milliseconds between "
                 "NVML samples (1 to 60000), or 0 for none"
+            )
+        if (
+            isinstance(self.counters_max_kernels, bool)
+            or not isinstance(self.counters_max_kernels, int)
+            or self.counters_max_kernels < 1
+        ):
+            raise ProfileSettingsError(
+                f"counters_max_kernels={self.counters_max_kernels!r}: use an integer >= 1 "
+                "(kernels of one inference that ncu profiles)"
             )
         if self.intra_op_threads is not None and self.intra_op_threads < 0:
             raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")

@@ -69,19 +69,34 @@ def _import_nvml() -> Any:
     return pynvml
 
 
-class KernelTracer:
-    """CUPTI activity records of this process's GPU work, between `start` and `stop`."""
+_CURRENT: list[KernelTracer] = []  # the tracer that receives CUPTI's buffers
+_REGISTERED: list[bool] = []
 
-    def __init__(self) -> None:
+
+def _requested() -> tuple[int, int]:
+    return 8 * 1024 * 1024, 0
+
+
+def _completed(activities: list[Any]) -> None:
+    if _CURRENT:
+        _CURRENT[0]._completed(activities)
+
+
+class KernelTracer:
+    """CUPTI activity records of this process's GPU work, between `start` and `stop`.
+
+    With `api=False` the launching API calls are not recorded (a free-running pass: kernels
+    and copies only, the least CUPTI can add); `mark_run()` then notes when each run begins."""
+
+    def __init__(self, *, api: bool = True) -> None:
         self._cupti = _import_cupti()
+        self._kinds = (*_KERNEL_KINDS, *_COPY_KINDS, *(_API_KINDS if api else ()))
+        self.run_starts: list[int] = []  # CUPTI clock, one per mark_run()
         self.kernels: list[tuple[Any, ...]] = []  # (name, start, end, corr, stream, grid, block)
         self.launches: dict[int, int] = {}  # correlation id -> host start (CUPTI clock)
         self.clock_pairs: list[tuple[int, int]] = []  # (cupti ns, wall ns)
         self.dropped = 0
         self._lock = threading.Lock()
-
-    def _requested(self) -> tuple[int, int]:
-        return 8 * 1024 * 1024, 0
 
     def _completed(self, activities: list[Any]) -> None:
         cupti = self._cupti
@@ -138,16 +153,23 @@ class KernelTracer:
 
     def start(self) -> None:
         cupti = self._cupti
-        cupti.activity_register_callbacks(self._requested, self._completed)
-        for name in (*_KERNEL_KINDS, *_COPY_KINDS, *_API_KINDS):
+        _CURRENT[:] = [self]
+        if not _REGISTERED:
+            # once per process: later tracers (free pass, peaks) receive through _CURRENT
+            cupti.activity_register_callbacks(_requested, _completed)
+            _REGISTERED.append(True)
+        for name in self._kinds:
             cupti.activity_enable(getattr(cupti.ActivityKind, name))
         self._pair()
+
+    def mark_run(self) -> None:
+        self.run_starts.append(int(self._cupti.get_timestamp()))
 
     def stop(self) -> None:
         cupti = self._cupti
         self._pair()
         cupti.activity_flush_all(1)
-        for name in (*_KERNEL_KINDS, *_COPY_KINDS, *_API_KINDS):
+        for name in self._kinds:
             with contextlib.suppress(Exception):  # a kind this CUPTI never enabled
                 cupti.activity_disable(getattr(cupti.ActivityKind, name))
 
@@ -157,22 +179,16 @@ class KernelTracer:
         return offsets[len(offsets) // 2] if offsets else 0
 
     def per_layer_metrics(self) -> dict[str, str]:
-        """Why per-layer Tensor Core, SM and DRAM throughput are not measured (yet)."""
-        import importlib.util
-
-        try:
-            has_pm = importlib.util.find_spec("cupti.pm_sampling") is not None
-        except ImportError:
-            has_pm = False
-        version = getattr(self._cupti, "__version__", "") or _package_version("cupti-python")
+        """Why per-layer Tensor Core, SM and DRAM throughput are not in a plain profile."""
         why = (
-            "needs CUPTI's range profiler or PM sampling per node (one replay per layer), not "
-            "wired in yet"
-            if has_pm
-            else f"needs CUPTI's PM sampling or range profiler, which cupti-python offers from "
-            f"13.3 on (with a CUDA 13.3+ libcupti); this one is {version or 'older'}"
+            "per-layer hardware counters come from Nsight Compute: profile_ort(..., "
+            "counters=True) where ncu is on the GPU machine"
         )
         return dict.fromkeys(("tensor_core_util", "sm_throughput", "dram_throughput"), why)
+
+    def kernel_seconds(self) -> float:
+        """Summed duration of the recorded kernels (copies and memsets left out)."""
+        return float(sum(k[2] - k[1] for k in self.kernels if k[5] != (0, 0, 0))) / 1e9
 
     def save(self, path: str, profiling_start_ns: int) -> dict[str, Any]:
         """Write the records as columns (numpy .npz) and return a summary for the answer."""
@@ -197,6 +213,7 @@ class KernelTracer:
             "names_utf8": np.frombuffer("".join(names).encode("utf-8"), dtype=np.uint8),
             "name_lengths": np.asarray([len(n.encode("utf-8")) for n in names], dtype=np.int64),
             "profiling_start_ns": np.asarray([profiling_start_ns], dtype=np.int64),
+            "run_start_ns": np.asarray([t + offset for t in self.run_starts], dtype=np.int64),
         }
         with open(path, "wb") as handle:
             np.savez_compressed(handle, **columns)
@@ -206,15 +223,6 @@ class KernelTracer:
             "clock_offset_ns": offset,
             "clock_spread_ns": _spread(self.clock_pairs),
         }
-
-
-def _package_version(name: str) -> str:
-    try:
-        from importlib.metadata import version
-
-        return version(name)
-    except Exception:  # not installed as a distribution
-        return ""
 
 
 def _spread(pairs: list[tuple[int, int]]) -> int:

@@ -19,6 +19,8 @@ Requests (`kind`):
   end-to-end latencies, because onnxruntime's profiler synchronises after every node and
   inflates the run time (ResNet-50 on an H200: 2.40 ms bare, 3.57 ms profiled). Then a
   profiled pass whose trace file is left in the work directory for the parent to parse.
+  On a GPU (`_ort_gpu_passes.py`): a free-running CUPTI pass in the bare session, the peaks
+  micro-benchmark and, when asked, the ncu counter pass ("ort_counters_pass", run under ncu).
 
 With `NSDL_STDIN_WATCHDOG=1` (set by the SSH target) the runner ends its whole process group
 as soon as its stdin reaches EOF: over SSH that is the connection closing, so a dropped link
@@ -343,6 +345,28 @@ def _session(
     return sess, used
 
 
+def _run_fn(ort: Any, sess: Any, feeds: dict[str, Any], output_names: list[str],
+            request: dict[str, Any]) -> Any:  # fmt: skip
+    """One inference as a call. With `io_binding`, inputs are copied to the provider's device
+    once and outputs stay there (onnxruntime IOBinding): runs without host copies."""
+    if not request.get("io_binding"):
+        return lambda: sess.run(output_names, feeds)
+    device = "cuda" if request["provider"] in _GPU_PROVIDERS else "cpu"
+    device_id = int((request.get("provider_options") or {}).get("device_id", 0))
+    binding = sess.io_binding()
+    values = {n: ort.OrtValue.ortvalue_from_numpy(v, device, device_id) for n, v in feeds.items()}
+    for name, value in values.items():
+        binding.bind_ortvalue_input(name, value)
+    for name in output_names:
+        binding.bind_output(name, device, device_id)
+
+    def run() -> None:
+        sess.run_with_iobinding(binding)
+        _ = values  # the bound inputs live as long as the call
+
+    return run
+
+
 def _percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
@@ -377,9 +401,10 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
     gpu: dict[str, Any] = {}
     lock = _clock_lock(device, gpu) if on_gpu and gpu_request.get("lock_clocks") else None
     try:
+        run_once = _run_fn(ort, sess, feeds, output_names, request)
         progress = Progress("warm-up", warmup)
         for i in range(warmup):
-            sess.run(output_names, feeds)
+            run_once()
             progress.step(i + 1)
         _debug_crash(request, "run")
         # The bare pass: what a plain onnxruntime loop measures, with the profiler off (NVML
@@ -390,22 +415,20 @@ def ort_profile(request: dict[str, Any]) -> dict[str, Any]:
         clock = time.perf_counter_ns
         for i in range(iterations):
             start = clock()
-            sess.run(output_names, feeds)
+            run_once()
             latencies.append((clock() - start) / 1e6)
             progress.step(i + 1)
         if sampler is not None:
-            sampler.stop()
-            gpu["metrics"] = {
-                "interval_ms": float(gpu_request.get("metrics_interval_ms", 10.0)),
-                "columns": sampler.columns(),
-                "unavailable": sampler.unavailable,
-            }
-        del sess
+            gpu["metrics"] = _sampled(sampler, gpu_request)
+        _free_running(run_once, iterations, workdir, gpu, on_gpu and gpu_request)
+        del sess, run_once
         gc.collect()
 
         written = _profiled_pass(
             ort, request, feeds, output_names=output_names, gpu_request=gpu_request, gpu=gpu
         )
+        if on_gpu:
+            _after_profile(ort, request, gpu_request, gpu)
     finally:
         if lock is not None and lock.locked:
             lock.unlock()
@@ -454,10 +477,11 @@ def _profiled_pass(
     on_gpu = request["provider"] in _GPU_PROVIDERS
     tracer = _tracer(gpu) if on_gpu and gpu_request.get("timing", True) else None
     progress = Progress("profile", iterations)
+    run_once = _run_fn(ort, profiled, feeds, output_names, request)
     if tracer is not None:
         tracer.start()
     for i in range(iterations):
-        profiled.run(output_names, feeds)
+        run_once()
         progress.step(i + 1)
     if tracer is not None:
         tracer.stop()
@@ -474,17 +498,28 @@ def _profiled_pass(
 _GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
 
 
-def _gpu_runner() -> Any:
-    """The sibling file _gpu_runner.py, loaded by path (this file runs as a plain script)."""
+_SIBLINGS: dict[str, Any] = {}
+
+
+def _sibling(filename: str, module_name: str) -> Any:
+    """A sibling runner file, loaded by path once (this file runs as a plain script)."""
+    if filename in _SIBLINGS:
+        return _SIBLINGS[filename]
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_gpu_runner.py")
-    spec = importlib.util.spec_from_file_location("_nsdl_gpu_runner", path)
-    if spec is None or spec.loader is None:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), filename)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None or not os.path.isfile(path):
         raise RunnerError(f"{path} is missing: deploy it beside {os.path.basename(__file__)}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _SIBLINGS[filename] = module
     return module
+
+
+def _gpu_runner() -> Any:
+    """The sibling file _gpu_runner.py (CUPTI, NVML)."""
+    return _sibling("_gpu_runner.py", "_nsdl_gpu_runner")
 
 
 def _clock_lock(device: int, gpu: dict[str, Any]) -> Any:
@@ -527,6 +562,98 @@ def _tracer(gpu: dict[str, Any]) -> Any:
     except runner.GpuUnavailableError as exc:
         gpu["timing"] = {"available": False, "message": str(exc)}
         return None
+
+
+def _passes() -> Any:
+    return _sibling("_ort_gpu_passes.py", "_nsdl_ort_gpu_passes")
+
+
+def _sampled(sampler: Any, gpu_request: dict[str, Any]) -> dict[str, Any]:
+    sampler.stop()
+    return {
+        "interval_ms": float(gpu_request.get("metrics_interval_ms", 10.0)),
+        "columns": sampler.columns(),
+        "unavailable": sampler.unavailable,
+    }
+
+
+def _after_profile(
+    ort: Any, request: dict[str, Any], gpu_request: dict[str, Any], gpu: dict[str, Any]
+) -> None:
+    """Peaks and counters, at the clocks the profile ran at (still locked)."""
+    if gpu_request.get("peaks", True):
+        gpu["peaks"] = _peaks(ort, request, gpu)
+    if gpu_request.get("counters"):
+        Progress("counters", 1)
+        gpu["counters"] = _passes().ncu_counters(request)
+
+
+def _free_running(run_once: Any, runs: int, workdir: str, gpu: dict[str, Any], asked: Any) -> None:
+    """Kernel times without onnxruntime's profiler (`_ort_gpu_passes.free_running_pass`), on
+    a GPU run that asked for timing (`asked`: the `gpu` request, falsy off the GPU)."""
+    if not asked or not asked.get("timing", True) or not asked.get("free_running", True):
+        return
+    runner = _gpu_runner()
+    try:
+        tracer = runner.KernelTracer(api=False)
+    except runner.GpuUnavailableError as exc:
+        gpu["free_running"] = {"available": False, "message": str(exc)}
+        return
+    Progress("free-running", 1)
+    path = os.path.join(workdir, "gpu_kernels_free.npz")
+    gpu["free_running"] = _passes().free_running_pass(tracer, run_once, runs, path, 0)
+
+
+def _peaks(ort: Any, request: dict[str, Any], gpu: dict[str, Any]) -> dict[str, Any]:
+    """The attainable peaks of this GPU at its clock now (cached; a few seconds once)."""
+    Progress("peaks", 1)
+    passes = _passes()
+    options = dict(request.get("provider_options") or {})
+    device = int(options.get("device_id", 0))
+    clocks = gpu.get("clocks") or {}
+    clock = int(clocks.get("sm_mhz") or 0) if clocks.get("locked") else passes.sm_clock_mhz(device)
+    names = _gpu_names()
+    runner = _gpu_runner()
+
+    def tracer() -> Any:
+        try:
+            return runner.KernelTracer(api=False)
+        except runner.GpuUnavailableError:
+            return None
+
+    try:
+        return dict(
+            passes.measure_peaks(
+                ort,
+                "CUDAExecutionProvider",
+                {"device_id": device},
+                gpu_name=names[device] if device < len(names) else f"GPU {device}",
+                sm_clock_mhz=clock,
+                tracer_factory=tracer,
+            )
+        )
+    except Exception as exc:  # out of memory on a small GPU, a provider without MatMul...
+        return {"available": False, "message": f"peaks not measured: {exc}"}
+
+
+def ort_counters_pass(request: dict[str, Any]) -> dict[str, Any]:
+    """Under ncu: warm up, then one inference inside cuProfilerStart/Stop (the only kernels
+    ncu profiles with --profile-from-start off)."""
+    ort = _import_ort()
+    sess, _ = _session(ort, request, profile_prefix=None)
+    inputs = request.get("inputs") or {"mode": "random"}
+    if inputs.get("mode") == "npz":
+        feeds, _ = _file_inputs(sess, inputs["path"], inputs.get("strings") or {})
+    else:
+        feeds, _ = _random_inputs(sess, dict(inputs.get("dims") or {}), int(inputs.get("seed", 0)))
+    run_once = _run_fn(ort, sess, feeds, [o.name for o in sess.get_outputs()], request)
+    for _ in range(max(int(request.get("warmup", 0)), 1)):
+        run_once()
+    passes = _passes()
+    passes.profiler_range(True)
+    run_once()
+    passes.profiler_range(False)
+    return {"runs": 1}
 
 
 def restore_clocks(request: dict[str, Any]) -> dict[str, Any]:
@@ -634,6 +761,7 @@ HANDLERS = {
     "target_check": target_check,
     "ort_profile": ort_profile,
     "restore_clocks": restore_clocks,
+    "ort_counters_pass": ort_counters_pass,
 }
 
 
