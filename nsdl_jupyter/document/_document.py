@@ -24,7 +24,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
-from nsdl_jupyter._walk import graphs_in
+from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import Diagnostic, check_proto, check_snapshot
 from nsdl_jupyter.document._companion import (
@@ -53,6 +53,7 @@ from nsdl_jupyter.document._saving import ExternalLocation, SaveRequest, save_mo
 from nsdl_jupyter.document._tensor_values import array_from_source, generate_array, to_tensor
 from nsdl_jupyter.document._tensorrt import TensorRtProperties
 from nsdl_jupyter.ops import (
+    ONNX_DOMAINS,
     LiteralSyntaxError,
     UnknownOperatorError,
     attribute_to_python,
@@ -264,6 +265,12 @@ class ModelDocument:
         from nsdl_jupyter.document._bodies import parameter
 
         key = (domain, name, "")
+        if domain in ONNX_DOMAINS:
+            raise GraphEditError(
+                f"function {name!r}: a local function cannot live in the standard ONNX domain "
+                f"{domain or 'ai.onnx'!r} (its operators are ONNX's, and importing it again "
+                "changes the ONNX opset): give it a custom domain, such as 'local'"
+            )
         if not _OP_NAME.fullmatch(name) or not _DOMAIN_NAME.fullmatch(domain):
             raise GraphEditError(
                 f"function {domain!r}::{name!r}: name and domain must be identifiers "
@@ -485,6 +492,33 @@ class ModelDocument:
             description,
             [e.SetMapping(self.graph.opset_imports, domain, version)],
             ChangeEvent(description),
+        )
+
+    def remove_domain(self, domain: str) -> None:
+        """Stop importing operator domain `domain` (one undo step). Refused while a node or a
+        local function uses it; the alias 'ai.onnx' beside the default domain "" always goes
+        (the default import covers its nodes)."""
+        imports = self.graph.opset_imports
+        if domain not in imports:
+            raise GraphEditError(
+                f"the model does not import {domain!r}; it imports {dict(imports)}"
+            )
+        alias = domain == "ai.onnx" and "" in imports
+        if not alias:
+            if domain in ("", "ai.onnx"):
+                raise GraphEditError(
+                    "the default ONNX domain cannot be removed: a model needs an ONNX opset "
+                    "(convert_opset changes its version)"
+                )
+            users = [n.name for n in nodes_in(self.graph) if n.domain == domain]
+            users += [f"{d}::{n}" for d, n, _ in self.model.functions if d == domain]
+            if users:
+                raise GraphEditError(
+                    f"domain {domain!r} is still used by {users[:5]}: remove them first"
+                )
+        description = f"remove domain {domain or 'ai.onnx'}"
+        self.apply_edits(
+            description, [e.SetMapping(imports, domain, None)], ChangeEvent(description)
         )
 
     def add_node(
