@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
 from nsdl_jupyter.document._check import Diagnostic, check_proto
-from nsdl_jupyter.document._companion import COMPANION_SUFFIX, MOVED_KEY, CompanionWarning
+from nsdl_jupyter.document._companion import (
+    COMPANION_SUFFIX,
+    MAX_COORDINATE,
+    MOVED_KEY,
+    CompanionWarning,
+    layout_coordinate,
+)
 from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
@@ -37,6 +43,7 @@ from nsdl_jupyter.document._tensorrt import (
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "MAX_COORDINATE",
     "MOVED_KEY",
     "NO_CONSTRAINT",
     "PRECISIONS",
@@ -64,6 +71,7 @@ __all__ = [
     "check_proto",
     "external_tensors",
     "fill_methods",
+    "layout_coordinate",
     "new_model",
     "open_model",
     "resolve_inside",

@@ -31,6 +31,7 @@ from nsdl_jupyter.document._companion import (
     CompanionWarning,
     FollowMoves,
     companion_path,
+    companion_problem,
     read_companion,
     write_companion,
 )
@@ -1163,7 +1164,12 @@ class ModelDocument:
         return f"{target.name}.data"
 
     def update_companion(self, key: str, value: Any) -> None:
-        """Set view state kept beside the model (layout, collapsed groups); not an edit."""
+        """Set view state kept beside the model (layout, collapsed groups); not an edit.
+        Refused when the companion could not store it as is (standard JSON; box positions
+        finite and on the canvas)."""
+        problem = companion_problem(key, value)
+        if problem:
+            raise DocumentError(f"cannot keep {key!r} beside the model: {problem}")
         self.companion[key] = value
 
     def _write_companion(self, target: Path) -> None:
