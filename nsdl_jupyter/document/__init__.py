@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
-from nsdl_jupyter.document._check import Diagnostic, check_proto
+from nsdl_jupyter.document._check import Diagnostic, SavedWithErrorsWarning, check_proto
 from nsdl_jupyter.document._companion import (
     COMPANION_SUFFIX,
     MAX_COORDINATE,
@@ -63,6 +63,7 @@ __all__ = [
     "ModelDocument",
     "ModelLoadError",
     "ModelSaveError",
+    "SavedWithErrorsWarning",
     "TensorRtProperties",
     "TensorRtPropertyError",
     "UnknownDataTypeError",

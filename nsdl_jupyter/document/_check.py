@@ -43,6 +43,22 @@ class Diagnostic:
     source: Literal["checker", "shape_inference"] = "checker"
 
 
+class SavedWithErrorsWarning(UserWarning):
+    """The model was saved (nothing of it is lost) while its check reports errors: the
+    file may not load in a runtime. `diagnostics` holds the errors."""
+
+    def __init__(self, target: str, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+        shown = "; ".join(
+            f"{d.node}: {d.message}" if d.node else d.message for d in self.diagnostics[:3]
+        )
+        more = f" (and {len(self.diagnostics) - 3} more)" if len(self.diagnostics) > 3 else ""
+        super().__init__(
+            f"{target} was saved with {len(self.diagnostics)} check error(s), so runtimes may "
+            f"refuse it: {shown}{more}. doc.check() lists them; fix them and save again"
+        )
+
+
 @dataclass(frozen=True)
 class CheckScope:
     """What an open body sees from outside it: the outer-scope tensors it reads, by name, and
@@ -104,12 +120,19 @@ def check_snapshot(model: ir.Model, scope: CheckScope | None = None) -> onnx.Mod
 
 
 def _split_by_size(values: Iterable[ir.Value]) -> tuple[list[ir.Value], list[ir.Value]]:
-    """(small initializers, the rest): small ones stay constants, so inference can use them."""
+    """(small initializers, the rest): small ones stay constants, so inference can use them.
+    External ones count as big: the checker would look for their file relative to the
+    working directory, and report it missing when that is not the model's folder."""
     small: list[ir.Value] = []
     big: list[ir.Value] = []
     for value in values:
         tensor = value.const_value
-        (small if tensor is not None and tensor.nbytes <= _WEIGHT_BYTES else big).append(value)
+        keep = (
+            tensor is not None
+            and not isinstance(tensor, ir.ExternalTensor)
+            and tensor.nbytes <= _WEIGHT_BYTES
+        )
+        (small if keep else big).append(value)
     return small, big
 
 

@@ -26,7 +26,12 @@ import onnx_ir as ir
 from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._check import Diagnostic, check_proto, check_snapshot
+from nsdl_jupyter.document._check import (
+    Diagnostic,
+    SavedWithErrorsWarning,
+    check_proto,
+    check_snapshot,
+)
 from nsdl_jupyter.document._companion import (
     CompanionWarning,
     FollowMoves,
@@ -1088,7 +1093,13 @@ class ModelDocument:
     # ------------------------------------------------------------------ checks
     def check(self) -> list[Diagnostic]:
         """Diagnostics from the ONNX checker and strict shape inference, mapped to nodes."""
-        return check_proto(self.check_snapshot())
+        try:
+            snapshot = self.check_snapshot()
+        except Exception as error:  # onnx_ir wraps what it cannot write in its own errors
+            cause = error.__cause__ or error
+            problem = f"the model cannot be written as ONNX ({type(cause).__name__}: {cause})"
+            return [Diagnostic("error", None, problem)]
+        return check_proto(snapshot)
 
     def check_snapshot(self) -> onnx.ModelProto:
         """A read-only proto of the current state for `check_proto` in a worker thread."""
@@ -1103,6 +1114,7 @@ class ModelDocument:
         size_threshold: int = 1024,
         keep_generated_names: bool = False,
         overwrite: bool = False,
+        check: bool = True,
         while_syncing: Callable[[onnx.ModelProto], object] | None = None,
     ) -> Path:
         """Write the model atomically (and its companion file); returns the path written.
@@ -1112,6 +1124,10 @@ class ModelDocument:
         inline; None (default) keeps external data external when the model has some.
         An existing data file that is not this model's is refused unless `overwrite=True`;
         one that another model in the folder reads is never replaced.
+        `check`: check the model first; when the check reports errors the model is still
+        saved (an editor's save keeps the user's work, even half done, and never drops any of
+        it), then a SavedWithErrorsWarning lists them. False for callers that check the
+        written file themselves.
         `while_syncing`: called with the written model as a proto whose large initializers
         are typed graph inputs, after its bytes are written and before they are synced to
         disk, so work on the result (onnx's checker) overlaps with the disk.
@@ -1136,12 +1152,16 @@ class ModelDocument:
                 for companion in (model_path.resolve(), companion_path(model_path).resolve())
             ),
         )
+        self._sort()  # the check sees the order that is written
+        errors = [d for d in self.check() if d.severity == "error"] if check else []
         with self._serializable(keep_generated_names):
             save_model(self._model, request, self._data_files)
         self._path = target
         self._history.mark_saved()
         self._write_companion(target)
         self._bus.emit(ChangeEvent(f"saved {target.name}", source="save", dirty=False))
+        if errors:
+            warnings.warn(SavedWithErrorsWarning(target.name, errors), stacklevel=2)
         return target
 
     def _data_file_name(self, target: Path, external_data: str | bool | None) -> str | None:
@@ -1184,11 +1204,18 @@ class ModelDocument:
                 stacklevel=3,
             )
 
+    def _sort(self) -> None:
+        """Topological order in the graph and in each local function (a node added to a body
+        comes last, whatever it feeds), each with its bodies."""
+        graphs = [self.graph, *(function.graph for function in self.model.functions.values())]
+        for graph in graphs:
+            if not all(_is_topological(inner) for inner in graphs_in(graph)):
+                graph.sort()  # sorts the bodies too
+
     @contextmanager
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
-        if not all(_is_topological(graph) for graph in graphs_in(self.graph)):
-            self.graph.sort()  # sorts the bodies too
+        self._sort()
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:
             for node, (generated, original) in self._generated_names.items():
