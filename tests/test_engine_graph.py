@@ -279,7 +279,7 @@ def test_what_is_not_a_layer_json_is_refused(source: Any, message: str) -> None:
 
 
 def test_missing_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no layer JSON file"):
+    with pytest.raises(FileNotFoundError, match="no such layer JSON file"):
         nj.open_engine_graph(tmp_path / "absent.graph.json")
 
 

@@ -30,7 +30,7 @@ from nsdl_jupyter.document._errors import (
     UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
-from nsdl_jupyter.document._loading import resolve_inside
+from nsdl_jupyter.document._loading import load_model, resolve_inside
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
@@ -73,6 +73,7 @@ __all__ = [
     "external_tensors",
     "fill_methods",
     "layout_coordinate",
+    "load_model",
     "new_model",
     "open_model",
     "resolve_inside",

@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import ArgumentError, input_path, list_argument, text_argument
 from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
@@ -86,6 +87,11 @@ class ModelDocument:
     """An ONNX model open for editing, with undo/redo, change events and safe saving."""
 
     def __init__(self, model: ir.Model, path: Path | None = None) -> None:
+        if not isinstance(model, ir.Model):
+            raise ArgumentError(
+                f"ModelDocument takes an onnx_ir.Model, not {type(model).__name__}: open a "
+                "file with nsdl_jupyter.open_model(path)"
+            )
         self._model = model
         self._path = path
         self._history = History()
@@ -179,7 +185,7 @@ class ModelDocument:
             if ref.graph is None:
                 raise GraphEditError(f"node {ref.name!r} is not part of this model any more")
             return ref
-        return _lookup(self.nodes, ref, "node", UnknownNodeError)
+        return _lookup(self.nodes, text_argument(ref, "node name"), "node", UnknownNodeError)
 
     def schema(self, node: ir.Node | str) -> Any:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
@@ -270,7 +276,7 @@ class ModelDocument:
         """
         from nsdl_jupyter.document._bodies import parameter
 
-        key = (domain, name, "")
+        key = (text_argument(domain, "domain"), text_argument(name, "function name"), "")
         if domain in ONNX_DOMAINS:
             raise GraphEditError(
                 f"function {name!r}: a local function cannot live in the standard ONNX domain "
@@ -478,7 +484,7 @@ class ModelDocument:
     def import_domain(self, domain: str, version: int = 1) -> None:
         """Import operator domain `domain` at `version` (one undo step), so nodes of custom
         operators of that domain (TensorRT plugins, vendor ops) can be added."""
-        domain = "" if domain == "ai.onnx" else domain
+        domain = "" if text_argument(domain, "domain") == "ai.onnx" else domain
         if not _DOMAIN_NAME.fullmatch(domain):
             raise GraphEditError(
                 f"domain {domain!r} is not a valid name: use letters, digits, '.', '_' and '-'"
@@ -546,7 +552,8 @@ class ModelDocument:
         as many as `inputs`), `num_outputs` outputs (default 1) and any attributes, typed from
         their values.
         """
-        domain = "" if domain == "ai.onnx" else domain
+        text_argument(op_type, "operator type")
+        domain = "" if text_argument(domain, "domain") == "ai.onnx" else domain
         if domain not in self.graph.opset_imports:
             hint = (
                 "" if domain in known_domains() else f": call doc.import_domain({domain!r}) first"
@@ -555,6 +562,7 @@ class ModelDocument:
                 f"the model does not import domain {domain or 'ai.onnx'!r}{hint}; "
                 f"it imports {dict(self.graph.opset_imports)}"
             )
+        inputs = list_argument(inputs, "inputs")
         node_name = check_node_name(name, self.nodes) if name is not None else None
         function = self.functions.get((domain, op_type, ""))
         if function is not None:
@@ -768,7 +776,7 @@ class ModelDocument:
 
     def remove_nodes(self, nodes: Iterable[ir.Node | str]) -> None:
         """Remove several nodes as one undo step."""
-        targets = list(dict.fromkeys(self.node(node) for node in nodes))
+        targets = list(dict.fromkeys(self.node(node) for node in list_argument(nodes, "nodes")))
         doomed = set(targets)
         edits: list[e.Edit] = []
         dropped: list[tuple[int, ir.Graph, ir.Value]] = []  # graph outputs fed by the nodes
@@ -841,6 +849,7 @@ class ModelDocument:
     def disconnect(self, node: ir.Node | str, input_index: int) -> None:
         """Empty input `input_index` of `node`; trailing empty inputs are dropped."""
         target = self.node(node)
+        _index(input_index)
         if not 0 <= input_index < len(target.inputs) or target.inputs[input_index] is None:
             raise GraphEditError(f"input {input_index} of {target.name} is not connected")
         edits: list[e.Edit] = [e.SetInput(target, input_index, None)]
@@ -884,7 +893,7 @@ class ModelDocument:
     ) -> ir.Value:
         check_tensor_name(name, self.tensors)
         value = ir.Value(
-            name=name, type=ir.TensorType(as_data_type(dtype)), shape=ir.Shape(list(shape))
+            name=name, type=ir.TensorType(as_data_type(dtype)), shape=ir.Shape(_dims(shape))
         )
         description = f"add graph input {name}"
         self.apply_edits(
@@ -934,7 +943,7 @@ class ModelDocument:
 
     def rename_tensor(self, old: str, new: str) -> None:
         """Rename a tensor (graph input/output, initializer or node output)."""
-        value = self._tensor(old)
+        value = self._tensor(text_argument(old, "tensor name"))
         if new == old:
             return
         check_tensor_name(new, self.tensors)
@@ -1000,13 +1009,20 @@ class ModelDocument:
         path) or, with `generate` in ("zeros", "normal", "uniform"), from dtype and shape."""
         check_tensor_name(name, self.tensors)
         data_type = as_data_type(dtype) if dtype is not None else None
-        dims = tuple(int(d) for d in shape) if shape is not None else None
+        dims = _initializer_dims(shape) if shape is not None else None
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InitializerError(f"seed must be an int, not {type(seed).__name__}")
         if generate is not None:
             if value is not None:
                 raise InitializerError("give either a value or a generate method, not both")
             if data_type is None or dims is None:
                 raise InitializerError(f"generate={generate!r} needs a dtype and a shape")
-            array = generate_array(data_type, dims, generate, seed)
+            try:
+                array = generate_array(data_type, dims, generate, seed)
+            except (ValueError, MemoryError) as error:  # numpy: more than memory can hold
+                raise InitializerError(
+                    f"cannot make a {data_type.name} tensor of shape {dims}: {error}"
+                ) from None
         elif value is None:
             raise InitializerError("give a value (array, list, literal or .npy path) or generate=")
         else:
@@ -1236,7 +1252,7 @@ class ModelDocument:
 
 def open_model(path: str | os.PathLike[str]) -> ModelDocument:
     """Open an ONNX file for editing. External weights stay on disk until used."""
-    source = Path(path).absolute()
+    source = input_path(path, "model file").absolute()
     with gc_paused():
         model = load_model(source)
         try:
@@ -1362,12 +1378,14 @@ def _is_topological(graph: ir.Graph) -> bool:
 
 def _dims(shape: Sequence[int | str | None]) -> list[int | str | None]:
     dims: list[int | str | None] = []
-    for dim in shape:
+    for dim in list_argument(shape, "shape dims"):
         if isinstance(dim, str) and dim.isdigit():
             dims.append(int(dim))
         elif dim is None or isinstance(dim, (int, str)):
             if isinstance(dim, int) and dim < 0:
                 raise DocumentError(f"dimension {dim} is negative: use a name for a free dimension")
+            if isinstance(dim, int) and dim > _MAX_DIM:
+                raise DocumentError("a dimension is over the int64 range of ONNX shapes")
             dims.append(dim)
         else:
             raise DocumentError(f"dimension {dim!r} must be an int, a name or None")
@@ -1420,6 +1438,23 @@ def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:
 
 
 _T = TypeVar("_T")
+_MAX_DIM = 2**63 - 1  # ONNX dims are int64
+
+
+def _initializer_dims(shape: Sequence[int]) -> tuple[int, ...]:
+    dims = _dims(shape)
+    if not all(isinstance(d, int) for d in dims):
+        raise InitializerError(f"an initializer's shape is whole numbers >= 0, not {dims}")
+    return tuple(cast("list[int]", dims))
+
+
+def _index(index: object) -> int:
+    """An input or output position: an int (a bool or a float is a mistake, not a slot)."""
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ArgumentError(f"an input index is an int, not {type(index).__name__}")
+    return index
+
+
 _DOMAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -20,13 +20,13 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._errors import ArgumentError, NsdlError
+from nsdl_jupyter._errors import ArgumentError, NsdlError, input_path
+from nsdl_jupyter.document import load_model
 
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
 _FOREIGN = re.compile(r"^\{?ForeignNode\[(.*)\]\}?$")
@@ -252,9 +252,7 @@ def _read_layers(source: Any) -> tuple[list[Any], list[str], str]:
     if isinstance(data, str) and data.lstrip()[:1] in ("{", "["):
         data = _parse(data, "the layer JSON text")
     elif isinstance(data, (str, os.PathLike)):
-        path = Path(data)
-        if not path.is_file():
-            raise FileNotFoundError(f"no layer JSON file at {path}")
+        path = input_path(data, "layer JSON file")
         if path.stat().st_size > _MAX_JSON_BYTES:
             raise EngineGraphError(f"{path} is over {_MAX_JSON_BYTES >> 20} MiB: not a layer JSON")
         name = path.name.removesuffix(".json").removesuffix(".graph").removesuffix(".layers")
@@ -286,7 +284,7 @@ def _graph_nodes(model: Any) -> set[str] | None:
         return None
     model = getattr(model, "model", model)  # a ModelDocument
     if isinstance(model, (str, os.PathLike)):
-        model = ir.load(model)
+        model = load_model(model)  # the package's errors for a missing or damaged file
     if isinstance(model, onnx.ModelProto):
         model = ir.from_proto(model)
     if not isinstance(model, ir.Model):
@@ -374,7 +372,9 @@ def open_engine_graph(source: Any, *, model: Any = None) -> EngineGraph:
         linked = trt_layer_nodes(str(record.get("Name", "")), _text(record.get("Metadata")), known)
         links[layer_name] = linked
         attributes = _derived(record, linked) + [
-            _attribute(k, v) for k, v in record.items() if k not in ("Name", *_TENSOR_LISTS)
+            _attribute(k, v)
+            for k, v in record.items()
+            if isinstance(k, str) and k not in ("Name", *_TENSOR_LISTS)
         ]
         nodes.append(
             ir.Node(
