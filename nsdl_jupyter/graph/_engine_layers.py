@@ -26,6 +26,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import ArgumentError, NsdlError, input_path
+from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.document import load_model
 
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]\x1f]+)\]")
@@ -324,6 +325,11 @@ def open_engine_graph(source: Any, *, model: Any = None) -> EngineGraph:
     EngineExport. `model` (the ONNX model the engine was built from) keeps only the names of
     its real nodes in each layer's `onnx_nodes`.
     """
+    with gc_paused():  # 20,000 layers make ~10 objects each, all kept: no GC passes over them
+        return _engine_graph(source, model)
+
+
+def _engine_graph(source: Any, model: Any) -> EngineGraph:
     records, bindings, name = _read_layers(source)
     known = _graph_nodes(model)
     unique = _UniqueNames()
