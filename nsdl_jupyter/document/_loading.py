@@ -10,6 +10,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError
 
+from nsdl_jupyter._errors import input_path
 from nsdl_jupyter._walk import all_tensors
 from nsdl_jupyter.document._errors import ModelLoadError
 from nsdl_jupyter.document._file_identity import FileIdentity
@@ -21,11 +22,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
 
     Callers that build much more on top (ModelDocument) run it under `gc_paused`.
     """
-    source = Path(path)
-    if not source.exists():
-        raise FileNotFoundError(f"no such model file: {source}")
-    if not source.is_file():
-        raise ModelLoadError(f"{source} is not a file: give the path of an .onnx model")
+    source = input_path(path, "model file")
     with open(source, "rb") as handle:
         identity = FileIdentity.of_stat(os.fstat(handle.fileno()))
         data = handle.read()

@@ -10,13 +10,22 @@ import contextlib
 import itertools
 import os
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import onnx_ir as ir
 
-from nsdl_jupyter.document import COMPANION_SUFFIX, MOVED_KEY, ChangeEvent, ModelDocument
+from nsdl_jupyter.document import (
+    COMPANION_SUFFIX,
+    MAX_COORDINATE,
+    MOVED_KEY,
+    ChangeEvent,
+    ModelDocument,
+    layout_coordinate,
+)
 from nsdl_jupyter.document.edits import SetMapping
 from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
 from nsdl_jupyter.transforms import extract_subgraph
@@ -148,7 +157,7 @@ class CanvasEdits:
         self, doc: ModelDocument, points: Mapping[str, tuple[float, float]], verb: str
     ) -> None:
         moved = {k: list(v) for k, v in self.moved.items()}
-        moved.update({name: [float(x), float(y)] for name, (x, y) in points.items()})
+        moved.update({name: _canvas_point(x, y) for name, (x, y) in points.items()})
         description = f"{verb} {', '.join(points)}"
         doc.apply_edits(
             description,
@@ -180,6 +189,7 @@ class CanvasEdits:
         """Quick add at the pointer: the operator typed, fed from the selected node like the
         Designer's quick add, its box where the pointer is."""
         doc = self._doc()
+        _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
         entry, problem = entry_for_text(PaletteIndex(imports), payload["text"], imports)
         if entry is None:
@@ -217,6 +227,18 @@ class CanvasEdits:
         for callback in list(self._profile_callbacks):
             callback(list(payload["nodes"]))
         return {"message": f"profiling from {', '.join(payload['nodes'])}"}
+
+
+def _canvas_point(x: float, y: float) -> list[float]:
+    """A box's corner, refused when it is no place on the canvas (NaN, infinite, huge)."""
+    point = [layout_coordinate(x), layout_coordinate(y)]
+    if None in point:
+        raise WidgetError(
+            f"({reprlib.repr(x)}, {reprlib.repr(y)}) is no place on the canvas: coordinates "
+            "are finite numbers "
+            f"within ±{MAX_COORDINATE:g} layout units"
+        )
+    return cast("list[float]", point)
 
 
 def _done(doc: ModelDocument) -> Done:
