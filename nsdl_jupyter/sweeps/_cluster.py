@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.sweeps._errors import SweepError
 
 # Dask's scheduler re-runs a task whose worker died at most this many times (then the task
@@ -82,7 +83,7 @@ def user_cluster(client: Any) -> Cluster:
     """The user's Client, used as it is (never closed by the sweep)."""
     distributed = _dask()
     if not isinstance(client, distributed.Client):
-        raise TypeError(
+        raise ArgumentError(
             f"client= takes a distributed.Client, not a {type(client).__name__}: "
             "client = distributed.Client(cluster)"
         )
