@@ -51,8 +51,8 @@ def sweep_figure(result: SweepResult, metric: str = "p50_ms", x: str | None = No
     ]  # fmt: skip
     fig = graph_objects.Figure()
     groups = rows.groupby(others, dropna=False, sort=False) if others else [((), rows)]
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
+    for group_key, group in groups:
+        values = group_key if isinstance(group_key, tuple) else (group_key,)
         name = ", ".join(f"{a}={v}" for a, v in zip(others, values, strict=True)) or metric
         fig.add_trace(
             graph_objects.Scatter(
