@@ -219,6 +219,13 @@ class SweepJob:
         return embedded_cluster(workers or (identity.slots if identity else 1), self.retries)
 
     @property
+    def client(self) -> Any:
+        """The Dask client running the sweep (None once an embedded cluster closed, or when the
+        cache held every row)."""
+        cluster = self._cluster
+        return cluster.client if cluster is not None and not self.done else None
+
+    @property
     def dashboard(self) -> str | None:
         """The Dask dashboard of the cluster running the sweep."""
         return self._cluster.dashboard if self._cluster is not None else None
