@@ -35,10 +35,9 @@ class TargetIdentity:
         return max(1, self.gpus)
 
     def key(self) -> str:
-        """A hash of everything but the target's name: the same machine under another name is
-        the same machine."""
-        data = {k: v for k, v in asdict(self).items() if k != "target"}
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+        """A hash of all of it: two machines of one fleet have the same GPU and versions, but
+        not the same target name."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
 
     def columns(self) -> dict[str, Any]:
         """The row columns that say where a row ran."""

@@ -30,7 +30,8 @@ FIGURE_COLUMNS = [
 IDENTITY_COLUMNS = [
     "target", "gpu_name", "driver", "cpu", "onnxruntime_version", "tensorrt_version",
 ]  # fmt: skip
-RUN_COLUMNS = ["status", "error", "attempts", "cached", "wall_s", "key"]
+# started / ended: the task's wall-clock span (Unix seconds) on its worker
+RUN_COLUMNS = ["status", "error", "attempts", "cached", "wall_s", "started", "ended", "key"]
 COLUMNS = [*AXES, *IDENTITY_COLUMNS, *FIGURE_COLUMNS, *RUN_COLUMNS]
 
 

@@ -287,7 +287,7 @@ class SweepJob:
         row.update(answer.get("identity") or {})
         row.update(answer.get("figures") or {})
         row.update(status=answer["status"], error=answer.get("error", ""))
-        row["wall_s"] = answer.get("wall_s")
+        row.update({k: answer.get(k) for k in ("wall_s", "started", "ended")})
         self._done += 1
         if answer["status"] != "ok":
             self._failed += 1

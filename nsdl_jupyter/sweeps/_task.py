@@ -159,7 +159,9 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
     """Profile one configuration; the answer's `status` is 'ok', 'error' or 'cancelled'."""
     started = time.perf_counter()
     stop = _stop_flag(spec.cancel_event)
-    answer: dict[str, Any] = {"key": spec.key, "status": "ok", "error": "", "report": None}
+    answer: dict[str, Any] = {
+        "key": spec.key, "status": "ok", "error": "", "report": None, "started": time.time(),
+    }  # fmt: skip
     pool: queue.Queue[int] | None = None
     if spec.target_token is not None:
         target, pool = _TARGETS[spec.target_token]
@@ -197,6 +199,7 @@ def run_task(spec: TaskSpec) -> dict[str, Any]:
             return answer
     finally:
         answer["wall_s"] = time.perf_counter() - started
+        answer["ended"] = time.time()
         if pool is not None:
             pool.put(device)
 
