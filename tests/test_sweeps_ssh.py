@@ -56,7 +56,7 @@ def _targets(key: Path, servers: list[Sshd], folder: Path) -> list[SshTarget]:
             deploy_dir=str(folder / f"deploy-{index}"),
             python=sys.executable,
             name=f"box{index}",
-        )  # fmt: skip
+        )
         for index, server in enumerate(servers)
     ]
 
