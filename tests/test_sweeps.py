@@ -196,3 +196,18 @@ def test_a_result_is_a_tidy_frame_with_its_columns(
                    "build_s", "status", "error", "attempts", "cached"):  # fmt: skip
         assert column in result.frame.columns, column
     assert "1 ok" in repr(result)
+
+
+def test_progress_outside_jupyter_is_a_text_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    from nsdl_jupyter.sweeps import SweepProgress
+    from nsdl_jupyter.sweeps._progress import ProgressDisplay
+
+    display = ProgressDisplay(4)
+    display.update(SweepProgress(4, done=1, running=2, failed=0, cached=1, eta_s=3.0))
+    display.close(SweepProgress(4, done=4, failed=1, cached=1))
+    err = capsys.readouterr().err
+    assert "1/4" in err and "running=2" in err
+    assert "4/4" in err and "failed=1" in err
+    assert SweepProgress(4, 1, 2, 0, 1, 3.0).text() == (
+        "1/4 done (1 cached), 2 running, 0 failed, ETA 3 s"
+    )

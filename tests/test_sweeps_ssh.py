@@ -92,3 +92,38 @@ def test_targets_and_a_client_together_are_refused(tmp_path: Path) -> None:
     target = SshTarget("127.0.0.1", "root", 22, ssh_config=False)
     with pytest.raises(SweepSettingsError, match="not both"):
         sweep(model, {"batch": [1]}, targets=[target], client=object(), progress=False)
+
+
+def test_a_dropped_ssh_link_re_runs_the_task_and_the_row_counts_it(
+    tmp_path: Path, servers: tuple[Path, list[Sshd]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+    import time
+
+    import psutil
+
+    from nsdl_jupyter.sweeps import start_sweep
+
+    monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
+    key, started = servers
+    server = started[0]
+    model = tmp_path / "bert.onnx"
+    onnx.save(tiny_export(), model)
+    (target,) = _targets(key, [server], tmp_path)
+    job = start_sweep(model, {"iterations": [3]}, targets=[target], retries=1,
+                      cache_dir=tmp_path / "cache", progress=False)  # fmt: skip
+    assert server.process is not None
+    deadline = time.monotonic() + 120
+    dropped = False
+    while time.monotonic() < deadline and not dropped:
+        below = psutil.Process(server.process.pid).children(recursive=True)
+        if any("_ort_runner" in " ".join(p.cmdline()) for p in below if p.is_running()):
+            for pid in server.session_pids()[1:]:  # the connection's sshd, not the listener
+                os.kill(pid, signal.SIGKILL)
+            dropped = True
+        time.sleep(0.02)
+    assert dropped, "the profile never started on the target"
+    result = job.wait(180)
+    row = result.frame.iloc[0]
+    assert row["status"] == "ok", row["error"]
+    assert row["attempts"] == 2
