@@ -14,7 +14,7 @@ import pytest
 from _sweep_models import tiny_export
 
 from nsdl_jupyter.sweeps import SweepSettingsError, sweep
-from nsdl_jupyter.targets import SshTarget
+from nsdl_jupyter.targets import SshTarget, connections
 from tests._sshd import Sshd, keygen
 
 pytest.importorskip("distributed")
@@ -69,8 +69,11 @@ def test_each_configuration_runs_on_each_target_one_at_a_time_per_slot(
     model = tmp_path / "bert.onnx"
     onnx.save(tiny_export(), model)
     targets = _targets(key, started, tmp_path)
+    connections().add(targets[1])  # the fleet: a saved connection, named
     grid = {"batch": [1, 2, 3], "iterations": [2]}
-    result = sweep(model, grid, targets=targets, cache_dir=tmp_path / "cache", progress=False)
+    result = sweep(
+        model, grid, targets=[targets[0], "box1"], cache_dir=tmp_path / "cache", progress=False
+    )
     frame = result.frame
     assert len(frame) == 6, frame[["target", "status", "error"]]
     assert (frame["status"] == "ok").all(), frame["error"].tolist()

@@ -43,7 +43,7 @@ from nsdl_jupyter.sweeps._task import (
     worker_identity,
 )
 from nsdl_jupyter.sweeps._variants import SourceModel, make_variant, source_model, variant_id
-from nsdl_jupyter.targets import LocalTarget, SshTarget, Target
+from nsdl_jupyter.targets import LocalTarget, SshTarget, Target, connections
 
 POLL_S = 0.25
 DRAIN_S = 30.0  # after cancel: how long running tasks get to end their child processes
@@ -60,6 +60,7 @@ class _Placement:
 
 
 def _check_options(retries: Any, workers: Any, targets: Any, client: Any) -> list[Target]:
+    """The options checked, and the targets as objects (saved connections looked up)."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise SweepSettingsError(f"retries={retries!r}: use an integer >= 0")
     if workers is not None and (
@@ -73,9 +74,18 @@ def _check_options(retries: Any, workers: Any, targets: Any, client: Any) -> lis
             "give targets= (SSH machines driven from here) or client= (your Dask cluster, "
             "whose workers profile where they run), not both"
         )
-    found = list(targets) if isinstance(targets, Sequence) else [targets]
+    found = (
+        list(targets)
+        if isinstance(targets, Sequence) and not isinstance(targets, str)
+        else [targets]
+    )
+    saved = connections()
+    found = [saved.get(t) if isinstance(t, str) else t for t in found]  # saved connection names
     if not found or not all(isinstance(t, (SshTarget, LocalTarget)) for t in found):
-        raise SweepSettingsError("targets= takes a list of SshTarget (or LocalTarget) objects")
+        raise SweepSettingsError(
+            "targets= takes a list of SshTarget (or LocalTarget) objects or names of saved "
+            "connections (nj.connections())"
+        )
     names = [t.name for t in found]
     if len(set(names)) != len(names):
         raise SweepSettingsError(f"targets have the same name twice ({names}): name=... each")
@@ -90,7 +100,7 @@ class SweepJob:
         model: Any,
         grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]],
         *,
-        targets: Sequence[Target] | None = None,
+        targets: Sequence[Target | str] | None = None,
         client: Any = None,
         retries: int = 2,
         cache_dir: str | Path | None = None,
