@@ -122,6 +122,7 @@ def test_a_batch_grid_on_a_static_model_is_refused_before_anything_runs(tmp_path
 # ---- on Dask --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the first sweep on the cluster: its workers import the package
 def test_a_sweep_gives_one_row_per_configuration_and_a_failing_one_its_error(
     tmp_path: Path, model_path: Path, client: distributed.Client
 ) -> None:

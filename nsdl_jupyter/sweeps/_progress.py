@@ -35,7 +35,9 @@ def _in_kernel() -> bool:
 
 
 class ProgressDisplay:
-    """Shows SweepProgress updates; `cancel` (optional) is wired to the widget's Stop button."""
+    """Shows SweepProgress updates. `cancel` is wired to the widget's Stop button; without it
+    (a blocking `sweep()`: the kernel handles no click until the cell ends) the label says to
+    interrupt the kernel instead."""
 
     def __init__(self, total: int, cancel: Any = None) -> None:
         self._bar: Any = None
@@ -46,11 +48,11 @@ class ProgressDisplay:
 
             self._count = widgets.IntProgress(value=0, min=0, max=max(total, 1))
             self._label = widgets.HTML()
-            stop = widgets.Button(description="Stop", button_style="warning")
-            if cancel is not None:
-                stop.on_click(lambda _button: cancel())
-            self._stop = stop
-            self._widget = widgets.HBox([self._count, self._label, stop])
+            self._stop = widgets.Button(description="Stop", button_style="warning")
+            self._stop.on_click(lambda _button: cancel())
+            hint = widgets.HTML("<i>interrupt the kernel to stop</i>")
+            extra = self._stop if cancel is not None else hint
+            self._widget = widgets.HBox([self._count, self._label, extra])
             display(self._widget)  # type: ignore[no-untyped-call]
         else:
             from tqdm import tqdm

@@ -106,6 +106,7 @@ class SweepJob:
         cache_dir: str | Path | None = None,
         workers: int | None = None,
         progress: bool = True,
+        _blocking: bool = False,
     ) -> None:
         configs, self.axes = expand_grid(grid)
         target_list = _check_options(retries, workers, targets, client)
@@ -134,7 +135,9 @@ class SweepJob:
         self._done = self.from_cache
         self._running = 0
         self._display = (
-            ProgressDisplay(len(self._order), self.cancel) if progress and self._order else None
+            ProgressDisplay(len(self._order), None if _blocking else self.cancel)
+            if progress and self._order
+            else None
         )
         if not pending:
             self._finish()
@@ -392,7 +395,7 @@ def sweep(
     """
     job = SweepJob(
         model, grid, targets=targets, client=client, retries=retries, cache_dir=cache_dir,
-        workers=workers, progress=progress,
+        workers=workers, progress=progress, _blocking=True,
     )  # fmt: skip
     try:
         return job.wait()
