@@ -38,10 +38,10 @@ if TYPE_CHECKING:
         convert_opset,
         convert_tensors,
         convert_to_fp16,
-        fix_dims,
         extract_body,
         extract_function,
         extract_subgraph,
+        fix_dims,
         list_tensors,
         preview_tensor_conversion,
         run_tool,
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         OptimizationProfileForm,
         ParameterEditor,
         ProfileView,
+        SweepPanel,
         TypeCheckPanel,
     )
 
@@ -105,6 +106,7 @@ _LAZY: dict[str, str] = {
     "OptimizationProfileForm": "nsdl_jupyter.widgets",
     "TypeCheckPanel": "nsdl_jupyter.widgets",
     "ProfileView": "nsdl_jupyter.widgets",
+    "SweepPanel": "nsdl_jupyter.widgets",
     "export_notebook_html": "nsdl_jupyter.nbconvert",
 }
 
@@ -154,6 +156,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "OptimizationProfileForm",
     "TypeCheckPanel",
     "ProfileView",
+    "SweepPanel",
     "export_notebook_html",
 ]
 

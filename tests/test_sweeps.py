@@ -212,3 +212,23 @@ def test_progress_outside_jupyter_is_a_text_bar(capsys: pytest.CaptureFixture[st
     assert SweepProgress(4, 1, 2, 0, 1, 3.0).text() == (
         "1/4 done (1 cached), 2 running, 0 failed, ETA 3 s"
     )
+
+
+def test_the_sweep_panel_runs_the_grid_its_form_says(
+    tmp_path: Path, model_path: Path, client: distributed.Client
+) -> None:
+    from nsdl_jupyter.widgets import SweepPanel
+
+    panel = SweepPanel(model_path, client=client, cache_dir=tmp_path)
+    panel.batch.value = "1, two"
+    assert panel.run() is None and "two" in panel.status.value  # said, nothing started
+    panel.batch.value = "1, 2"
+    panel.iterations.value = 2
+    assert panel.grid() == {
+        "batch": [1, 2], "precision": ["fp32"], "backend": ["ort-cpu"], "iterations": [2],
+    }  # fmt: skip
+    assert panel.run() is not None
+    result = panel.wait(120)
+    assert result is not None and list(result.frame["status"]) == ["ok", "ok"]
+    assert "2/2 done" in panel.status.value and panel.bar.value == 2
+    assert panel.table.value.count("</tr>") == 3  # header + one row per configuration
