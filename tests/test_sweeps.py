@@ -232,3 +232,14 @@ def test_the_sweep_panel_runs_the_grid_its_form_says(
     assert result is not None and list(result.frame["status"]) == ["ok", "ok"]
     assert "2/2 done" in panel.status.value and panel.bar.value == 2
     assert panel.table.value.count("</tr>") == 3  # header + one row per configuration
+
+
+def test_variants_of_a_model_with_external_data_are_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ext.onnx"
+    onnx.save(tiny_export(), path, save_as_external_data=True, size_threshold=0,
+              location="ext.onnx.data")  # fmt: skip
+    with pytest.raises(SweepSettingsError, match="external data"):
+        sweep(path, {"batch": [2]}, cache_dir=tmp_path / "cache", progress=False)
+    assert not (tmp_path / "cache" / "runs").exists()
