@@ -14,6 +14,7 @@ from nsdl_jupyter.transforms._extract import (
     extract_function,
     extract_subgraph,
 )
+from nsdl_jupyter.transforms._fix_dims import FixDimsPass, batch_dims, fix_dims
 from nsdl_jupyter.transforms._fp16 import (
     DEFAULT_OP_BLOCK_LIST,
     FP16_TOLERANCE,
@@ -70,6 +71,7 @@ __all__ = [
     "ExtractBodyPass",
     "ExtractFunctionPass",
     "ExtractSubgraphPass",
+    "FixDimsPass",
     "Fp16Pass",
     "OpsetPass",
     "RegisteredTransform",
@@ -85,6 +87,7 @@ __all__ = [
     "TransformPass",
     "TransformStatus",
     "UserTool",
+    "batch_dims",
     "config_dir",
     "convert_opset",
     "convert_tensors",
@@ -92,6 +95,7 @@ __all__ = [
     "extract_body",
     "extract_function",
     "extract_subgraph",
+    "fix_dims",
     "list_tensors",
     "preview_tensor_conversion",
     "register",
