@@ -126,3 +126,23 @@ def test_profile_from_the_first_node_of_bert_runs(name: str, tmp_path: Path) -> 
         assert value.type.tensor_type.elem_type and value.type.tensor_type.HasField("shape")
     report = nj.profile_ort(target, iterations=1, warmup=0)
     assert len(report.layers) > 100
+
+
+@pytest.mark.slow
+def test_the_designers_profile_from_here_runs_on_bert(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The canvas menu's "Profile from here" on BERT TorchScript's first node: the run ends
+    done, its rows are named by the model's nodes and they colour the canvas."""
+    from nsdl_jupyter.widgets import Designer
+
+    monkeypatch.chdir(tmp_path)  # where the onnxruntime trace is kept
+    doc = nj.open_model(real_exports.save("bert_base_torchscript", tmp_path))
+    designer = Designer(doc)
+    panel = designer.profile_from([_first_activation_node(doc)])
+    assert panel is not None
+    report = panel.wait(timeout=300)
+    assert report is not None and panel.status == "done", panel._message.value
+    assert report.layers["node"].str.startswith("/model/").mean() > 0.9
+    assert designer.graph._overlay  # the per-node times are on the canvas
+    designer.close()
