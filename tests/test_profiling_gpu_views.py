@@ -15,8 +15,8 @@ from test_profiling_helpers import OWN_FIXTURES, mlp_model, shared_fixture
 
 import nsdl_jupyter as nj
 from nsdl_jupyter import figures
-from nsdl_jupyter.figures._plotly import axis_labels
 from nsdl_jupyter._static_export import static_html
+from nsdl_jupyter.figures._plotly import axis_labels
 from nsdl_jupyter.profiling import OrtProfileSettings, ProfileReport, load_trtexec
 from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
 from nsdl_jupyter.widgets.profile._profile_view import ProfileView
