@@ -19,6 +19,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._weightless import weightless_proto
+from nsdl_jupyter.document._check_messages import explain
 from nsdl_jupyter.ops import ONNX_DOMAINS, is_custom_operator
 
 if TYPE_CHECKING:
@@ -499,11 +500,18 @@ def _node_diagnostics(
                             "onnxruntime checks it when the model runs"
                         )
                         if foreign
-                        else _first_line(str(error)),
+                        else _in_schema_words(node, context, _first_line(str(error))),
                     )
                 )
         visible.update(node.output)
     return found
+
+
+def _in_schema_words(
+    node: onnx.NodeProto, context: onnx.checker.C.CheckerContext, message: str
+) -> str:
+    opset = dict(context.opset_imports).get(node.domain or "", 0)
+    return explain(node.op_type, node.domain, opset, message) if opset else message
 
 
 def _check_node(

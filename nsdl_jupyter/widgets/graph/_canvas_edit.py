@@ -28,7 +28,7 @@ from nsdl_jupyter.document import (
 )
 from nsdl_jupyter.document.edits import SetMapping
 from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
-from nsdl_jupyter.transforms import extract_subgraph
+from nsdl_jupyter.transforms import carried_nodes, extract_subgraph
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
@@ -346,17 +346,21 @@ def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
 
 
 def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
-    """Tensors a set of nodes reads from outside (cut there) and those it hands on."""
+    """Tensors a set of nodes reads from outside (cut there) and those it hands on. The
+    constants and shape arithmetic they read come along, so only activations are cut."""
+    carried = carried_nodes(nodes)
     inputs: dict[str, None] = {}
     outputs: dict[str, None] = {}
     for node in graph:
-        if node not in nodes:
+        if node not in carried:
             continue
         for value in node.inputs:
             if value is None or value.is_initializer() or value.const_value is not None:
                 continue
-            if value.producer() not in nodes:
+            if value.producer() not in carried:
                 inputs[value.name or ""] = None
+        if node not in nodes:
+            continue
         for value in node.outputs:
             used_outside = any(user not in nodes for user, _ in value.uses())
             if used_outside or value.is_graph_output() or not value.uses():

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 _STYLE = """<style>
 .nsdl-profile-table select { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 12px); white-space: pre; }
-.nsdl-profile-header pre { margin: 0 0 0 4px; font-size: var(--jp-code-font-size, 12px); }
+.nsdl-profile-header pre { margin: 0 0 0 4px; font-size: var(--jp-code-font-size, 12px);
+  white-space: pre; overflow: hidden; }
 .nsdl-profile-kernels td, .nsdl-profile-kernels th { padding: 0 6px; text-align: right; }
 .nsdl-profile-kernels td.nsdl-kernel-name { text-align: left;
   font-family: var(--jp-code-font-family, monospace); }
@@ -56,7 +57,8 @@ _SORTABLE = {
     "share": "share",
     "calls": "calls",
     "start": "start_ms",
-    "name": "name",
+    "model node": "node",
+    "onnxruntime name": "name",
     "op type": "op_type",
 }
 _NAME_WIDTH = 56
@@ -74,14 +76,17 @@ _KERNEL_NAME_WIDTH = 56
 def _row_label(row: Any, column: str, share: float) -> str:
     share = share * 100 if not math.isnan(share) else math.nan
     return (
-        f"{_cut(row['name'], _NAME_WIDTH):<{_NAME_WIDTH}} {_cut(row['op_type'], 18):<18} "
+        f"{_cut(row['node'], _NAME_WIDTH):<{_NAME_WIDTH}} {_cut(row['op_type'], 18):<18} "
         f"{row[column]:>10.4f} {share:>6.1f}% {row['calls']:>6g}  {row['output_shapes']}"
     )
 
 
 def _header(column: str) -> str:
     unit = "GPU ms" if column == "gpu_ms" else "mean ms"
-    return f"{'layer':<{_NAME_WIDTH}} {'op type':<18} {unit:>10} {'share':>7} {'calls':>6}  output"
+    return (
+        f"{'model node':<{_NAME_WIDTH}} {'op type':<18} {unit:>10} {'share':>7} {'calls':>6}"
+        "  output"
+    )
 
 
 def _kernels_html(table: Any, layer: str) -> str:
@@ -189,12 +194,13 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto"),
         )
         self._hide.add_class("nsdl-profile-hide-non-compute")
-        self._filter = widgets.Text(placeholder="filter by name or op type", description="Filter")
+        self._filter = widgets.Text(placeholder="filter by node, name or op type",
+                                    description="Filter")  # fmt: skip
         sortable = {**(_GPU_SORTABLE if gpu else {}), **_SORTABLE}
         self._sort = widgets.Dropdown(options=list(sortable.items()), value=self.sort_by,
                                       description="Sort by")  # fmt: skip
-        self._ascending = widgets.ToggleButton(value=False, description="ascending",
-                                               icon="sort-amount-asc")  # fmt: skip
+        self._ascending = widgets.ToggleButton(value=self.ascending)
+        self._show_order(self.ascending)
         self._count = widgets.HTML()
         self._table = widgets.Select(options=[], rows=16, layout=widgets.Layout(width="100%"))
         self._table.add_class("nsdl-profile-table")
@@ -300,6 +306,18 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.show_overlay()
 
     # ---- table ----------------------------------------------------------------------------
+
+    def _show_order(self, ascending: bool) -> None:
+        """The order button says the order the rows are in (a click flips it)."""
+        order = "ascending" if ascending else "descending"
+        self._ascending.description = order
+        self._ascending.icon = "sort-amount-asc" if ascending else "sort-amount-desc"
+        self._ascending.tooltip = f"rows in {order} order: click to flip"
+
+    @traitlets.observe("ascending")
+    def _on_order(self, change: dict[str, Any]) -> None:
+        if hasattr(self, "_ascending"):
+            self._show_order(bool(change["new"]))
 
     @traitlets.observe("sort_by", "ascending", "filter_text")
     def _on_table_options(self, _change: dict[str, Any]) -> None:
@@ -411,7 +429,8 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             else []
         )
         fields = [
-            ("layer", row["name"]),
+            ("model node", row["node"]),
+            ("onnxruntime name", row["name"]),
             ("op type", row["op_type"]),
             ("provider", row["provider"]),
             ("precision", row["precision"]),
