@@ -26,7 +26,8 @@ from nsdl_jupyter.document._check import (
     function_snapshot,
     inferred_types,
 )
-from nsdl_jupyter.document._document import ModelDocument, convert_attribute
+from nsdl_jupyter.document._document import ModelDocument
+from nsdl_jupyter.document._edit_nodes import convert_attribute
 from nsdl_jupyter.document._errors import DocumentError, GraphEditError, InitializerError
 from nsdl_jupyter.document._events import ChangeEvent
 
