@@ -122,7 +122,8 @@ def _host_copies(table: pd.DataFrame, metadata: Mapping[str, Any]) -> list[dict[
     nbytes = float(copies["bytes"].sum())
     text = (
         f"{len(copies)} host<->GPU copies take {ms:.3f} ms per inference, {share:.1%} of GPU "
-        "time" + (f", moving {nbytes / 1e6:.1f} MB" if math.isfinite(nbytes) else "")
+        "time"
+        + (f", moving {nbytes / 1e6:.1f} MB" if math.isfinite(nbytes) else "")
         + "; profiling with io_binding=True removes them"
     )
     return [_finding(

@@ -399,9 +399,10 @@ def _roofs(
         pct = np.where(
             flops > 0, 100.0 * achieved / table["roof_flops_per_s"].to_numpy(dtype=float), memory
         )
-    table["compute_pct"] = np.where(flops > 0, compute, 0.0)
-    table["memory_pct"] = memory
-    table["pct_of_roof"] = pct
+    copy = (table["kind"] == "host copy").to_numpy()  # the host link has no device roof
+    table["compute_pct"] = np.where(copy, math.nan, np.where(flops > 0, compute, 0.0))
+    table["memory_pct"] = np.where(copy, math.nan, memory)
+    table["pct_of_roof"] = np.where(copy, math.nan, pct)
 
 
 def measured_pct(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -421,15 +422,14 @@ def _decide_bound(table: pd.DataFrame, latency_pct: float, *, has_peaks: bool) -
     bound, source = [], []
     rows = zip(table["kind"], table["compute_pct"], table["memory_pct"], ncu_compute,
                ncu_memory, strict=True)  # fmt: skip
-    for kind, c, m, nc, nm in rows:
+    for kind, analytic_c, analytic_m, nc, nm in rows:
         if kind == "host copy":
             bound.append("host copy")
             source.append("")
             continue
-        if not (math.isnan(nc) or math.isnan(nm)):
-            c, m, by = nc, nm, "ncu"
-        else:
-            by = "roofline"
+        measured = not (math.isnan(nc) or math.isnan(nm))
+        c, m = (nc, nm) if measured else (analytic_c, analytic_m)
+        by = "ncu" if measured else "roofline"
         if math.isnan(c) or math.isnan(m):
             bound.append("unknown" if has_peaks else "")
             source.append("")
