@@ -22,6 +22,26 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
     Callers that build much more on top (ModelDocument) run it under `gc_paused`.
     """
     source = Path(path)
+    proto, identity = _read_proto(source)
+    base_dir = source.resolve().parent
+    external = check_external_data(proto, base_dir, source)
+    try:
+        model = ir.serde.deserialize_model(proto)
+    except Exception as error:
+        raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
+    if external:  # a walk of every node: only when some tensor reads a data file
+        ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
+    remember_model_file(large_weights(model), source.absolute(), identity)
+    return model
+
+
+def read_model_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The file's ModelProto, checked as `load_model` checks it, external data left unread
+    (for readers that need the graph and types, not onnx_ir: node_work)."""
+    return _read_proto(Path(path))[0]
+
+
+def _read_proto(source: Path) -> tuple[onnx.ModelProto, FileIdentity]:
     if not source.exists():
         raise FileNotFoundError(f"no such model file: {source}")
     if not source.is_file():
@@ -37,16 +57,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
         ) from error
     del data
     check_model_header(proto, source)
-    base_dir = source.resolve().parent
-    external = check_external_data(proto, base_dir, source)
-    try:
-        model = ir.serde.deserialize_model(proto)
-    except Exception as error:
-        raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
-    if external:  # a walk of every node: only when some tensor reads a data file
-        ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
-    remember_model_file(large_weights(model), source.absolute(), identity)
-    return model
+    return proto, identity
 
 
 def check_model_header(proto: onnx.ModelProto, source: Path) -> None:
