@@ -32,6 +32,7 @@ import onnx
 import onnx_ir as ir
 import pandas as pd
 
+from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling.analysis._graph_facts import (
     GraphFacts,
@@ -502,7 +503,11 @@ class NodeWork:
 
 def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     """`node_work` with the tensor lists kept (for `roofline_table`)."""
-    facts = graph_facts(model)
+    with gc_paused():  # a few objects per node, all kept to the end: collections find nothing
+        return _work_table(graph_facts(model), inputs)
+
+
+def _work_table(facts: GraphFacts, inputs: Mapping[str, Any] | None) -> NodeWork:
     shapes_used = _input_shapes(facts, inputs)
     tensors = _tensors(facts, shapes_used)
     weights = set(facts.initializers)
