@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -88,8 +89,8 @@ def _corpus_model(name: str) -> onnx.ModelProto:
     return model
 
 
-def _layer(table: object, name: str) -> object:
-    return table.set_index("name").loc[name]  # type: ignore[attr-defined]
+def _layer(table: pd.DataFrame, name: str) -> pd.Series:
+    return table.set_index("name").loc[name]
 
 
 def test_a_large_fp16_gemm_is_compute_bound_by_its_counters(reports: Path) -> None:
