@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         profile_ort,
         profile_trt,
     )
+    from nsdl_jupyter.sweeps import SweepResult, sweep
     from nsdl_jupyter.targets import LocalTarget, SshTarget, connections
     from nsdl_jupyter.transforms import (
         ToolStore,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         extract_body,
         extract_function,
         extract_subgraph,
+        fix_dims,
         list_tensors,
         preview_tensor_conversion,
         run_tool,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
         OptimizationProfileForm,
         ParameterEditor,
         ProfileView,
+        SweepPanel,
         TypeCheckPanel,
     )
 
@@ -72,6 +75,8 @@ _LAZY: dict[str, str] = {
     "load_trtexec": "nsdl_jupyter.profiling",
     "check_target": "nsdl_jupyter.profiling",
     "node_work": "nsdl_jupyter.profiling",
+    "sweep": "nsdl_jupyter.sweeps",
+    "SweepResult": "nsdl_jupyter.sweeps",
     "LocalTarget": "nsdl_jupyter.targets",
     "SshTarget": "nsdl_jupyter.targets",
     "connections": "nsdl_jupyter.targets",
@@ -81,6 +86,7 @@ _LAZY: dict[str, str] = {
     "profile_trt": "nsdl_jupyter.profiling",
     "convert_to_fp16": "nsdl_jupyter.transforms",
     "convert_opset": "nsdl_jupyter.transforms",
+    "fix_dims": "nsdl_jupyter.transforms",
     "sanitize": "nsdl_jupyter.transforms",
     "extract_subgraph": "nsdl_jupyter.transforms",
     "extract_body": "nsdl_jupyter.transforms",
@@ -100,6 +106,7 @@ _LAZY: dict[str, str] = {
     "OptimizationProfileForm": "nsdl_jupyter.widgets",
     "TypeCheckPanel": "nsdl_jupyter.widgets",
     "ProfileView": "nsdl_jupyter.widgets",
+    "SweepPanel": "nsdl_jupyter.widgets",
     "export_notebook_html": "nsdl_jupyter.nbconvert",
 }
 
@@ -118,6 +125,8 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "load_trtexec",
     "check_target",
     "node_work",
+    "sweep",
+    "SweepResult",
     "LocalTarget",
     "SshTarget",
     "connections",
@@ -127,6 +136,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "profile_trt",
     "convert_to_fp16",
     "convert_opset",
+    "fix_dims",
     "sanitize",
     "extract_subgraph",
     "extract_body",
@@ -146,6 +156,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "OptimizationProfileForm",
     "TypeCheckPanel",
     "ProfileView",
+    "SweepPanel",
     "export_notebook_html",
 ]
 

@@ -7,8 +7,10 @@ built-in a user would catch without knowing the package (`ValueError` for refuse
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 class NsdlError(Exception):
@@ -42,3 +44,48 @@ def check_keywords(owner: str, given: Iterable[str], valid: Iterable[str]) -> No
             f"{owner}() got unexpected keyword argument(s) {', '.join(unknown)}; "
             f"valid ones are: {', '.join(known) or 'none'}"
         )
+
+
+class MissingFileError(NsdlError, FileNotFoundError):
+    """A file the call reads does not exist, is a folder, or cannot exist (a NUL byte or an
+    empty name). Also a FileNotFoundError: the same condition from every reader."""
+
+
+def input_path(value: object, what: str) -> Path:
+    """`value` as the path of a file to read, or the package's error saying what is wrong:
+    ArgumentError for a value that is no path, MissingFileError for a name no file can have
+    or a file that is not there. `what` names it for the message ("model file")."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ArgumentError(
+            f"the {what} must be a path (str or os.PathLike), not {type(value).__name__}"
+        )
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ArgumentError(f"the {what} must be a text path, not bytes")
+    if not text.strip():
+        raise MissingFileError(f"the {what} path is empty: give the path of the file")
+    if "\x00" in text:
+        raise MissingFileError(f"no {what} can be named {text!r}: a path has no NUL byte")
+    path = Path(text)
+    if not path.exists():
+        raise MissingFileError(f"no such {what}: {path}")
+    if not path.is_file():
+        raise MissingFileError(f"{path} is not a file: give the path of the {what}")
+    return path
+
+
+def text_argument(value: object, what: str) -> str:
+    """`value` when it is a str, else ArgumentError naming `what` ("operator type")."""
+    if not isinstance(value, str):
+        raise ArgumentError(f"the {what} must be a str, not {type(value).__name__}")
+    return value
+
+
+def list_argument(value: object, what: str) -> list[Any]:
+    """The items of a list-like `value` (not a str: a name is not a list of letters), else
+    ArgumentError naming `what` ("nodes")."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ArgumentError(
+            f"{what} must be a list (e.g. [{what[:-1]!r}]), not {type(value).__name__}"
+        )
+    return list(value)

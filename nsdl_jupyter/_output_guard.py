@@ -97,7 +97,7 @@ def protected_because(path: PathLike, reading: Iterable[PathLike | None] = ()) -
     resolved = path.resolve()
     exists = os.path.lexists(path)
     for model in reading:
-        if model is None:
+        if model is None or "\0" in os.fspath(model):  # no file has that name: nothing to keep
             continue
         for file, what in model_files(model).items():
             if _same_file(file, resolved):
@@ -130,6 +130,10 @@ def guard_output(
     for a file that is this writer's own earlier output (replaced without `overwrite`).
     `writes_model`: the output is an ONNX model, which may replace another model's file.
     """
+    if "\0" in os.fspath(path):
+        raise OutputPathError(
+            f"{what} path {str(path)!r} holds a NUL byte: no file can have it", None
+        )
     target = Path(os.path.abspath(Path(path).expanduser()))
     because = protected_because(target, reading)
     if because is not None:

@@ -1,7 +1,7 @@
 """Imports run down the layers of DESIGN.md, and nothing crosses them unnoticed.
 
     base (_atomic, _display, _isolated, ...) < ops < document < graph, transforms, targets
-    < profiling < figures < editors < _static_export < widgets < cli < nbconvert
+    < profiling < sweeps < figures < editors < _static_export < widgets < cli < nbconvert
 
 Peers (graph, transforms, targets) do not import each other, and a layer imports another only
 through its public names: no `_private` module or name of another package (the base modules
@@ -26,6 +26,7 @@ RANKS: dict[str, float] = {
     "transforms": 3,
     "targets": 3,
     "profiling": 4,
+    "sweeps": 4.5,  # grids of profiles on Dask: uses profiling and transforms; figures draw it
     "figures": 5,
     "editors": 6,
     "_static_export": 7,  # the widgets drawn as HTML (widgets attach their pictures)

@@ -13,6 +13,7 @@ import pytest
 from test_profiling_helpers import OWN_FIXTURES, shared_fixture
 
 from nsdl_jupyter import figures
+from nsdl_jupyter.figures._plotly import axis_labels
 from nsdl_jupyter.profiling import ProfileReport, load_trtexec
 
 GPU_OPT = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"
@@ -48,7 +49,9 @@ def test_timeline_of_a_big_model_keeps_the_slowest_layers_and_fits_a_screen(
     order = list(fig.layout.yaxis.categoryarray)[::-1]
     assert len(order) == 31 and order[-1] == "other (92 layers)"
     slowest = gpu.timeline_events.groupby("name")["duration_ms"].sum().nlargest(30)
-    assert set(order[:-1]) == set(slowest.index)
+    # rows are the model's nodes, long ones cut at the start ("…/downsample.0/Conv")
+    nodes = gpu.layers.set_index("name").loc[slowest.index, "node"]
+    assert set(order[:-1]) == set(axis_labels(nodes).values())
     assert sum(len(trace.y) for trace in fig.data) == 122  # every bar is still drawn
     assert fig.layout.height <= 760 and fig.layout.xaxis.side == "top"
     assert len(list(gpu.timeline(top_n=5).layout.yaxis.categoryarray)) == 6
@@ -82,7 +85,7 @@ def test_tensorrt_timeline_is_coloured_by_precision() -> None:
 
 def test_summary_figures(gpu: ProfileReport) -> None:
     top = figures.top_layers_figure(gpu, n=10)
-    assert list(top.data[0].y)[::-1] == list(gpu.top(10)["name"])
+    assert list(top.data[0].y)[::-1] == list(axis_labels(gpu.top(10)["node"]).values())
     share = figures.op_type_share_figure(gpu)
     assert set(share.data[0].labels) == set(gpu.layers["op_type"])
     latency = figures.latency_figure(gpu)

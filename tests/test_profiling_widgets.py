@@ -77,6 +77,30 @@ def test_panel_shows_input_errors_without_running(tmp_path: Path) -> None:
     assert panel.status == "failed" and "name=integer" in panel._message.value
 
 
+def test_a_runtime_failure_is_one_sentence_with_the_traceback_behind_details(
+    tmp_path: Path,
+) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    shape = onnx.helper.make_tensor_value_info("shape", onnx.TensorProto.INT64, [2])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    reshape = onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="/Reshape")
+    graph = onnx.helper.make_graph([reshape], "g", [x, shape], [y])
+    path = tmp_path / "bad.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+    panel = ActivityPanel(path)
+    panel._iterations.value, panel._warmup.value = 1, 0
+    panel.run()
+    panel.wait(120)
+    assert panel.status == "failed"
+    message = panel._message.value
+    headline, details = message.split("<details", 1)
+    assert "onnxruntime failed in Reshape node &#x27;/Reshape&#x27;: The input tensor" in headline
+    assert "Traceback" not in headline and "onnxruntime::" not in headline
+    assert "<summary>details</summary>" in details and "Traceback" in details
+    assert "\\u001b" not in message and "\x1b" not in message
+    assert "\\u001b" not in panel._log.value and "\x1b" not in panel._log.value
+
+
 def test_panel_cancel(tmp_path: Path) -> None:
     path = tmp_path / "big.onnx"
     onnx.save(mlp_model(hidden=512, layers=8), path)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from nsdl_jupyter._output_guard import COMPANION_SUFFIX
 from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument
-from nsdl_jupyter.document._check import Diagnostic, check_proto
-from nsdl_jupyter.document._companion import MOVED_KEY, CompanionWarning
+from nsdl_jupyter.document._check import Diagnostic, SavedWithErrorsWarning, check_proto
+from nsdl_jupyter.document._companion import (
+    MAX_COORDINATE,
+    MOVED_KEY,
+    CompanionWarning,
+    layout_coordinate,
+)
 from nsdl_jupyter.document._data_files import external_tensors
 from nsdl_jupyter.document._data_types import UnknownDataTypeError, as_data_type
 from nsdl_jupyter.document._document import (
@@ -38,6 +43,7 @@ from nsdl_jupyter.document._tensorrt import (
 
 __all__ = [
     "COMPANION_SUFFIX",
+    "MAX_COORDINATE",
     "MOVED_KEY",
     "NO_CONSTRAINT",
     "PRECISIONS",
@@ -57,6 +63,7 @@ __all__ = [
     "ModelDocument",
     "ModelLoadError",
     "ModelSaveError",
+    "SavedWithErrorsWarning",
     "TensorRtProperties",
     "TensorRtPropertyError",
     "UnknownDataTypeError",
@@ -65,6 +72,7 @@ __all__ = [
     "check_proto",
     "external_tensors",
     "fill_methods",
+    "layout_coordinate",
     "load_model",
     "new_model",
     "open_model",

@@ -12,7 +12,7 @@ Bodies nest: a Loop inside an If branch opens from the branch's document.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import onnx
@@ -27,7 +27,7 @@ from nsdl_jupyter.document._check import (
     inferred_types,
 )
 from nsdl_jupyter.document._document import ModelDocument, convert_attribute
-from nsdl_jupyter.document._errors import DocumentError, GraphEditError
+from nsdl_jupyter.document._errors import DocumentError, GraphEditError, InitializerError
 from nsdl_jupyter.document._events import ChangeEvent
 
 if TYPE_CHECKING:
@@ -196,6 +196,25 @@ class FunctionDocument(OpenBody):
             f"remove parameter {name}",
             [e.SetMapping(self._parameters, name, None)],
             ChangeEvent(f"remove parameter {name}"),
+        )
+
+    def create_initializer(
+        self,
+        name: str,
+        value: object = None,
+        *,
+        dtype: ir.DataType | str | int | None = None,
+        shape: Sequence[int] | None = None,
+        generate: str | None = None,
+        seed: int = 0,
+    ) -> ir.Value:
+        """Refused: an ONNX function has no initializers (FunctionProto cannot hold one, so
+        saving would drop it and leave the body reading a tensor that does not exist)."""
+        raise InitializerError(
+            f"{self.title} cannot hold initializer {name!r}: ONNX functions have no "
+            f"initializers. Add a Constant node instead: add_node('Constant', "
+            f"name={name + '_const'!r}, attributes={{'value': ...}}), or make it an input "
+            "of the function"
         )
 
     def check_snapshot(self) -> onnx.ModelProto:

@@ -19,7 +19,8 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._weightless import weightless_proto
-from nsdl_jupyter.ops import is_custom_operator
+from nsdl_jupyter.document._check_messages import explain
+from nsdl_jupyter.ops import ONNX_DOMAINS, is_custom_operator
 
 if TYPE_CHECKING:
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
@@ -29,7 +30,6 @@ FunctionKey = tuple[str, str, str]  # (domain, name, overload), as onnx_ir keys 
 
 _NODE_IN_MESSAGE = re.compile(r"node name: ([^)]*)\)|Node \(([^)]*)\)|node \"?([^\" ]+)\"? ")
 _NODE_IN_CHECKER_MESSAGE = re.compile(r"(?:Name|name): (\S+) OpType")
-_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 # Marks a snapshot whose subject is a local function (the first of proto.functions), not the graph.
 _CHECKED_FUNCTION = "nsdl_jupyter.checked_function"
 
@@ -42,6 +42,22 @@ class Diagnostic:
     node: str | None
     message: str
     source: Literal["checker", "shape_inference"] = "checker"
+
+
+class SavedWithErrorsWarning(UserWarning):
+    """The model was saved (nothing of it is lost) while its check reports errors: the
+    file may not load in a runtime. `diagnostics` holds the errors."""
+
+    def __init__(self, target: str, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = list(diagnostics)
+        shown = "; ".join(
+            f"{d.node}: {d.message}" if d.node else d.message for d in self.diagnostics[:3]
+        )
+        more = f" (and {len(self.diagnostics) - 3} more)" if len(self.diagnostics) > 3 else ""
+        super().__init__(
+            f"{target} was saved with {len(self.diagnostics)} check error(s), so runtimes may "
+            f"refuse it: {shown}{more}. doc.check() lists them; fix them and save again"
+        )
 
 
 @dataclass(frozen=True)
@@ -135,7 +151,8 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
     nodes = proto.graph.node
     functions = _functions(proto)
     gaps = (
-        _custom_operators(nodes, functions)
+        _domain_diagnostics(proto)
+        + _custom_operators(nodes, functions)
         + _call_diagnostics(nodes, functions)
         + _gap_diagnostics(nodes, _opsets(proto.opset_import))
         + _untyped_custom_outputs(proto, functions)
@@ -182,6 +199,37 @@ def _is_custom(node: onnx.NodeProto, functions: Functions) -> bool:
 def _has_schema(node: onnx.NodeProto, functions: Functions) -> bool:
     """False for custom operators and local-function calls (checked on their own)."""
     return not _is_custom(node, functions) and _key(node) not in functions
+
+
+def _domain_diagnostics(proto: onnx.ModelProto) -> list[Diagnostic]:
+    """What the ONNX checker lets pass and runtimes misread: the default domain imported
+    twice ("" and its alias "ai.onnx": onnxruntime keeps one version for every ONNX node),
+    and local functions in a standard ONNX domain (their calls resolve to ONNX operators)."""
+    found = []
+    opsets = _opsets(proto.opset_import)
+    if "" in opsets and "ai.onnx" in opsets:
+        found.append(
+            Diagnostic(
+                "error",
+                None,
+                f"the model imports the default ONNX domain twice ('' at {opsets['']} and its "
+                f"alias 'ai.onnx' at {opsets['ai.onnx']}): runtimes use one version for every "
+                "ONNX node; remove the alias with doc.remove_domain('ai.onnx')",
+            )
+        )
+    for function in proto.functions:
+        if function.domain in ONNX_DOMAINS:
+            label = function.domain or "ai.onnx"
+            found.append(
+                Diagnostic(
+                    "error",
+                    None,
+                    f"local function {label}::{function.name} is in the standard ONNX domain "
+                    f"{label!r}, whose operators are ONNX's: delete it and create it again in "
+                    "a custom domain (such as 'local')",
+                )
+            )
+    return found
 
 
 def _custom_operators(nodes: Nodes, functions: Functions) -> list[Diagnostic]:
@@ -249,7 +297,7 @@ def _untyped_custom_outputs(proto: onnx.ModelProto, functions: Functions) -> lis
         if (
             output.type.WhichOneof("value") is None
             and node
-            and node.domain not in _ONNX_DOMAINS
+            and node.domain not in ONNX_DOMAINS
             and _key(node) not in functions  # inference reads the function's body
         ):
             found.append(
@@ -442,7 +490,7 @@ def _node_diagnostics(
             try:
                 _check_node(node, visible, context)
             except onnx.checker.ValidationError as error:
-                foreign = node.domain not in _ONNX_DOMAINS
+                foreign = node.domain not in ONNX_DOMAINS
                 found.append(
                     Diagnostic(
                         "warning" if foreign else "error",
@@ -452,11 +500,18 @@ def _node_diagnostics(
                             "onnxruntime checks it when the model runs"
                         )
                         if foreign
-                        else _first_line(str(error)),
+                        else _in_schema_words(node, context, _first_line(str(error))),
                     )
                 )
         visible.update(node.output)
     return found
+
+
+def _in_schema_words(
+    node: onnx.NodeProto, context: onnx.checker.C.CheckerContext, message: str
+) -> str:
+    opset = dict(context.opset_imports).get(node.domain or "", 0)
+    return explain(node.op_type, node.domain, opset, message) if opset else message
 
 
 def _check_node(
@@ -502,7 +557,7 @@ def _inference_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list
         )
         # nodes inside a local function are ONNX nodes: an error in a call is the function's
         foreign = (
-            node is not None and node.domain not in _ONNX_DOMAINS and _key(node) not in functions
+            node is not None and node.domain not in ONNX_DOMAINS and _key(node) not in functions
         )
         return [
             Diagnostic(

@@ -22,6 +22,9 @@ from nsdl_jupyter.document._tensorrt import COMPANION_KEY, companion_entry
 MOVED_KEY = "moved"
 _VERSION = 1
 _MAX_BYTES = 64 * 2**20
+# No box lies farther out than this (layout units): the layout packs coordinates as float32
+# and the SVG renderer as integers, so 1e308 (finite as a double) broke both
+MAX_COORDINATE = 1e7
 
 
 class CompanionWarning(UserWarning):
@@ -48,29 +51,70 @@ def read_companion(model_path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         return _ignored(path, "it is not a JSON object")
     data.pop("version", None)
+    return _well_formed(
+        data, _CHECKS, _json_simple, f"ignoring malformed {{}} entries in {path.name}"
+    )
+
+
+def write_companion(model_path: Path, companion: dict[str, Any]) -> None:
+    """Write the companion as standard JSON: positions that are no place on the canvas and
+    values JSON cannot hold (NaN, infinities, objects) are left out, with a warning."""
+    path = companion_path(model_path)
+    kept = _well_formed(
+        companion,
+        _WRITE_CHECKS,
+        _standard_json,
+        f"not writing malformed {{}} entries to {path.name}",
+    )
+    if not kept:
+        return
+    payload = {"version": _VERSION, **kept}
+    text = json.dumps(payload, indent=1, sort_keys=True, allow_nan=False)
+    atomic_write_bytes(path, text.encode())
+
+
+def companion_problem(key: Any, value: Any) -> str | None:
+    """Why entry `key` could not be written as is, or None."""
+    if not isinstance(key, str):
+        return f"entry names are strings, not {type(key).__name__}"
+    if _WRITE_CHECKS.get(key, _standard_json)(value) != value:
+        if key in _WRITE_CHECKS:
+            return f"give each node [x, y], finite numbers within ±{MAX_COORDINATE:g} layout units"
+        return "give standard JSON (no NaN or infinity, no objects)"
+    return None
+
+
+def _well_formed(
+    data: dict[str, Any],
+    checks: dict[str, Callable[[Any], Any]],
+    default: Callable[[Any], Any],
+    warning: str,
+) -> dict[str, Any]:
+    """The entries of `data` as their check keeps them (a warning for each one changed)."""
     kept: dict[str, Any] = {}
     for key, value in data.items():
-        check = _CHECKS.get(key)
-        checked = check(value) if check is not None else _json_simple(value)
-        if key in _WARN_WHEN_CHANGED and checked != value:
+        checked = checks.get(key, default)(value)
+        if checked != value:
             warnings.warn(
-                f"ignoring malformed {key} properties in {path.name} (kept what was well formed;"
-                " the model is not affected)",
+                warning.format(key) + " (kept what was well formed; the model is not affected)",
                 CompanionWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if checked is not None:
             kept[key] = checked
     return kept
 
 
-def write_companion(model_path: Path, companion: dict[str, Any]) -> None:
-    if not companion:
-        return
-    payload = {"version": _VERSION, **companion}
-    atomic_write_bytes(
-        companion_path(model_path), json.dumps(payload, indent=1, sort_keys=True).encode()
-    )
+def layout_coordinate(value: Any) -> float | None:
+    """`value` as a coordinate of a box on the canvas, or None when it is not one (not a
+    number, a bool, non-finite, an int too big for a float, beyond MAX_COORDINATE)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and abs(number) <= MAX_COORDINATE else None
 
 
 class FollowMoves(e.Edit):
@@ -112,15 +156,13 @@ def _ignored(path: Path, why: str) -> dict[str, Any]:
 def _positions(value: Any) -> dict[str, list[float]] | None:
     if not isinstance(value, dict):
         return None
-    return {
-        key: [float(x), float(y)]
-        for key, point in value.items()
-        if isinstance(key, str)
-        and isinstance(point, list)
-        and len(point) == 2
-        and all(_finite(v) for v in point)
-        for x, y in [point]
-    }
+    kept: dict[str, list[float]] = {}
+    for key, point in value.items():
+        if isinstance(key, str) and isinstance(point, (list, tuple)) and len(point) == 2:
+            x, y = (layout_coordinate(v) for v in point)
+            if x is not None and y is not None:
+                kept[key] = [x, y]
+    return kept
 
 
 def _collapsed(value: Any) -> list[str] | None:
@@ -148,11 +190,22 @@ def _json_simple(value: Any, depth: int = 0) -> Any:
     return None
 
 
+def _standard_json(value: Any) -> Any:
+    """`value` when standard JSON can hold it (no NaN, no infinity, no objects), else None."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return value
+
+
+# Entries read with a check of their own; other entries (future tools' state) are kept when
+# plain JSON. Whatever a check leaves out is said in a warning.
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "positions": _positions,
     "collapsed": _collapsed,
     MOVED_KEY: _positions,
     COMPANION_KEY: companion_entry,
 }
-# Properties that change what a build does: dropping one silently would surprise the user.
-_WARN_WHEN_CHANGED = frozenset({COMPANION_KEY})
+# On writing, box positions are checked as on reading; everything else must be standard JSON.
+_WRITE_CHECKS: dict[str, Callable[[Any], Any]] = {"positions": _positions, MOVED_KEY: _positions}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 import onnx_ir as ir
 
@@ -18,8 +20,13 @@ def as_data_type(dtype: ir.DataType | str | int) -> ir.DataType:
     """`ir.DataType` for 'float32', 'FLOAT', 'int8', 1, numpy names ... or a clear error."""
     if isinstance(dtype, ir.DataType):
         return dtype
-    if isinstance(dtype, int):
-        return ir.DataType(dtype)
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        try:
+            return ir.DataType(dtype)
+        except ValueError:
+            raise _unknown(dtype) from None
+    if not isinstance(dtype, str):
+        raise _unknown(dtype)
     key = _ALIASES.get(dtype.lower(), dtype.upper())
     try:
         return ir.DataType[key]
@@ -27,6 +34,11 @@ def as_data_type(dtype: ir.DataType | str | int) -> ir.DataType:
         pass
     try:
         return ir.DataType.from_numpy(np.dtype(dtype))
-    except TypeError:
-        names = ", ".join(t.name.lower() for t in ir.DataType if t.name != "UNDEFINED")
-        raise UnknownDataTypeError(f"unknown dtype {dtype!r}: use one of {names}") from None
+    except (TypeError, ValueError):
+        raise _unknown(dtype) from None
+
+
+def _unknown(dtype: object) -> UnknownDataTypeError:
+    names = ", ".join(t.name.lower() for t in ir.DataType if t.name != "UNDEFINED")
+    shown = reprlib.repr(dtype)
+    return UnknownDataTypeError(f"unknown dtype {shown}: use one of {names} (or its number)")

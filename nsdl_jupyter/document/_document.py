@@ -23,15 +23,22 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import ArgumentError, input_path, list_argument, text_argument
 from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter._output_guard import guard_output
-from nsdl_jupyter._walk import graphs_in
+from nsdl_jupyter._walk import graphs_in, nodes_in
 from nsdl_jupyter.document import edits as e
-from nsdl_jupyter.document._check import Diagnostic, check_proto, check_snapshot
+from nsdl_jupyter.document._check import (
+    Diagnostic,
+    SavedWithErrorsWarning,
+    check_proto,
+    check_snapshot,
+)
 from nsdl_jupyter.document._companion import (
     CompanionWarning,
     FollowMoves,
     companion_path,
+    companion_problem,
     read_companion,
     write_companion,
 )
@@ -54,6 +61,7 @@ from nsdl_jupyter.document._saving import ExternalLocation, SaveRequest, save_mo
 from nsdl_jupyter.document._tensor_values import array_from_source, generate_array, to_tensor
 from nsdl_jupyter.document._tensorrt import TensorRtProperties
 from nsdl_jupyter.ops import (
+    ONNX_DOMAINS,
     LiteralSyntaxError,
     UnknownOperatorError,
     attribute_to_python,
@@ -80,6 +88,11 @@ class ModelDocument:
     """An ONNX model open for editing, with undo/redo, change events and safe saving."""
 
     def __init__(self, model: ir.Model, path: Path | None = None) -> None:
+        if not isinstance(model, ir.Model):
+            raise ArgumentError(
+                f"ModelDocument takes an onnx_ir.Model, not {type(model).__name__}: open a "
+                "file with nsdl_jupyter.open_model(path)"
+            )
         self._model = model
         self._path = path
         self._history = History()
@@ -173,7 +186,7 @@ class ModelDocument:
             if ref.graph is None:
                 raise GraphEditError(f"node {ref.name!r} is not part of this model any more")
             return ref
-        return _lookup(self.nodes, ref, "node", UnknownNodeError)
+        return _lookup(self.nodes, text_argument(ref, "node name"), "node", UnknownNodeError)
 
     def schema(self, node: ir.Node | str) -> Any:
         """The operator schema (`nsdl_jupyter.ops.OpSchemaInfo`) of a node, None if unknown."""
@@ -264,7 +277,13 @@ class ModelDocument:
         """
         from nsdl_jupyter.document._bodies import parameter
 
-        key = (domain, name, "")
+        key = (text_argument(domain, "domain"), text_argument(name, "function name"), "")
+        if domain in ONNX_DOMAINS:
+            raise GraphEditError(
+                f"function {name!r}: a local function cannot live in the standard ONNX domain "
+                f"{domain or 'ai.onnx'!r} (its operators are ONNX's, and importing it again "
+                "changes the ONNX opset): give it a custom domain, such as 'local'"
+            )
         if not _OP_NAME.fullmatch(name) or not _DOMAIN_NAME.fullmatch(domain):
             raise GraphEditError(
                 f"function {domain!r}::{name!r}: name and domain must be identifiers "
@@ -466,7 +485,7 @@ class ModelDocument:
     def import_domain(self, domain: str, version: int = 1) -> None:
         """Import operator domain `domain` at `version` (one undo step), so nodes of custom
         operators of that domain (TensorRT plugins, vendor ops) can be added."""
-        domain = "" if domain == "ai.onnx" else domain
+        domain = "" if text_argument(domain, "domain") == "ai.onnx" else domain
         if not _DOMAIN_NAME.fullmatch(domain):
             raise GraphEditError(
                 f"domain {domain!r} is not a valid name: use letters, digits, '.', '_' and '-'"
@@ -488,6 +507,33 @@ class ModelDocument:
             ChangeEvent(description),
         )
 
+    def remove_domain(self, domain: str) -> None:
+        """Stop importing operator domain `domain` (one undo step). Refused while a node or a
+        local function uses it; the alias 'ai.onnx' beside the default domain "" always goes
+        (the default import covers its nodes)."""
+        imports = self.graph.opset_imports
+        if domain not in imports:
+            raise GraphEditError(
+                f"the model does not import {domain!r}; it imports {dict(imports)}"
+            )
+        alias = domain == "ai.onnx" and "" in imports
+        if not alias:
+            if domain in ("", "ai.onnx"):
+                raise GraphEditError(
+                    "the default ONNX domain cannot be removed: a model needs an ONNX opset "
+                    "(convert_opset changes its version)"
+                )
+            users = [n.name for n in nodes_in(self.graph) if n.domain == domain]
+            users += [f"{d}::{n}" for d, n, _ in self.model.functions if d == domain]
+            if users:
+                raise GraphEditError(
+                    f"domain {domain!r} is still used by {users[:5]}: remove them first"
+                )
+        description = f"remove domain {domain or 'ai.onnx'}"
+        self.apply_edits(
+            description, [e.SetMapping(imports, domain, None)], ChangeEvent(description)
+        )
+
     def add_node(
         self,
         op_type: str,
@@ -507,7 +553,8 @@ class ModelDocument:
         as many as `inputs`), `num_outputs` outputs (default 1) and any attributes, typed from
         their values.
         """
-        domain = "" if domain == "ai.onnx" else domain
+        text_argument(op_type, "operator type")
+        domain = "" if text_argument(domain, "domain") == "ai.onnx" else domain
         if domain not in self.graph.opset_imports:
             hint = (
                 "" if domain in known_domains() else f": call doc.import_domain({domain!r}) first"
@@ -516,6 +563,7 @@ class ModelDocument:
                 f"the model does not import domain {domain or 'ai.onnx'!r}{hint}; "
                 f"it imports {dict(self.graph.opset_imports)}"
             )
+        inputs = list_argument(inputs, "inputs")
         node_name = check_node_name(name, self.nodes) if name is not None else None
         function = self.functions.get((domain, op_type, ""))
         if function is not None:
@@ -729,7 +777,7 @@ class ModelDocument:
 
     def remove_nodes(self, nodes: Iterable[ir.Node | str]) -> None:
         """Remove several nodes as one undo step."""
-        targets = list(dict.fromkeys(self.node(node) for node in nodes))
+        targets = list(dict.fromkeys(self.node(node) for node in list_argument(nodes, "nodes")))
         doomed = set(targets)
         edits: list[e.Edit] = []
         dropped: list[tuple[int, ir.Graph, ir.Value]] = []  # graph outputs fed by the nodes
@@ -802,6 +850,7 @@ class ModelDocument:
     def disconnect(self, node: ir.Node | str, input_index: int) -> None:
         """Empty input `input_index` of `node`; trailing empty inputs are dropped."""
         target = self.node(node)
+        _index(input_index)
         if not 0 <= input_index < len(target.inputs) or target.inputs[input_index] is None:
             raise GraphEditError(f"input {input_index} of {target.name} is not connected")
         edits: list[e.Edit] = [e.SetInput(target, input_index, None)]
@@ -845,7 +894,7 @@ class ModelDocument:
     ) -> ir.Value:
         check_tensor_name(name, self.tensors)
         value = ir.Value(
-            name=name, type=ir.TensorType(as_data_type(dtype)), shape=ir.Shape(list(shape))
+            name=name, type=ir.TensorType(as_data_type(dtype)), shape=ir.Shape(_dims(shape))
         )
         description = f"add graph input {name}"
         self.apply_edits(
@@ -895,7 +944,7 @@ class ModelDocument:
 
     def rename_tensor(self, old: str, new: str) -> None:
         """Rename a tensor (graph input/output, initializer or node output)."""
-        value = self._tensor(old)
+        value = self._tensor(text_argument(old, "tensor name"))
         if new == old:
             return
         check_tensor_name(new, self.tensors)
@@ -961,13 +1010,20 @@ class ModelDocument:
         path) or, with `generate` in ("zeros", "normal", "uniform"), from dtype and shape."""
         check_tensor_name(name, self.tensors)
         data_type = as_data_type(dtype) if dtype is not None else None
-        dims = tuple(int(d) for d in shape) if shape is not None else None
+        dims = _initializer_dims(shape) if shape is not None else None
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise InitializerError(f"seed must be an int, not {type(seed).__name__}")
         if generate is not None:
             if value is not None:
                 raise InitializerError("give either a value or a generate method, not both")
             if data_type is None or dims is None:
                 raise InitializerError(f"generate={generate!r} needs a dtype and a shape")
-            array = generate_array(data_type, dims, generate, seed)
+            try:
+                array = generate_array(data_type, dims, generate, seed)
+            except (ValueError, MemoryError) as error:  # numpy: more than memory can hold
+                raise InitializerError(
+                    f"cannot make a {data_type.name} tensor of shape {dims}: {error}"
+                ) from None
         elif value is None:
             raise InitializerError("give a value (array, list, literal or .npy path) or generate=")
         else:
@@ -1054,7 +1110,13 @@ class ModelDocument:
     # ------------------------------------------------------------------ checks
     def check(self) -> list[Diagnostic]:
         """Diagnostics from the ONNX checker and strict shape inference, mapped to nodes."""
-        return check_proto(self.check_snapshot())
+        try:
+            snapshot = self.check_snapshot()
+        except Exception as error:  # onnx_ir wraps what it cannot write in its own errors
+            cause = error.__cause__ or error
+            problem = f"the model cannot be written as ONNX ({type(cause).__name__}: {cause})"
+            return [Diagnostic("error", None, problem)]
+        return check_proto(snapshot)
 
     def check_snapshot(self) -> onnx.ModelProto:
         """A read-only proto of the current state for `check_proto` in a worker thread."""
@@ -1069,6 +1131,7 @@ class ModelDocument:
         size_threshold: int = 1024,
         keep_generated_names: bool = False,
         overwrite: bool = False,
+        check: bool = True,
         while_syncing: Callable[[onnx.ModelProto], object] | None = None,
     ) -> Path:
         """Write the model atomically (and its companion file); returns the path written.
@@ -1081,6 +1144,10 @@ class ModelDocument:
         companion (OutputPathError, see nsdl_jupyter/_output_guard.py). An existing data
         file that is not this model's is refused unless `overwrite=True`; one that another
         model in the folder reads is never replaced.
+        `check`: check the model first; when the check reports errors the model is still
+        saved (an editor's save keeps the user's work, even half done, and never drops any of
+        it), then a SavedWithErrorsWarning lists them. False for callers that check the
+        written file themselves.
         `while_syncing`: called with the written model as a proto whose large initializers
         are typed graph inputs, after its bytes are written and before they are synced to
         disk, so work on the result (onnx's checker) overlaps with the disk.
@@ -1113,12 +1180,16 @@ class ModelDocument:
                 for companion in (model_path.resolve(), companion_path(model_path).resolve())
             ),
         )
+        self._sort()  # the check sees the order that is written
+        errors = [d for d in self.check() if d.severity == "error"] if check else []
         with self._serializable(keep_generated_names):
             save_model(self._model, request, self._data_files)
         self._path = target
         self._history.mark_saved()
         self._write_companion(target)
         self._bus.emit(ChangeEvent(f"saved {target.name}", source="save", dirty=False))
+        if errors:
+            warnings.warn(SavedWithErrorsWarning(target.name, errors), stacklevel=2)
         return target
 
     def _data_file_name(self, target: Path, external_data: str | bool | None) -> str | None:
@@ -1141,7 +1212,12 @@ class ModelDocument:
         return f"{target.name}.data"
 
     def update_companion(self, key: str, value: Any) -> None:
-        """Set view state kept beside the model (layout, collapsed groups); not an edit."""
+        """Set view state kept beside the model (layout, collapsed groups); not an edit.
+        Refused when the companion could not store it as is (standard JSON; box positions
+        finite and on the canvas)."""
+        problem = companion_problem(key, value)
+        if problem:
+            raise DocumentError(f"cannot keep {key!r} beside the model: {problem}")
         self.companion[key] = value
 
     def _write_companion(self, target: Path) -> None:
@@ -1156,17 +1232,24 @@ class ModelDocument:
                 stacklevel=3,
             )
 
+    def _sort(self) -> None:
+        """Topological order in the graph and in each local function (a node added to a body
+        comes last, whatever it feeds), each with its bodies."""
+        graphs = [self.graph, *(function.graph for function in self.model.functions.values())]
+        for graph in graphs:
+            if not all(_is_topological(inner) for inner in graphs_in(graph)):
+                try:
+                    graph.sort()  # sorts the bodies too
+                except ValueError as error:  # onnx_ir: "Graph contains a cycle"
+                    raise ModelSaveError(
+                        f"cannot save: {error} ONNX needs an acyclic graph; nothing was "
+                        "written: break the cycle (doc.disconnect) and save again"
+                    ) from None
+
     @contextmanager
     def _serializable(self, keep_generated_names: bool = False) -> Iterator[None]:
         """Topological order (ONNX requires it) and original names of unnamed nodes."""
-        if not all(_is_topological(graph) for graph in graphs_in(self.graph)):
-            try:
-                self.graph.sort()  # sorts the bodies too
-            except ValueError as error:  # onnx_ir: "Graph contains a cycle"
-                raise ModelSaveError(
-                    f"cannot save: {error} ONNX needs an acyclic graph; nothing was written: "
-                    "break the cycle (doc.disconnect) and save again"
-                ) from None
+        self._sort()
         restored: list[tuple[ir.Node, str]] = []
         if not keep_generated_names:
             for node, (generated, original) in self._generated_names.items():
@@ -1187,7 +1270,7 @@ class ModelDocument:
 
 def open_model(path: str | os.PathLike[str]) -> ModelDocument:
     """Open an ONNX file for editing. External weights stay on disk until used."""
-    source = Path(path).absolute()
+    source = input_path(path, "model file").absolute()
     with gc_paused():
         model = load_model(source)
         try:
@@ -1313,12 +1396,14 @@ def _is_topological(graph: ir.Graph) -> bool:
 
 def _dims(shape: Sequence[int | str | None]) -> list[int | str | None]:
     dims: list[int | str | None] = []
-    for dim in shape:
+    for dim in list_argument(shape, "shape dims"):
         if isinstance(dim, str) and dim.isdigit():
             dims.append(int(dim))
         elif dim is None or isinstance(dim, (int, str)):
             if isinstance(dim, int) and dim < 0:
                 raise DocumentError(f"dimension {dim} is negative: use a name for a free dimension")
+            if isinstance(dim, int) and dim > _MAX_DIM:
+                raise DocumentError("a dimension is over the int64 range of ONNX shapes")
             dims.append(dim)
         else:
             raise DocumentError(f"dimension {dim!r} must be an int, a name or None")
@@ -1371,6 +1456,23 @@ def _unknown_attribute(node: ir.Node, name: str, schema: Any) -> str:
 
 
 _T = TypeVar("_T")
+_MAX_DIM = 2**63 - 1  # ONNX dims are int64
+
+
+def _initializer_dims(shape: Sequence[int]) -> tuple[int, ...]:
+    dims = _dims(shape)
+    if not all(isinstance(d, int) for d in dims):
+        raise InitializerError(f"an initializer's shape is whole numbers >= 0, not {dims}")
+    return tuple(cast("list[int]", dims))
+
+
+def _index(index: object) -> int:
+    """An input or output position: an int (a bool or a float is a mistake, not a slot)."""
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ArgumentError(f"an input index is an int, not {type(index).__name__}")
+    return index
+
+
 _DOMAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

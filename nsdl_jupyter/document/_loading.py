@@ -10,6 +10,7 @@ import onnx
 import onnx_ir as ir
 from google.protobuf.message import DecodeError
 
+from nsdl_jupyter._errors import input_path
 from nsdl_jupyter._walk import all_tensors
 from nsdl_jupyter.document._errors import ModelLoadError
 from nsdl_jupyter.document._file_identity import FileIdentity
@@ -21,7 +22,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
 
     Callers that build much more on top (ModelDocument) run it under `gc_paused`.
     """
-    source = Path(path)
+    source = input_path(path, "model file")
     proto, identity = _read_proto(source)
     base_dir = source.resolve().parent
     external = check_external_data(proto, base_dir, source)
@@ -38,14 +39,10 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
 def read_model_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
     """The file's ModelProto, checked as `load_model` checks it, external data left unread
     (for readers that need the graph and types, not onnx_ir: node_work)."""
-    return _read_proto(Path(path))[0]
+    return _read_proto(input_path(path, "model file"))[0]
 
 
 def _read_proto(source: Path) -> tuple[onnx.ModelProto, FileIdentity]:
-    if not source.exists():
-        raise FileNotFoundError(f"no such model file: {source}")
-    if not source.is_file():
-        raise ModelLoadError(f"{source} is not a file: give the path of an .onnx model")
     with open(source, "rb") as handle:
         identity = FileIdentity.of_stat(os.fstat(handle.fileno()))
         data = handle.read()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import list_argument
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._errors import DocumentError
 from nsdl_jupyter.document._events import ChangeEvent
@@ -194,7 +195,7 @@ class TensorRtProperties:
     def set_layer_precisions(self, nodes: Iterable[ir.Node | str], precision: str | None) -> None:
         """The same precision (or none) for several nodes, as one undo step."""
         wanted = _precision(precision)
-        names = [self._doc.node(n).name or "" for n in nodes]
+        names = [self._doc.node(n).name or "" for n in list_argument(nodes, "nodes")]
         if not names:
             raise TensorRtPropertyError("give at least one node to constrain")
         if any(self._doc.nodes.get(n) is None for n in names):

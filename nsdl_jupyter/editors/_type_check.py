@@ -133,17 +133,36 @@ class TypeCheckRunner:
         self.schedule()
 
     def schedule(self) -> None:
-        """Check after `delay` seconds without further edits."""
+        """Check after `delay` seconds without further edits, wherever the edit came from:
+        the kernel's thread (a cell, a pane, the canvas) or another (a subshell, a worker)."""
         with self._lock:
             self._version += 1
+            version = self._version
             self._cancel_timer()
-            if self._loop is not None:
-                self._handle = self._loop.call_later(self.delay, self._start)
-            else:
+            loop = self._loop
+            if loop is None:
                 timer = threading.Timer(self.delay, self._start)
                 timer.daemon = True
                 self._handle = timer
                 timer.start()
+                return
+            if _kernel_loop() is loop:
+                self._handle = loop.call_later(self.delay, self._start)
+                return
+        # call_later is not thread-safe: from another thread it neither wakes the loop nor
+        # is sure to be seen, so the check waited for the next cell (issue 25). Arm it on
+        # the loop's own thread instead.
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(self._arm, version)
+
+    def _arm(self, version: int) -> None:
+        """On the loop's thread: start the debounce timer of edit `version`, unless a later
+        edit has armed its own."""
+        with self._lock:
+            if version != self._version or self._loop is None:
+                return
+            self._cancel_timer()
+            self._handle = self._loop.call_later(self.delay, self._start)
 
     def _cancel_timer(self) -> None:
         if self._handle is not None:

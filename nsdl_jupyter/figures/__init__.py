@@ -5,7 +5,7 @@ directly and `fig.show()`. For a static HTML export, call `use_static_renderer()
 Per-layer views show GPU kernel time when the report has it (`times='host'` for the
 profiler's host times) and take `hide_non_compute=True` to leave out copies, layout reorders
 and shape-only ops (`NON_COMPUTE_OP_TYPES`). Importing this package registers the figure
-shortcuts of `ProfileReport` (`report.timeline()`).
+shortcuts of `ProfileReport` (`report.timeline()`) and `SweepResult` (`result.plot()`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from nsdl_jupyter.figures._filters import (
 )
 from nsdl_jupyter.figures._roofline import roofline_figure
 from nsdl_jupyter.figures._static import use_static_renderer
+from nsdl_jupyter.figures._sweep import sweep_figure, sweep_heatmap
 from nsdl_jupyter.figures._tables import kernels_table, layers_table
 from nsdl_jupyter.figures._timeline import MAX_LAYER_ROWS, timeline_figure
 from nsdl_jupyter.profiling import register_report_figure
+from nsdl_jupyter.sweeps import register_sweep_figure
 
 __all__ = [
     "MAX_LAYER_ROWS",
@@ -40,6 +42,8 @@ __all__ = [
     "non_compute_mask",
     "op_type_share_figure",
     "roofline_figure",
+    "sweep_figure",
+    "sweep_heatmap",
     "time_column",
     "time_label",
     "time_shares",
@@ -50,3 +54,5 @@ __all__ = [
 
 register_report_figure("timeline", timeline_figure)
 register_report_figure("roofline", roofline_figure)
+register_sweep_figure("sweep_plot", sweep_figure)
+register_sweep_figure("sweep_heatmap", sweep_heatmap)

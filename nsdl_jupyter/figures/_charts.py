@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nsdl_jupyter.figures._filters import shown, time_column, time_label, time_shares
-from nsdl_jupyter.figures._plotly import colour_map, go
+from nsdl_jupyter.figures._plotly import axis_labels, colour_map, go
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -26,11 +26,12 @@ def top_layers_figure(
     whiskers min to max for the profiler's mean. `hide_non_compute` leaves out copies, layout
     reorders and shape-only ops."""
     graph_objects = go()
-    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type", report)
     by = by or time_column(report, times)
     report = shown(report, hide_non_compute)
     layers = report.layers.assign(_share=time_shares(report, by))
     top = layers.nlargest(n, by).iloc[::-1]
+    labels = axis_labels(top["node"])
     # the spread over iterations: min to max (std bars would dip below zero)
     spread = (
         {
@@ -46,15 +47,23 @@ def top_layers_figure(
     fig = graph_objects.Figure(
         graph_objects.Bar(
             orientation="h",
-            y=top["name"],
+            y=top["node"].map(labels),
             x=top[by],
             error_x=spread,
             marker_color=[colours.get(t, "#7f7f7f") for t in top["op_type"]],
             customdata=np.stack(
-                [top["op_type"], top["_share"] * 100, top["output_shapes"]], axis=1
+                [
+                    top["op_type"],
+                    top["_share"] * 100,
+                    top["output_shapes"],
+                    top["node"],
+                    top["name"],
+                ],
+                axis=1,
             ),
-            hovertemplate="<b>%{y}</b><br>%{customdata[0]}<br>%{x:.4f} ms "
-            "(%{customdata[1]:.1f}%)<br>out: %{customdata[2]}<extra></extra>",
+            hovertemplate="<b>%{customdata[3]}</b><br>%{customdata[0]} (onnxruntime: "
+            "%{customdata[4]})<br>%{x:.4f} ms (%{customdata[1]:.1f}%)<br>"
+            "out: %{customdata[2]}<extra></extra>",
         )
     )
     label = time_label(report, by)
@@ -74,7 +83,7 @@ def op_type_share_figure(
     """Donut of the time share per op type (layer type for TensorRT), of GPU kernel time when
     the report has it (`times` 'gpu' or 'host' picks)."""
     graph_objects = go()
-    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type")
+    colours = colour_map(list(dict.fromkeys(report.layers["op_type"])), "op_type", report)
     column = time_column(report, times)
     report = shown(report, hide_non_compute)
     table = report.by_op_type(column)

@@ -24,7 +24,8 @@ def roofline_figure(report: ProfileReport, model: Any = None, **kwargs: Any) -> 
     peaks = table.attrs.get("peaks")
     points = table[(table["flops"] > 0) & np.isfinite(table["intensity"])]
     skipped = len(table) - len(points)
-    colours = colour_map(list(dict.fromkeys(table["op_type"])), "op_type")
+    colours = colour_map(list(dict.fromkeys(table["op_type"])), "op_type", report)
+    node_of = report.layers.drop_duplicates("name").set_index("name")["node"]
     fig = graph_objects.Figure()
     biggest = float(points["time_ms"].max()) if len(points) else 1.0
     for op_type, rows in points.groupby("op_type", sort=False):
@@ -43,7 +44,7 @@ def roofline_figure(report: ProfileReport, model: Any = None, **kwargs: Any) -> 
                 },
                 customdata=np.stack(
                     [
-                        rows["name"],
+                        rows["name"].map(node_of).fillna(rows["name"]),
                         nodes,
                         rows["time_ms"],
                         rows["pct_of_roof"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from nsdl_jupyter.figures._errors import FigureError
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
 
 TABLE_COLUMNS = [
+    "node",
     "name",
     "op_type",
     "provider",
@@ -30,6 +32,7 @@ TABLE_COLUMNS = [
     "input_shapes",
     "output_shapes",
 ]
+_FILTERED = ("node", "name", "op_type")
 KERNEL_TABLE_COLUMNS = [
     "layer",
     "kernel",
@@ -55,7 +58,8 @@ def layers_table(
     """The layers with the columns that carry information for this report, sorted/filtered.
 
     `sort_by` defaults to the report's time column (`gpu_ms` when it has GPU times, else
-    `mean_ms`); `filter_text` keeps rows whose name or op type contains it (case-insensitive);
+    `mean_ms`); `filter_text` keeps rows whose model node, onnxruntime name or op type contains
+    it (case-insensitive);
     `hide_non_compute` leaves out copies, layout reorders and shape-only ops. The index is
     that of `report.layers`.
     """
@@ -69,9 +73,9 @@ def layers_table(
     table = layers
     if filter_text:
         needle = filter_text.lower()
-        mask = table["name"].str.lower().str.contains(needle, regex=False) | table[
-            "op_type"
-        ].str.lower().str.contains(needle, regex=False)
+        mask = np.logical_or.reduce(
+            [table[c].str.lower().str.contains(needle, regex=False) for c in _FILTERED]
+        )
         table = table[mask]
     table = _whole_calls(table.sort_values(sort_by, ascending=ascending, kind="stable")[columns])
     return table.head(limit) if limit is not None else table

@@ -16,7 +16,13 @@ import pandas as pd
 
 from nsdl_jupyter.figures._errors import FigureError
 from nsdl_jupyter.figures._filters import shown, time_column
-from nsdl_jupyter.figures._plotly import colour_map, go
+from nsdl_jupyter.figures._plotly import (
+    TOP_AXIS_MARGIN,
+    axis_labels,
+    colour_map,
+    go,
+    title_above_axis,
+)
 
 if TYPE_CHECKING:
     from nsdl_jupyter.profiling import ProfileReport
@@ -44,12 +50,14 @@ _METRIC_NAMES = {
 _METRIC_PANEL_PX = 110
 _KERNEL_NAME_WIDTH = 90
 _HOST_HOVER = (
-    "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>start %{base:.4f} ms<br>"
+    "<b>%{customdata[5]}</b><br>%{customdata[1]} (onnxruntime: %{customdata[0]})<br>"
+    "start %{base:.4f} ms<br>"
     "duration %{x:.4f} ms (self %{customdata[2]:.4f} ms)<br>in: %{customdata[3]}<br>"
     "out: %{customdata[4]}<extra></extra>"
 )
 _KERNEL_HOVER = (
-    "<b>%{customdata[0]}</b><br>%{customdata[1]}<br>kernel %{customdata[2]}<br>"
+    "<b>%{customdata[4]}</b><br>%{customdata[1]} (runtime: %{customdata[0]})<br>"
+    "kernel %{customdata[2]}<br>"
     "stream %{customdata[3]}<br>GPU start %{base:.4f} ms<br>duration %{x:.4f} ms<extra></extra>"
 )
 
@@ -67,6 +75,7 @@ def _kernel_bars(report: ProfileReport, row_key: str) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "name": layer,
+            "node": layer.map(info["node"]).fillna(layer),
             "op_type": layer.map(info["op_type"]).fillna(""),
             "precision": layer.map(info["precision"]).fillna(""),
             "kernel": kernels["kernel"].astype(str),
@@ -75,13 +84,13 @@ def _kernel_bars(report: ProfileReport, row_key: str) -> pd.DataFrame:
             "duration_ms": kernels["duration_ms"].astype("float64"),
         }
     )
-    lanes = frame.assign(row="stream " + frame["stream"])
-    rows = frame.assign(row=frame[row_key])
+    lanes = frame.assign(row="stream " + frame["stream"], lane=True)
+    rows = frame.assign(row=frame[row_key], lane=False)
     return pd.concat([lanes, rows], ignore_index=True)
 
 
 def _host_bars(events: pd.DataFrame, row_key: str) -> pd.DataFrame:
-    return events.assign(row=events[row_key])
+    return events.assign(row=events[row_key], lane=False)
 
 
 def _cut(text: str) -> str:
@@ -90,12 +99,14 @@ def _cut(text: str) -> str:
 
 def _custom(part: pd.DataFrame, kernels: bool) -> np.ndarray:
     if not len(part):
-        return np.empty((0, 5))
+        return np.empty((0, 6))
+    # [0] is the layer's name: a click on a bar selects that layer (ProfileView)
     if kernels:
-        columns = [part["name"], part["op_type"], part["kernel"].map(_cut), part["stream"]]
+        columns = [part["name"], part["op_type"], part["kernel"].map(_cut), part["stream"],
+                   part["node"]]  # fmt: skip
     else:
         columns = [part["name"], part["op_type"], part["self_ms"], part["input_shapes"],
-                   part["output_shapes"]]  # fmt: skip
+                   part["output_shapes"], part["node"]]  # fmt: skip
     return np.stack(columns, axis=1)
 
 
@@ -132,15 +143,16 @@ def timeline_figure(
     rows = rows or ("layer" if names.nunique() <= MAX_LAYER_ROWS else "top")
     if rows not in ("layer", "top", "op_type"):
         raise FigureError(f"rows={rows!r}: use 'layer', 'top' or 'op_type'")
-    row_key = "op_type" if rows == "op_type" else "name"
+    row_key = "op_type" if rows == "op_type" else "node"
     bars = _kernel_bars(report, row_key) if kernels else _host_bars(events, row_key)
     if rows == "top":
         bars = _top_rows(bars, top_n)
+    bars = bars.assign(row=bars["row"].map(axis_labels(pd.unique(bars["row"]))))
     color_by = color_by or _default_colour(bars)
-    if color_by not in bars or color_by == "row":
-        raise FigureError(f"color_by={color_by!r}: use one of {list(bars.columns[:-1])}")
+    if color_by not in bars or color_by in ("row", "lane"):
+        raise FigureError(f"color_by={color_by!r}: use one of {list(bars.columns[:-2])}")
     categories = [str(c) for c in pd.unique(bars[color_by])]
-    colours = colour_map(categories, color_by)
+    colours = colour_map(categories, color_by, report)
     # Rows top to bottom: stream lanes, then layers in order of first start.
     order = list(pd.unique(bars.sort_values("start_ms", kind="stable")["row"]))
     order.sort(key=lambda r: _row_rank(str(r), kernels))
@@ -169,11 +181,13 @@ def timeline_figure(
     model = report.metadata.get("model_name", "")
     what = "GPU kernels per layer" if kernels else "host time per layer"
     fig.update_layout(
-        title=title or f"{model}: one inference, {what} ({report.name.split(' ', 1)[-1]})",
+        title=title_above_axis(
+            title or f"{model}: one inference, {what} ({report.name.split(' ', 1)[-1]})"
+        ),
         barmode="overlay",
         height=_layer_height(len(order)) + _METRIC_PANEL_PX * len(panels),
         legend_title_text=color_by,
-        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        margin={"l": 10, "r": 10, "t": TOP_AXIS_MARGIN, "b": 40},
     )
     fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], automargin=True,
                      row=1 if panels else None, col=1 if panels else None)  # fmt: skip
@@ -207,7 +221,7 @@ def _layer_height(rows: int) -> int:
 
 def _top_rows(bars: pd.DataFrame, top_n: int) -> pd.DataFrame:
     """The `top_n` layers with the most time keep their row; the others share one row."""
-    lanes = bars["row"].astype(str).str.startswith("stream ") & (bars["row"] != bars["name"])
+    lanes = bars["lane"]
     layers = bars[~lanes]
     totals = layers.groupby("name", sort=False)["duration_ms"].sum()
     kept = set(totals.nlargest(top_n).index)

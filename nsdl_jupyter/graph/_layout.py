@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from nsdl_jupyter.document import layout_coordinate
 from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, PSEUDO, GraphTable
 from nsdl_jupyter.graph._hierarchy import Hierarchy, is_group_ref
 from nsdl_jupyter.graph._vocabulary import VOCABULARY
@@ -286,7 +287,8 @@ class LayoutEngine:
         if not self.placed:
             return computed
         by_key = self.table.by_key
-        wanted = {by_key[k]: p for k, p in self.placed.items() if k in by_key}
+        # a point set in the companion by hand may be no place on the canvas: ignored
+        wanted = {by_key[k]: p for k, p in self.placed.items() if k in by_key and _on_canvas(p)}
         rects = computed.rects.copy()
         width, height = computed.width, computed.height
         for row in np.flatnonzero(np.isin(computed.refs, list(wanted))):
@@ -360,3 +362,7 @@ class LayoutEngine:
         )
         sizes[~g] = size
         return size
+
+
+def _on_canvas(point: Sequence[float]) -> bool:
+    return len(point) == 2 and all(layout_coordinate(v) is not None for v in point)

@@ -21,6 +21,7 @@ from nsdl_jupyter.ops._errors import (
 from nsdl_jupyter.ops._literal import LiteralValue, format_literal, parse_literal
 from nsdl_jupyter.ops._reference import AttributeReference
 from nsdl_jupyter.ops._registry import (
+    ONNX_DOMAINS,
     get_schema,
     is_custom_domain,
     is_custom_operator,
@@ -32,6 +33,7 @@ from nsdl_jupyter.ops._schema_info import AttributeInfo, FormalParameter, OpSche
 from nsdl_jupyter.ops._schema_sources import normalize_domain
 
 __all__ = [
+    "ONNX_DOMAINS",
     "AttributeInfo",
     "AttributeLiteralError",
     "AttributeReference",

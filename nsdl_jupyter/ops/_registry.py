@@ -91,12 +91,13 @@ def known_domains() -> list[str]:
     return [*sorted(_onnx_index()), *sorted(_onnxruntime_index())]
 
 
-_ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
+# the standard ONNX domains: their operators are ONNX's ("" and "ai.onnx" are one domain)
+ONNX_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training"})
 
 
 @functools.cache
 def _schema_domains() -> frozenset[str]:
-    return _ONNX_DOMAINS | frozenset(known_domains())
+    return ONNX_DOMAINS | frozenset(known_domains())
 
 
 def is_custom_domain(domain: str) -> bool:

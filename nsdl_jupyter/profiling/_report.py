@@ -42,6 +42,7 @@ MAX_METADATA_DEPTH = 32  # nesting a loaded report's metadata may have (save rec
 # The columns every report's `layers` has, in this order (others may follow).
 LAYER_COLUMNS = [
     "name",
+    "node",  # the model's node the row stands for (module path + op); else `name`
     "op_type",
     "provider",
     "precision",
@@ -70,6 +71,7 @@ _FLOAT_COLUMNS = [
 ]
 _TEXT_COLUMNS = [
     "name",
+    "node",
     "op_type",
     "provider",
     "precision",
@@ -79,6 +81,7 @@ _TEXT_COLUMNS = [
 ]
 TIMELINE_COLUMNS = [
     "name",
+    "node",
     "op_type",
     "provider",
     "precision",
@@ -109,6 +112,7 @@ def _normalise_layers(layers: pd.DataFrame) -> pd.DataFrame:
     layers["onnx_nodes"] = [
         [str(n) for n in v] if isinstance(v, (list, tuple)) else [] for v in layers["onnx_nodes"]
     ]
+    layers["node"] = layers["node"].where(layers["node"] != "", layers["name"])
     extra = [c for c in layers.columns if c not in LAYER_COLUMNS]
     return layers[LAYER_COLUMNS + extra].reset_index(drop=True)
 
@@ -128,6 +132,15 @@ def _normalise_timeline(timeline: pd.DataFrame | None) -> pd.DataFrame:
     for column in set(TIMELINE_COLUMNS) & set(_TEXT_COLUMNS):
         timeline[column] = timeline[column].fillna("").astype(str)
     return timeline[TIMELINE_COLUMNS].reset_index(drop=True)
+
+
+def _named_by_nodes(timeline: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
+    """The timeline's `node` column from the layers' (an event without a layer keeps its
+    onnxruntime name)."""
+    known = layers.drop_duplicates("name").set_index("name")["node"]
+    given = timeline["node"].where(timeline["node"] != "", timeline["name"].map(known))
+    timeline["node"] = given.fillna(timeline["name"]).astype(str)
+    return timeline
 
 
 def latency_stats(latencies_ms: np.ndarray) -> pd.Series:
@@ -190,7 +203,7 @@ class ProfileReport:
         gpu_metrics: pd.DataFrame | None = None,
     ) -> None:
         self.layers = _normalise_layers(layers)
-        self.timeline_events = _normalise_timeline(timeline_events)
+        self.timeline_events = _named_by_nodes(_normalise_timeline(timeline_events), self.layers)
         self.latencies_ms = np.asarray(latencies_ms, dtype=np.float64)
         self.metadata: dict[str, Any] = dict(metadata or {})
         # GPU truth, when the run had it (empty frames otherwise): one row per kernel kind

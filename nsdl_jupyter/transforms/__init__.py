@@ -10,10 +10,12 @@ from nsdl_jupyter.transforms._extract import (
     ExtractBodyPass,
     ExtractFunctionPass,
     ExtractSubgraphPass,
+    carried_nodes,
     extract_body,
     extract_function,
     extract_subgraph,
 )
+from nsdl_jupyter.transforms._fix_dims import FixDimsPass, batch_dims, fix_dims
 from nsdl_jupyter.transforms._fp16 import (
     DEFAULT_OP_BLOCK_LIST,
     FP16_TOLERANCE,
@@ -70,6 +72,7 @@ __all__ = [
     "ExtractBodyPass",
     "ExtractFunctionPass",
     "ExtractSubgraphPass",
+    "FixDimsPass",
     "Fp16Pass",
     "OpsetPass",
     "RegisteredTransform",
@@ -85,6 +88,8 @@ __all__ = [
     "TransformPass",
     "TransformStatus",
     "UserTool",
+    "batch_dims",
+    "carried_nodes",
     "config_dir",
     "convert_opset",
     "convert_tensors",
@@ -92,6 +97,7 @@ __all__ = [
     "extract_body",
     "extract_function",
     "extract_subgraph",
+    "fix_dims",
     "list_tensors",
     "preview_tensor_conversion",
     "register",

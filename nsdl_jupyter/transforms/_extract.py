@@ -232,6 +232,88 @@ def _check_bounded(graph: ir.Graph, cut: set[ir.Value], outputs: list[ir.Value])
             stack.extend(_outer_references(subgraph))
 
 
+_SHAPE_READERS = frozenset({"Shape", "Size"})  # read a tensor's shape, never its values
+
+
+def carried_nodes(nodes: Iterable[ir.Node]) -> set[ir.Node]:
+    """`nodes` plus the helpers they read from outside: Constant nodes, initializer aliases
+    (Identity of a weight) and arithmetic on nothing but constants and tensor shapes, so
+    that an extraction computes those inside and only real activations become its inputs
+    (a Shape node comes along; the tensor it measures is then the input)."""
+    chosen = set(nodes)
+    helper: dict[ir.Node, bool] = {}
+
+    def is_helper(node: ir.Node) -> bool:
+        # iterative post-order: helper chains in real exports run hundreds of nodes deep
+        stack = [node]
+        while stack:
+            current = stack[-1]
+            if current in helper:
+                stack.pop()
+                continue
+            pending = [
+                p
+                for p in _helper_producers(current)
+                if p not in helper and p not in chosen and p is not current
+            ]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            helper[current] = _reads_only_constants(current, helper)
+        return helper[node]
+
+    carried = set(chosen)
+    stack = [v for n in chosen for v in n.inputs if v is not None]
+    while stack:
+        value = stack.pop()
+        producer = value.producer()
+        if producer is None or producer in carried or producer.graph is not value.graph:
+            continue
+        if is_helper(producer):
+            carried.add(producer)
+            stack.extend(v for v in producer.inputs if v is not None)
+    return carried
+
+
+def _helper_producers(node: ir.Node) -> list[ir.Node]:
+    """Producers whose helper status decides whether `node` is one."""
+    if node.op_type in _SHAPE_READERS or not _plain(node):
+        return []
+    return [
+        p
+        for v in node.inputs
+        if v is not None and not _is_constant_value(v)
+        for p in [v.producer()]
+        if p is not None
+    ]
+
+
+def _plain(node: ir.Node) -> bool:
+    """A standard operator without subgraphs (a body may read anything)."""
+    return node.domain in ("", "ai.onnx") and not any(True for _ in subgraphs(node))
+
+
+def _is_constant_value(value: ir.Value) -> bool:
+    return (value.is_initializer() and not value.is_graph_input()) or value.const_value is not None
+
+
+def _reads_only_constants(node: ir.Node, helper: Mapping[ir.Node, bool]) -> bool:
+    if not _plain(node):
+        return False
+    if node.op_type == "Constant" or node.op_type in _SHAPE_READERS:
+        return True
+    if not node.inputs:
+        return False  # RandomNormal and kin: values each run, not constants
+    for value in node.inputs:
+        if value is None or _is_constant_value(value):
+            continue
+        producer = value.producer()
+        if producer is None or not helper.get(producer, False):
+            return False
+    return True
+
+
 # --------------------------------------------------------------------- body
 def extract_body(
     model: ModelSource,

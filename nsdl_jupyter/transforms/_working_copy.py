@@ -79,6 +79,7 @@ class WorkingCopy:
             output,
             external_data=True if external else None,
             overwrite=overwrite,
+            check=False,  # onnx's checker runs on what was written, reported in `status`
             while_syncing=None if status is None else check,
         )
         if status is not None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
     from nsdl_jupyter.widgets.profile._log_view import LogView
     from nsdl_jupyter.widgets.profile._profile_view import ProfileView
+    from nsdl_jupyter.widgets.profile._sweep_panel import SweepPanel
     from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 _MODULES = {
@@ -35,6 +36,7 @@ _MODULES = {
     "LogView": "profile._log_view",
     "ParameterEditor": "designer._parameter_editor",
     "ProfileView": "profile._profile_view",
+    "SweepPanel": "profile._sweep_panel",
     "TargetPicker": "targets._target_picker",
     "OptimizationProfileForm": "designer._trt_profile_form",
     "TypeCheckPanel": "designer._type_check_panel",
@@ -51,6 +53,7 @@ __all__ = [
     "OptimizationProfileForm",
     "ParameterEditor",
     "ProfileView",
+    "SweepPanel",
     "TargetPicker",
     "TypeCheckPanel",
     "WidgetError",

@@ -27,6 +27,7 @@ from nsdl_jupyter.profiling._errors import (
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
+from nsdl_jupyter.profiling._node_labels import node_labels
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 from nsdl_jupyter.profiling._runners import RUNNER, reading_answer
 from nsdl_jupyter.profiling.gpu._ncu_counters import NCU_METRICS
@@ -315,8 +316,9 @@ def _report_from_run(
         metadata["peaks"] = gpu.metadata["peaks"]
     if settings.full_paths:
         metadata["host"] = answer.get("host")
+    layers = gpu.layers.assign(node=node_labels(gpu.layers, source.model))
     return ProfileReport(
-        gpu.layers,
+        layers,
         latencies_ms=latencies,
         timeline_events=parsed.timeline,
         metadata=metadata,
@@ -426,8 +428,11 @@ def load_ort_profile(
             "This trace has no bare pass: its end-to-end figures are the profiled run times.",
         ),
     }
+    layers = parsed.layers
+    if source is not None:
+        layers = layers.assign(node=node_labels(layers, source.model))
     return ProfileReport(
-        parsed.layers,
+        layers,
         latencies_ms=parsed.run_ms,
         timeline_events=parsed.timeline,
         metadata=metadata,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,13 @@ import traitlets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import ArgumentError, OutputPathError
 from nsdl_jupyter._static_export import StaticPictureMixin
-from nsdl_jupyter.document import ChangeEvent, DocumentError, ModelDocument, open_model
+from nsdl_jupyter.document import (
+    ChangeEvent,
+    DocumentError,
+    ModelDocument,
+    SavedWithErrorsWarning,
+    open_model,
+)
 from nsdl_jupyter.transforms import TransformError
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd, ResizePane
@@ -241,14 +248,26 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         """Save (to `path` when given: save as); the path written, None on error (shown)."""
         target = str(path).strip() if path is not None else ""
         try:
-            written = self.doc.save(target or None)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", SavedWithErrorsWarning)
+                written = self.doc.save(target or None)
         except (DocumentError, OutputPathError, OSError) as error:
             message = str(error)
             if self.doc.path is None and not target:
                 message += ": type a path next to Save as"
             self.status.show(message)
             return None
-        self.status.show(f"saved {written}", "ok")
+        finally:
+            for other in caught:  # the companion's warnings still reach the notebook
+                if not issubclass(other.category, SavedWithErrorsWarning):
+                    warnings.warn_explicit(
+                        other.message, other.category, other.filename, other.lineno
+                    )
+        flagged = [w for w in caught if issubclass(w.category, SavedWithErrorsWarning)]
+        if flagged:  # saved, and said as loudly as an error: the Type Check panel has them
+            self.status.show(str(flagged[0].message))
+        else:
+            self.status.show(f"saved {written}", "ok")
         self._sync_toolbar()
         return written
 

@@ -10,16 +10,25 @@ import contextlib
 import itertools
 import os
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import onnx_ir as ir
 
-from nsdl_jupyter.document import COMPANION_SUFFIX, MOVED_KEY, ChangeEvent, ModelDocument
+from nsdl_jupyter.document import (
+    COMPANION_SUFFIX,
+    MAX_COORDINATE,
+    MOVED_KEY,
+    ChangeEvent,
+    ModelDocument,
+    layout_coordinate,
+)
 from nsdl_jupyter.document.edits import SetMapping
 from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
-from nsdl_jupyter.transforms import extract_subgraph
+from nsdl_jupyter.transforms import carried_nodes, extract_subgraph
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
@@ -148,7 +157,7 @@ class CanvasEdits:
         self, doc: ModelDocument, points: Mapping[str, tuple[float, float]], verb: str
     ) -> None:
         moved = {k: list(v) for k, v in self.moved.items()}
-        moved.update({name: [float(x), float(y)] for name, (x, y) in points.items()})
+        moved.update({name: _canvas_point(x, y) for name, (x, y) in points.items()})
         description = f"{verb} {', '.join(points)}"
         doc.apply_edits(
             description,
@@ -180,6 +189,7 @@ class CanvasEdits:
         """Quick add at the pointer: the operator typed, fed from the selected node like the
         Designer's quick add, its box where the pointer is."""
         doc = self._doc()
+        _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
         entry, problem = entry_for_text(PaletteIndex(imports), payload["text"], imports)
         if entry is None:
@@ -217,6 +227,18 @@ class CanvasEdits:
         for callback in list(self._profile_callbacks):
             callback(list(payload["nodes"]))
         return {"message": f"profiling from {', '.join(payload['nodes'])}"}
+
+
+def _canvas_point(x: float, y: float) -> list[float]:
+    """A box's corner, refused when it is no place on the canvas (NaN, infinite, huge)."""
+    point = [layout_coordinate(x), layout_coordinate(y)]
+    if None in point:
+        raise WidgetError(
+            f"({reprlib.repr(x)}, {reprlib.repr(y)}) is no place on the canvas: coordinates "
+            "are finite numbers "
+            f"within ±{MAX_COORDINATE:g} layout units"
+        )
+    return cast("list[float]", point)
 
 
 def _done(doc: ModelDocument) -> Done:
@@ -324,17 +346,21 @@ def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
 
 
 def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
-    """Tensors a set of nodes reads from outside (cut there) and those it hands on."""
+    """Tensors a set of nodes reads from outside (cut there) and those it hands on. The
+    constants and shape arithmetic they read come along, so only activations are cut."""
+    carried = carried_nodes(nodes)
     inputs: dict[str, None] = {}
     outputs: dict[str, None] = {}
     for node in graph:
-        if node not in nodes:
+        if node not in carried:
             continue
         for value in node.inputs:
             if value is None or value.is_initializer() or value.const_value is not None:
                 continue
-            if value.producer() not in nodes:
+            if value.producer() not in carried:
                 inputs[value.name or ""] = None
+        if node not in nodes:
+            continue
         for value in node.outputs:
             used_outside = any(user not in nodes for user, _ in value.uses())
             if used_outside or value.is_graph_output() or not value.uses():

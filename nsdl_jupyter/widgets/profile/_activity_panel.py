@@ -47,6 +47,7 @@ from nsdl_jupyter.profiling import (
 )
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
+from nsdl_jupyter.widgets.profile._failure import failure_html
 from nsdl_jupyter.widgets.profile._log_view import LogView
 from nsdl_jupyter.widgets.profile._profile_view import ProfileView
 from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
@@ -586,10 +587,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.error = exc
         if isinstance(exc, OnnxParseError) and self.graph_view is not None:
             self.graph_view.set_marks(exc.marks())  # the nodes TensorRT's parser rejected
-        stderr = getattr(exc, "stderr", "")
-        text = str(exc) if not stderr or stderr in str(exc) else f"{exc}\n--- stderr ---\n{stderr}"
-        self._finish("failed", "danger", f"<pre>{html_text(type(exc).__name__)}: "
-                                         f"{html_text(text)}</pre>")  # fmt: skip
+        self._finish("failed", "danger", failure_html(exc))
 
     def _finish(self, status: str, style: str, message: str) -> None:
         self._log.redraw()

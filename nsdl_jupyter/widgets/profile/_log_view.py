@@ -14,6 +14,7 @@ import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.transforms import MAX_LOG_LINES, Throttle, ToolLog
+from nsdl_jupyter.widgets.profile._failure import plain_text
 
 
 class LogView(widgets.HTML):  # type: ignore[misc]
@@ -59,5 +60,5 @@ class LogView(widgets.HTML):  # type: ignore[misc]
         body = "\n".join(line for _stream, line in lines)
         self.value = (
             "<details><summary>runner log</summary><pre style='max-height:240px;overflow:auto'>"
-            f"{html_text(note + body)}</pre></details>"
+            f"{html_text(plain_text(note + body))}</pre></details>"
         )

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 _STYLE = """<style>
 .nsdl-profile-table select { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 12px); white-space: pre; }
-.nsdl-profile-header pre { margin: 0 0 0 4px; font-size: var(--jp-code-font-size, 12px); }
+.nsdl-profile-header pre { margin: 0 0 0 4px; font-size: var(--jp-code-font-size, 12px);
+  white-space: pre; overflow: hidden; }
 .nsdl-profile-kernels td, .nsdl-profile-kernels th { padding: 0 6px; text-align: right; }
 .nsdl-profile-kernels td.nsdl-kernel-name { text-align: left;
   font-family: var(--jp-code-font-family, monospace); }
@@ -57,10 +58,12 @@ _SORTABLE = {
     "share": "share",
     "calls": "calls",
     "start": "start_ms",
-    "name": "name",
+    "model node": "node",
+    "onnxruntime name": "name",
     "op type": "op_type",
 }
 _NAME_WIDTH = 56
+_KEYWORDS = ("graph_view", "times", "hide_non_compute", "colour_by", "model")
 # The overlay's "colour by" choices, and the numbers that stand for each bound on its scale.
 COLOUR_BY = {"time": "time", "% of roof": "pct_of_roof", "bound": "bound"}
 BOUND_CODES = {"latency": 0.0, "memory": 1.0, "compute": 2.0}
@@ -78,14 +81,17 @@ _KERNEL_NAME_WIDTH = 56
 def _row_label(row: Any, column: str, share: float) -> str:
     share = share * 100 if not math.isnan(share) else math.nan
     return (
-        f"{_cut(row['name'], _NAME_WIDTH):<{_NAME_WIDTH}} {_cut(row['op_type'], 18):<18} "
+        f"{_cut(row['node'], _NAME_WIDTH):<{_NAME_WIDTH}} {_cut(row['op_type'], 18):<18} "
         f"{row[column]:>10.4f} {share:>6.1f}% {row['calls']:>6g}  {row['output_shapes']}"
     )
 
 
 def _header(column: str) -> str:
     unit = "GPU ms" if column == "gpu_ms" else "mean ms"
-    return f"{'layer':<{_NAME_WIDTH}} {'op type':<18} {unit:>10} {'share':>7} {'calls':>6}  output"
+    return (
+        f"{'model node':<{_NAME_WIDTH}} {'op type':<18} {unit:>10} {'share':>7} {'calls':>6}"
+        "  output"
+    )
 
 
 def _kernels_html(table: Any, layer: str) -> str:
@@ -171,8 +177,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         model: Any = None,
         **box: Unpack[BoxOptions],
     ) -> None:
-        keywords = ("graph_view", "times", "hide_non_compute", "colour_by", "model")
-        check_options("ProfileView", box, BoxOptions, keywords)
+        check_options("ProfileView", box, BoxOptions, _KEYWORDS)
         self.report = report
         self.graph_view = graph_view
         self.model = model
@@ -203,12 +208,13 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         )
         self._hide.add_class("nsdl-profile-hide-non-compute")
         self._colour = self._colour_control()
-        self._filter = widgets.Text(placeholder="filter by name or op type", description="Filter")
+        self._filter = widgets.Text(placeholder="filter by node, name or op type",
+                                    description="Filter")  # fmt: skip
         sortable = {**(_GPU_SORTABLE if gpu else {}), **_SORTABLE}
         self._sort = widgets.Dropdown(options=list(sortable.items()), value=self.sort_by,
                                       description="Sort by")  # fmt: skip
-        self._ascending = widgets.ToggleButton(value=False, description="ascending",
-                                               icon="sort-amount-asc")  # fmt: skip
+        self._ascending = widgets.ToggleButton(value=self.ascending)
+        self._show_order(self.ascending)
         self._count = widgets.HTML()
         self._table = widgets.Select(options=[], rows=16, layout=widgets.Layout(width="100%"))
         self._table.add_class("nsdl-profile-table")
@@ -325,6 +331,18 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     # ---- table ----------------------------------------------------------------------------
 
+    def _show_order(self, ascending: bool) -> None:
+        """The order button says the order the rows are in (a click flips it)."""
+        order = "ascending" if ascending else "descending"
+        self._ascending.description = order
+        self._ascending.icon = "sort-amount-asc" if ascending else "sort-amount-desc"
+        self._ascending.tooltip = f"rows in {order} order: click to flip"
+
+    @traitlets.observe("ascending")
+    def _on_order(self, change: dict[str, Any]) -> None:
+        if hasattr(self, "_ascending"):
+            self._show_order(bool(change["new"]))
+
     @traitlets.observe("sort_by", "ascending", "filter_text")
     def _on_table_options(self, _change: dict[str, Any]) -> None:
         if hasattr(self, "_table"):
@@ -435,7 +453,8 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             else []
         )
         fields = [
-            ("layer", row["name"]),
+            ("model node", row["node"]),
+            ("onnxruntime name", row["name"]),
             ("op type", row["op_type"]),
             ("provider", row["provider"]),
             ("precision", row["precision"]),

@@ -1,0 +1,113 @@
+"""Benchmark of nj.sweep: 12 tiny configurations over 2 Dask workers vs the same profiles one
+after another, per-task overhead, and a cached re-run. Prints figures and one JSON line.
+
+Goals (issue 26): sweep over 2 workers <= 0.6x the one-after-another time; per-task overhead
+over a single `profile_ort` <= 0.3 s; cached re-run <= 1 s. `sweep_s` includes starting and
+closing the embedded LocalCluster (worker processes importing the package), a fixed cost that
+tiny configurations do not amortise; `sweep_on_running_cluster_s` runs the same tasks on a
+cluster already up (client=). On a machine with fewer free cores than workers, two CPU
+profiles cannot run side by side: the ratios then measure the machine.
+
+    python bench/bench_sweep.py [--iterations 20] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+from _common import emit_json, print_table
+
+from nsdl_jupyter.examples import small_transformer
+from nsdl_jupyter.profiling import profile_ort
+from nsdl_jupyter.sweeps import expand_grid, sweep
+from nsdl_jupyter.sweeps._variants import make_variant, source_model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    grid = {
+        "batch": [1, 2, 4, 8, 16, 32],
+        "optimization_level": [0, 3],
+        "iterations": [args.iterations],
+    }
+    configs, _ = expand_grid(grid)
+    with tempfile.TemporaryDirectory(prefix="nsdl-bench-sweep-") as folder:
+        root = Path(folder)
+        model = root / "bert.onnx"
+        onnx.save(small_transformer(1, hidden=32, heads=2, seq=8, vocab=100), model)
+        cache = root / "cache"
+        source = source_model(model, cache / "models")
+        for config in configs:  # the variants both ways use (made once, outside the timing)
+            make_variant(source, config["batch"], "fp32", cache / "models")
+
+        started = time.perf_counter()
+        one_by_one = []
+        for config in configs:
+            t = time.perf_counter()
+            profile_ort(
+                make_variant(source, config["batch"], "fp32", cache / "models"),
+                iterations=config["iterations"],
+                warmup=config["warmup"],
+                graph_optimization=config["optimization_level"] > 0,
+                trace_path=root / "trace.json",
+                overwrite=True,
+            )
+            one_by_one.append(time.perf_counter() - t)
+        sequential_s = time.perf_counter() - started
+
+        started = time.perf_counter()
+        result = sweep(model, grid, cache_dir=cache, workers=args.workers, progress=False)
+        sweep_s = time.perf_counter() - started
+        assert (result.frame["status"] == "ok").all(), result.frame["error"].tolist()
+        task_s = statistics.median(result.frame["wall_s"])
+        overhead_s = task_s - statistics.median(one_by_one)
+
+        # the same tasks on a cluster that is already running (client=): Dask's scaling alone
+        import distributed
+
+        with (
+            distributed.LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            client.run(lambda: __import__("nsdl_jupyter.sweeps._task"))  # workers warm
+            started = time.perf_counter()
+            warm = sweep(model, grid, client=client, cache_dir=root / "cache2", progress=False)
+            running_s = time.perf_counter() - started
+        assert warm.ran == len(configs)
+
+        started = time.perf_counter()
+        again = sweep(model, grid, cache_dir=cache, workers=args.workers, progress=False)
+        cached_s = time.perf_counter() - started
+        assert again.ran == 0
+
+    figures = {
+        "configurations": len(configs),
+        "workers": args.workers,
+        "cpu_count": os.cpu_count(),
+        "sequential_s": round(sequential_s, 3),
+        "sweep_s": round(sweep_s, 3),
+        "sweep_over_sequential": round(sweep_s / sequential_s, 3),
+        "profile_ort_median_s": round(statistics.median(one_by_one), 3),
+        "task_median_s": round(task_s, 3),
+        "per_task_overhead_s": round(overhead_s, 3),
+        "sweep_on_running_cluster_s": round(running_s, 3),
+        "running_cluster_over_sequential": round(running_s / sequential_s, 3),
+        "cached_rerun_s": round(cached_s, 3),
+    }
+    print_table("sweep", [figures])
+    emit_json("sweep", figures)
+
+
+if __name__ == "__main__":  # Dask's worker processes re-import this file: run only as a script
+    main()

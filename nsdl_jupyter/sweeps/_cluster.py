@@ -1,0 +1,114 @@
+"""Where a sweep's tasks run, all of it Dask's: an embedded LocalCluster (worker processes,
+one per local GPU, one on a machine without a GPU), an in-process cluster that drives SSH
+targets (one resource slot per target GPU, so two profiles never share a GPU), or the
+user's own `distributed.Client`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter.sweeps._errors import SweepError
+
+# Dask's scheduler re-runs a task whose worker died at most this many times (then the task
+# is marked failed); sweep() sets it to `retries` on the clusters it starts.
+ALLOWED_FAILURES = "distributed.scheduler.allowed-failures"
+
+
+def _dask() -> Any:
+    try:
+        import distributed
+    except ImportError as error:
+        raise SweepError(
+            "sweeps run on Dask: install it with `pip install distributed` (and restart the kernel)"
+        ) from error
+    return distributed
+
+
+@dataclass
+class Cluster:
+    """A Dask client and, when the sweep started it, the cluster it closes afterwards."""
+
+    client: Any
+    kind: str  # "embedded", "ssh" or "client"
+    cluster: Any = None
+
+    @property
+    def dashboard(self) -> str | None:
+        link = getattr(self.client, "dashboard_link", None)
+        return str(link) if link else None
+
+    def close(self) -> None:
+        if self.cluster is None:
+            return  # the user's cluster stays theirs
+        self.client.close()
+        self.cluster.close()
+
+
+def _start(processes: bool, workers: int, threads: int, retries: int, **kwargs: Any) -> Cluster:
+    distributed = _dask()
+    import dask
+
+    try:
+        with dask.config.set({ALLOWED_FAILURES: retries}):
+            cluster = distributed.LocalCluster(
+                n_workers=workers,
+                threads_per_worker=threads,
+                processes=processes,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+                **kwargs,
+            )
+    except Exception as error:
+        raise SweepError(f"the sweep's Dask cluster did not start: {error}") from error
+    return Cluster(distributed.Client(cluster), "embedded" if processes else "ssh", cluster)
+
+
+def embedded_cluster(workers: int, retries: int) -> Cluster:
+    """A LocalCluster of `workers` processes with one thread each: one profile per worker at a
+    time (a worker per GPU: the task uses the GPU its worker is numbered for)."""
+    return _start(True, workers, 1, retries)
+
+
+def ssh_cluster(slots: Mapping[str, int], retries: int) -> Cluster:
+    """One in-process worker that drives the SSH targets (the runtimes run on the targets):
+    `slots[resource]` GPU slots per target, as Dask worker resources."""
+    return _start(False, 1, sum(slots.values()), retries, resources=dict(slots))
+
+
+def user_cluster(client: Any) -> Cluster:
+    """The user's Client, used as it is (never closed by the sweep)."""
+    distributed = _dask()
+    if not isinstance(client, distributed.Client):
+        raise ArgumentError(
+            f"client= takes a distributed.Client, not a {type(client).__name__}: "
+            "client = distributed.Client(cluster)"
+        )
+    return Cluster(client, "client")
+
+
+def attempts(client: Any, key: str, retries: int) -> int:
+    """How many times Dask ran the task `key`: once, plus each worker lost while running it,
+    plus each retry after an error (read from the scheduler's task state)."""
+
+    def count(dask_scheduler: Any, key: str, retries: int) -> int:
+        state = dask_scheduler.tasks.get(key)
+        if state is None:
+            return 1
+        retried = max(0, retries - int(state.retries or 0))
+        return 1 + int(state.suspicious or 0) + retried
+
+    try:
+        return int(client.run_on_scheduler(count, key=key, retries=retries))
+    except Exception:  # an old or locked-down scheduler: the count is unknown
+        return 0
+
+
+def cancel_event(name: str, client: Any = None) -> Any:
+    """The sweep's cancel flag: a Dask Event every task of the sweep watches."""
+    from distributed import Event
+
+    return Event(name, client=client)  # type: ignore[no-untyped-call]
