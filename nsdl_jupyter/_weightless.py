@@ -6,7 +6,8 @@ take a whole ModelProto: serializing the weights into it costs more than what it
 over `WEIGHT_BYTES`, and every external one (onnx cannot follow its file from a proto in
 memory), becomes a graph input of its type; smaller constants stay, because data propagation
 reads their values (shapes, axes, pads, slice bounds). Sanitize's inference, the type-check
-panel, the views' edge labels and the checker after a save all build their proto here.
+panel, the views' edge labels and the checker after a save all build their proto here;
+`weightless_model` does the same for a ModelProto without building onnx_ir (node_work).
 """
 
 from __future__ import annotations
@@ -101,3 +102,25 @@ def weight_input(value: ir.Value) -> onnx.ValueInfoProto:
     if isinstance(tensor, ir.serde.TensorProtoTensor):  # dims without building a Shape
         return typed_input(value.name or "", tensor.raw.data_type, tensor.raw.dims)
     return typed_input(value.name or "", tensor.dtype, tensor.shape.numpy())
+
+
+def weightless_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` (a proto, left as it is) weightless by the same rule: its main graph's weights
+    as typed inputs after the graph's own, its nodes, value_info and functions copied."""
+    source = model.graph
+    proto = onnx.ModelProto(ir_version=model.ir_version)
+    proto.opset_import.extend(model.opset_import)
+    proto.functions.extend(model.functions)
+    graph = proto.graph
+    graph.name = source.name or "graph"
+    graph.node.extend(source.node)
+    graph.input.extend(source.input)
+    graph.output.extend(source.output)
+    graph.value_info.extend(source.value_info)
+    own_inputs = {info.name for info in source.input}
+    for tensor in source.initializer:
+        if not is_weight(tensor):
+            graph.initializer.append(tensor)
+        elif tensor.name not in own_inputs:
+            graph.input.append(typed_input(tensor.name, tensor.data_type, tensor.dims))
+    return proto

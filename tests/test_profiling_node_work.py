@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import onnx
+import onnx_ir as ir
+import pandas as pd
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -186,3 +188,30 @@ def test_bad_inputs_raise_before_anything_is_computed() -> None:
         nj.node_work(path, {"input": [3, 224, 224]})
     with pytest.raises(ProfileSettingsError, match="give a shape"):
         nj.node_work(path, {"input": "big"})
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs"),
+    [("bert_base_dynamo", {"input_ids": [8, 128], "attention_mask": [8, 128]}),
+     ("vit_b_16_torchscript", None), ("control_flow_torchscript", None)],
+)  # fmt: skip
+def test_a_file_or_proto_is_read_without_onnx_ir_and_counts_the_same(
+    name: str, inputs: dict[str, list[int]] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path or ModelProto is read from the protobuf (building onnx_ir from a 20k-node proto
+    and serializing it back for inference took 4-6 s); the counts are those of the model in
+    onnx_ir (a ModelDocument's), attributes, named dims, Constants and control flow alike."""
+    path = EXPORTS / f"{name}.onnx"
+    proto = onnx.load(path, load_external_data=False)
+    in_memory = ir.serde.deserialize_model(proto)
+    expected = nj.node_work(in_memory, inputs)
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("node_work built onnx_ir from a proto")
+
+    monkeypatch.setattr(ir.serde, "deserialize_model", refuse)
+    monkeypatch.setattr(ir.serde, "serialize_graph_into", refuse)
+    for source in (path, proto):
+        got = nj.node_work(source, inputs)
+        pd.testing.assert_frame_equal(got, expected)
+        assert got.attrs == expected.attrs

@@ -30,7 +30,7 @@ from nsdl_jupyter.document._errors import (
     UnknownNodeError,
 )
 from nsdl_jupyter.document._events import ChangeEvent
-from nsdl_jupyter.document._loading import load_model, resolve_inside
+from nsdl_jupyter.document._loading import load_model, read_model_proto, resolve_inside
 from nsdl_jupyter.document._saving import ExternalLocation
 from nsdl_jupyter.document._tensor_values import fill_methods
 from nsdl_jupyter.document._tensorrt import (
@@ -76,5 +76,6 @@ __all__ = [
     "load_model",
     "new_model",
     "open_model",
+    "read_model_proto",
     "resolve_inside",
 ]

@@ -23,6 +23,26 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
     Callers that build much more on top (ModelDocument) run it under `gc_paused`.
     """
     source = input_path(path, "model file")
+    proto, identity = _read_proto(source)
+    base_dir = source.resolve().parent
+    external = check_external_data(proto, base_dir, source)
+    try:
+        model = ir.serde.deserialize_model(proto)
+    except Exception as error:
+        raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
+    if external:  # a walk of every node: only when some tensor reads a data file
+        ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
+    remember_model_file(large_weights(model), source.absolute(), identity)
+    return model
+
+
+def read_model_proto(path: str | os.PathLike[str]) -> onnx.ModelProto:
+    """The file's ModelProto, checked as `load_model` checks it, external data left unread
+    (for readers that need the graph and types, not onnx_ir: node_work)."""
+    return _read_proto(input_path(path, "model file"))[0]
+
+
+def _read_proto(source: Path) -> tuple[onnx.ModelProto, FileIdentity]:
     with open(source, "rb") as handle:
         identity = FileIdentity.of_stat(os.fstat(handle.fileno()))
         data = handle.read()
@@ -34,16 +54,7 @@ def load_model(path: str | os.PathLike[str]) -> ir.Model:
         ) from error
     del data
     check_model_header(proto, source)
-    base_dir = source.resolve().parent
-    external = check_external_data(proto, base_dir, source)
-    try:
-        model = ir.serde.deserialize_model(proto)
-    except Exception as error:
-        raise ModelLoadError(f"{source} could not be read as an ONNX model: {error}") from error
-    if external:  # a walk of every node: only when some tensor reads a data file
-        ir.external_data.set_base_dir(model.graph, base_dir)  # subgraphs included
-    remember_model_file(large_weights(model), source.absolute(), identity)
-    return model
+    return proto, identity
 
 
 def check_model_header(proto: onnx.ModelProto, source: Path) -> None:

@@ -61,7 +61,11 @@ def roofline_figure(report: ProfileReport, model: Any = None, **kwargs: Any) -> 
         )
     if peaks is not None:
         _draw_roofs(fig, graph_objects, peaks, points)
-    gpu = f" on {peaks.get('gpu', 'the GPU')}" if peaks else " (no measured peaks: no roofs)"
+    gpu = (
+        f" on {peaks.get('gpu', 'the GPU')}"
+        if peaks
+        else f" ({table.attrs.get('note') or 'no roofs'})"
+    )
     note = f"; {skipped} layers without FLOPs not drawn" if skipped else ""
     fig.update_layout(
         title=f"Roofline{gpu}: {report.name}{note}",

@@ -4,9 +4,10 @@ measurements behind it (the shape of Nsight Compute's rule results plus TREx's m
 Rules (each skips itself when the report lacks what it needs: no advice without a measurement):
 - `host_copies`: input/output copies between host and GPU (rows of memcpy kind). Removing
   them (I/O binding) saves their whole time.
-- `fp32_tensor_cores`: GEMM/Conv/attention layers computing in float32 on the FFMA roof while
-  the GPU has a faster tf32/fp16/bf16 roof; the gain is the time at the faster roof (bytes
-  halved for 16-bit types) against the measured time.
+- `fp32_tensor_cores`: GEMM/Conv/attention layers computing in float32 (on the FFMA roof, or
+  the tf32 one where the runtime allows TF32) while the GPU has a faster roof (tf32, fp16,
+  bf16); the gain is the time at the fastest roof (bytes halved for 16-bit types) against the
+  measured time. The tensor-pipe activity Nsight Compute measured is in the evidence.
 - `elementwise_chain`: two or more memory-bound elementwise/normalisation/softmax layers in a
   row, each its own kernel. A fused kernel moves only the chain's border tensors: gain =
   1 - border bytes / bytes the layers move now, at the bandwidth they reach now.
@@ -15,6 +16,8 @@ Rules (each skips itself when the report lacks what it needs: no advice without 
   100 - max(compute %, memory %).
 - `below_roof`: other layers below `below_roof_pct` of their roof; gain 1 - pct_of_roof.
 
+Rules that need the roofs (`fp32_tensor_cores`, `below_roof`) are left out without peaks;
+`bound` from Nsight Compute counters still feeds `elementwise_chain` and `launch_latency`.
 Every local gain is weighted by the layer's share of GPU time (`est_speedup_pct` is a global
 estimate: the share of the whole run's GPU time saved, as ncu's GLOBAL speedups). Rows are
 ranked by it; rows past the `keep` first or beyond `cumulative` of the summed estimate are
@@ -27,10 +30,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsdl_jupyter.profiling.analysis._node_work import NodeWork
-from nsdl_jupyter.profiling.analysis._roofline import border_bytes, consumers
+from nsdl_jupyter.profiling.analysis._roofline import border_bytes, consumers, measured_pct
 
 FINDING_COLUMNS = [
     "nodes",
@@ -48,6 +52,7 @@ FINDING_COLUMNS = [
 ]
 _FUSIBLE = frozenset({"elementwise", "normalization", "softmax"})
 _TENSOR_CORE_KINDS = frozenset({"gemm", "conv", "attention"})
+_SIXTEEN_BIT = ("float16", "bfloat16")
 
 
 def findings(
@@ -64,14 +69,16 @@ def findings(
     peaks = table.attrs.get("peaks")
     rows: list[dict[str, Any]] = []
     rows += _host_copies(table, metadata)
+    used: set[str] = set()
     if peaks is not None:
-        used: set[str] = set()
         rows += _fp32(table, peaks, used)
-        if work is not None:
-            rows += _chains(table, work, used)
-        rows += _launch(table, tiny_kernel_us, used)
+    if work is not None:
+        rows += _chains(table, work, used)
+    rows += _launch(table, tiny_kernel_us, used)
+    if peaks is not None:
         rows += _below_roof(table, below_roof_pct, used)
     frame = pd.DataFrame(rows, columns=FINDING_COLUMNS)
+    frame.attrs["note"] = table.attrs.get("note", "")
     if frame.empty:
         return frame
     frame = frame.sort_values("est_speedup_pct", ascending=False, kind="stable")
@@ -115,7 +122,9 @@ def _host_copies(table: pd.DataFrame, metadata: Mapping[str, Any]) -> list[dict[
     nbytes = float(copies["bytes"].sum())
     text = (
         f"{len(copies)} host<->GPU copies take {ms:.3f} ms per inference, {share:.1%} of GPU "
-        "time" + (f", moving {nbytes / 1e6:.1f} MB" if math.isfinite(nbytes) else "")
+        "time"
+        + (f", moving {nbytes / 1e6:.1f} MB" if math.isfinite(nbytes) else "")
+        + "; profiling with io_binding=True removes them"
     )
     return [_finding(
         _nodes(copies), "host_copies", "Host copies", text,
@@ -128,35 +137,45 @@ def _host_copies(table: pd.DataFrame, metadata: Mapping[str, Any]) -> list[dict[
 
 def _fp32(table: pd.DataFrame, peaks: Mapping[str, Any], used: set[str]) -> list[dict[str, Any]]:
     flops_peaks: Mapping[str, float] = peaks["flops_per_s"]
-    faster = {k: v for k, v in flops_peaks.items() if k in ("tf32", "float16", "bfloat16")}
-    if not faster or "float32" not in flops_peaks:
-        return []
-    best = max(faster, key=lambda k: faster[k])
     bandwidth = float(peaks["bytes_per_s"])
     rows = []
     candidates = table[
-        (table["roof_dtype"] == "float32") & table["kind"].isin(_TENSOR_CORE_KINDS)
-        & (table["flops"] > 0)
+        (table["dtype"] == "float32") & table["roof_dtype"].isin(["float32", "tf32"])
+        & table["kind"].isin(_TENSOR_CORE_KINDS) & (table["flops"] > 0)
     ]  # fmt: skip
     for _, row in candidates.iterrows():
-        scale = 0.5 if best in ("float16", "bfloat16") else 1.0
+        roof = str(row["roof_dtype"])
+        better = ("tf32", *_SIXTEEN_BIT) if roof == "float32" else _SIXTEEN_BIT
+        faster = {k: flops_peaks[k] for k in better if k in flops_peaks}
+        if not faster:
+            continue
+        best = max(faster, key=lambda k: faster[k])
+        scale = 0.5 if best in _SIXTEEN_BIT else 1.0
         ideal_s = max(row["flops"] / faster[best], row["bytes"] * scale / bandwidth)
         local = max(0.0, 1.0 - ideal_s / (row["time_ms"] / 1e3))
         if local <= 0:
             continue
         used.add(row["name"])
+        evidence = {
+            "time_ms": row["time_ms"], "flops": row["flops"], "bytes": row["bytes"],
+            "achieved_flops_per_s": row["achieved_flops_per_s"], "roof_dtype": roof,
+            f"{roof}_peak": flops_peaks[roof], f"{best}_peak": faster[best],
+        }  # fmt: skip
+        tensor = float(row["tensor_active_pct"])
+        measured = ""
+        if math.isfinite(tensor):
+            evidence["tensor_active_pct"] = tensor
+            measured = f", tensor pipe {tensor:.0f}% active (ncu)"
+        allow = "" if roof == "tf32" else ", or allow TF32 (onnxruntime CUDA option use_tf32=1)"
         rows.append(_finding(
-            list(row["onnx_nodes"]), "fp32_tensor_cores", "FP32 without Tensor Cores",
+            list(row["onnx_nodes"]), "fp32_tensor_cores", "FP32 GEMM/Conv: 16-bit Tensor Cores",
             f"{row['op_type']} '{row['name']}' computes in float32 at "
             f"{row['achieved_flops_per_s'] / 1e12:.1f} TFLOP/s ({row['compute_pct']:.0f}% of the "
-            f"fp32 peak); at the {best} roof ({faster[best] / 1e12:.0f} TFLOP/s) it would take "
-            f"{ideal_s * 1e3:.4f} ms instead of {row['time_ms']:.4f} ms",
-            {"time_ms": row["time_ms"], "flops": row["flops"], "bytes": row["bytes"],
-             "achieved_flops_per_s": row["achieved_flops_per_s"],
-             "fp32_peak": flops_peaks["float32"], f"{best}_peak": faster[best]},
-            100 * local * row["share"], 100 * local, ("compute_pct", row["compute_pct"]),
-            "run it on Tensor Cores: convert the model to fp16 (nj.convert_to_fp16) or bf16, or "
-            "allow TF32 (onnxruntime CUDA provider option use_tf32=1; TensorRT --fp16/--tf32)",
+            f"{roof} peak{measured}); at the {best} roof ({faster[best] / 1e12:.0f} TFLOP/s) it "
+            f"would take {ideal_s * 1e3:.4f} ms instead of {row['time_ms']:.4f} ms",
+            evidence, 100 * local * row["share"], 100 * local, ("compute_pct", row["compute_pct"]),
+            "run it on Tensor Cores in 16 bits: convert the model to fp16 (nj.convert_to_fp16) "
+            f"or bf16 (TensorRT --fp16/--bf16){allow}",
         ))  # fmt: skip
     return rows
 
@@ -237,7 +256,7 @@ def _launch(table: pd.DataFrame, tiny_us: float, used: set[str]) -> list[dict[st
     ]
     if tiny.empty:
         return []
-    local = 100.0 - tiny[["compute_pct", "memory_pct"]].max(axis=1).clip(upper=100.0)
+    local = 100.0 - _reached(tiny).clip(upper=100.0)
     gain = float((local * tiny["share"]).sum())
     ms = float(tiny["time_ms"].sum())
     kernels = float(tiny["kernels"].sum())
@@ -253,6 +272,14 @@ def _launch(table: pd.DataFrame, tiny_us: float, used: set[str]) -> list[dict[st
         "remove launch gaps with CUDA graphs (onnxruntime CUDA provider option "
         "enable_cuda_graph=1 with I/O binding) or give each kernel more work (a larger batch)",
     )]  # fmt: skip
+
+
+def _reached(rows: pd.DataFrame) -> pd.Series:
+    """The larger of compute % and memory % per row, from the source that decided `bound`."""
+    ncu_compute, ncu_memory = measured_pct(rows)
+    measured = pd.Series(np.fmax(ncu_compute, ncu_memory), index=rows.index)
+    analytic = rows[["compute_pct", "memory_pct"]].max(axis=1)
+    return measured.where(rows["bound_source"] == "ncu", analytic)
 
 
 def _below_roof(table: pd.DataFrame, pct: float, used: set[str]) -> list[dict[str, Any]]:

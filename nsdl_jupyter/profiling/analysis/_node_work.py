@@ -32,9 +32,15 @@ import onnx
 import onnx_ir as ir
 import pandas as pd
 
-from nsdl_jupyter._weightless import model_proto
+from nsdl_jupyter._gc import gc_paused
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
-from nsdl_jupyter.profiling._model_source import model_source
+from nsdl_jupyter.profiling.analysis._graph_facts import (
+    GraphFacts,
+    NodeFacts,
+    StatedDims,
+    Value,
+    graph_facts,
+)
 
 WORK_COLUMNS = [
     "name",
@@ -207,7 +213,7 @@ class _UnknownShape(Exception):  # noqa: N818 - a signal inside this module, nev
 
 @dataclass
 class _Node:
-    node: ir.Node
+    node: NodeFacts
     ins: list[_Tensor | None]  # None: an optional input left out
     outs: list[_Tensor]
     read: list[_Tensor]  # the distinct tensors read, in `read_names` order
@@ -231,16 +237,13 @@ class _Node:
         return self.outs[0]
 
     def attr_int(self, name: str, default: int) -> int:
-        attr = self.node.attributes.get(name)
-        return default if attr is None else int(attr.as_int())
+        return self.node.attr_int(name, default)
 
     def attr_ints(self, name: str) -> list[int]:
-        attr = self.node.attributes.get(name)
-        return [] if attr is None else [int(v) for v in attr.as_ints()]
+        return self.node.attr_ints(name)
 
     def attr_float(self, name: str, default: float) -> float:
-        attr = self.node.attributes.get(name)
-        return default if attr is None else float(attr.as_float())
+        return self.node.attr_float(name, default)
 
 
 # ---- FLOP formulas -------------------------------------------------------------------------
@@ -375,7 +378,9 @@ def _onnx_attention(n: _Node) -> float:
 def _einsum(n: _Node) -> float:
     """2 · product of every index's size for two operands (the loop nest of the contraction);
     one operand: its elements."""
-    equation = n.node.attributes["equation"].as_string().replace(" ", "")
+    equation = (n.node.attr_string("equation") or "").replace(" ", "")
+    if not equation:
+        raise _UnknownShape("no equation")
     operands = equation.split("->")[0].split(",")
     if "..." in equation:
         raise _UnknownShape("ellipsis")
@@ -421,8 +426,7 @@ def _softmax(n: _Node) -> float:
 def _resize(n: _Node) -> float:
     """Nearest: 0 FLOPs (a gather); linear: 3 per output per resized axis (two weights, one
     add); cubic: 8 per output per resized axis."""
-    mode = n.node.attributes.get("mode")
-    text = mode.as_string() if mode is not None else "nearest"
+    text = n.node.attr_string("mode") or "nearest"
     per_axis = {"nearest": 0.0, "linear": 3.0, "cubic": 8.0}.get(text, 3.0)
     src = n.dims(0)
     dst = n.out.dims or ()
@@ -499,15 +503,17 @@ class NodeWork:
 
 def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     """`node_work` with the tensor lists kept (for `roofline_table`)."""
-    ir_model = model_source(model).model
-    graph = ir_model.graph
-    shapes_used = _input_shapes(graph, inputs)
-    tensors = _tensors(ir_model, shapes_used)
-    functions = {(f.domain, f.name) for f in ir_model.functions.values()}
-    weights = set(graph.initializers)
+    with gc_paused():  # a few objects per node, all kept to the end: collections find nothing
+        return _work_table(graph_facts(model), inputs)
+
+
+def _work_table(facts: GraphFacts, inputs: Mapping[str, Any] | None) -> NodeWork:
+    shapes_used = _input_shapes(facts, inputs)
+    tensors = _tensors(facts, shapes_used)
+    weights = set(facts.initializers)
     weights.update(
-        out.name or ""
-        for node in graph
+        out
+        for node in facts.nodes
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx")
         for out in node.outputs
     )
@@ -517,25 +523,25 @@ def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     reads: list[list[str]] = []
     writes: list[list[str]] = []
     views: set[str] = set()
-    for node in graph:
-        names = [None if v is None else v.name or "" for v in node.inputs]
+    for node in facts.nodes:
+        names = node.inputs
         ins = [None if name is None else tensors.get(name, _UNKNOWN) for name in names]
-        outs = [tensors.get(v.name or "", _UNKNOWN) for v in node.outputs]
+        outs = [tensors.get(name, _UNKNOWN) for name in node.outputs]
         read_names = list(dict.fromkeys(name for name in names if name is not None))
         n = _Node(node, ins, outs, [tensors.get(name, _UNKNOWN) for name in read_names])
-        row = _count(n, functions)
-        written = [v.name or "" for v in node.outputs if v.name]
+        row = _count(n, facts.functions)
+        written = [name for name in node.outputs if name]
         read, wrote, weight = _bytes(n, row, read_names, weights, seen_weights, roots)
         if row.kind == "view":
-            views.add(node.name or "")
-            source = node.inputs[0] if node.inputs else None
-            if source is not None and (source.name or "") in weights:
+            views.add(node.name)
+            source = names[0] if names else None
+            if source is not None and source in weights:
                 for out in written:
                     weights.add(out)
-                    roots[out] = roots.get(source.name or "", source.name or "")
+                    roots[out] = roots.get(source, source)
         total = read + wrote
         values = (
-            node.name or "", node.op_type, node.domain, row.kind, row.flops, read, wrote, total,
+            node.name, node.op_type, node.domain, row.kind, row.flops, read, wrote, total,
             weight, row.flops / total if total > 0 else math.nan,
             row.dtype or _first_dtype(ins, outs), row.status, "; ".join(row.notes),
         )  # fmt: skip
@@ -551,7 +557,7 @@ def work_table(model: Any, inputs: Mapping[str, Any] | None = None) -> NodeWork:
     sizes = {name: t.nbytes for name, t in tensors.items()}
     return NodeWork(
         frame, reads, writes, sizes, frozenset(weights), frozenset(views),
-        tuple(shapes_used), tuple(v.name or "" for v in graph.outputs),
+        tuple(shapes_used), tuple(facts.outputs),
     )  # fmt: skip
 
 
@@ -635,8 +641,8 @@ def _bytes(  # noqa: PLR0917 - private, called once with the loop's state
             continue
         if name in weights:
             root = roots.get(name, name)
-            first = seen.setdefault(root, n.node.name or "")
-            if first != (n.node.name or ""):
+            first = seen.setdefault(root, n.node.name)
+            if first != n.node.name:
                 row.notes.append(f"weight {root} counted at {first}")
                 continue
             weight += size
@@ -650,30 +656,34 @@ def _bytes(  # noqa: PLR0917 - private, called once with the loop's state
 # ---- shapes --------------------------------------------------------------------------------
 
 
-def _input_shapes(graph: ir.Graph, inputs: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
+def _input_shapes(
+    facts: GraphFacts, inputs: Mapping[str, Any] | None
+) -> dict[str, tuple[int, ...]]:
     """Every graph input's shape: from `inputs`, else the model's with free dims at 1."""
     given = dict(inputs or {})
-    names = [v.name or "" for v in graph.inputs if not v.is_initializer()]
+    names = [v.name for v in facts.inputs]
     unknown = sorted(set(given) - set(names))
     if unknown:
         raise ProfileSettingsError(
             f"inputs names {unknown}, which the model does not have: its inputs are {names}"
         )
     shapes: dict[str, tuple[int, ...]] = {}
-    for value in graph.inputs:
-        name = value.name or ""
-        if name not in names:
-            continue
-        if name in given:
-            shapes[name] = _shape_of(name, given[name])
-            if value.shape is not None and len(value.shape) != len(shapes[name]):
+    for value in facts.inputs:
+        if value.name in given:
+            shapes[value.name] = _shape_of(value.name, given[value.name])
+            if value.dims is not None and len(value.dims) != len(shapes[value.name]):
                 raise ProfileSettingsError(
-                    f"inputs[{name!r}] has {len(shapes[name])} dims, the model's input has "
-                    f"{len(value.shape)} ({value.shape}): give a shape of that rank"
+                    f"inputs[{value.name!r}] has {len(shapes[value.name])} dims, the model's "
+                    f"input has {len(value.dims)} ({_shown(value.dims)}): give a shape of that "
+                    "rank"
                 )
-        elif value.shape is not None:
-            shapes[name] = tuple(d if isinstance(d, int) else 1 for d in value.shape)
+        elif value.dims is not None:
+            shapes[value.name] = tuple(d if isinstance(d, int) else 1 for d in value.dims)
     return shapes
+
+
+def _shown(dims: StatedDims) -> str:
+    return "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
 
 
 def _shape_of(name: str, given: Any) -> tuple[int, ...]:
@@ -690,75 +700,63 @@ def _shape_of(name: str, given: Any) -> tuple[int, ...]:
     )
 
 
-def _static(value: ir.Value) -> bool:
-    return value.shape is not None and all(isinstance(d, int) for d in value.shape)
+def _static(value: Value) -> bool:
+    return value.dims is not None and all(isinstance(d, int) for d in value.dims)
 
 
-def _tensors(model: ir.Model, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, _Tensor]:
+def _tensors(facts: GraphFacts, shapes: Mapping[str, tuple[int, ...]]) -> dict[str, _Tensor]:
     """Name -> dtype and dims of every value of the main graph, inferred where the model lacks
     a static shape or `shapes` changes an input's."""
-    graph = model.graph
-    symbols, restated = _symbols(graph, shapes)
-    values = [v for node in graph for v in node.outputs]
+    symbols, restated = _symbols(facts, shapes)
+    values = list(facts.stated.values())
     found: dict[str, _Tensor] = {}
     if symbols or restated or not all(_static(v) and v.dtype is not None for v in values):
-        found = _inferred(model, shapes, symbols, keep_known=not restated)
-    for name, value in graph.initializers.items():
-        tensor = value.const_value
-        if tensor is not None:
-            found[name] = _Tensor(tensor.dtype, tuple(int(d) for d in tensor.shape.numpy()))
-    for value in [*graph.inputs, *values]:
-        name = value.name or ""
+        found = _inferred(facts, shapes, symbols, keep_known=not restated)
+    for name, (dtype, dims) in facts.initializers.items():
+        found[name] = _Tensor(dtype, dims)
+    for value in [*facts.inputs, *values]:
+        name = value.name
         if name in found and found[name].known:
             continue
         if name in shapes:
             found[name] = _Tensor(value.dtype, shapes[name])
-        elif not restated and value.shape is not None:
-            found[name] = _Tensor(value.dtype, _dims(value.shape, symbols))
-    for node in graph:  # Constant outputs: their value's shape
-        if (
-            node.op_type == "Constant"
-            and node.outputs
-            and (node.outputs[0].name or "") not in found
-        ):
-            attr = next(iter(node.attributes.values()), None)
-            if attr is not None and attr.type == ir.AttributeType.TENSOR:
-                tensor = attr.as_tensor()
-                found[node.outputs[0].name or ""] = _Tensor(
-                    tensor.dtype, tuple(int(d) for d in tensor.shape.numpy())
-                )
+        elif not restated and value.dims is not None:
+            found[name] = _Tensor(value.dtype, _dims(value.dims, symbols))
+    for node in facts.nodes:  # Constant outputs: their value's shape
+        if node.op_type == "Constant" and node.outputs and node.outputs[0] not in found:
+            typed = node.constant_type()
+            if typed is not None:
+                found[node.outputs[0]] = _Tensor(*typed)
     return found
 
 
-def _symbols(graph: ir.Graph, shapes: Mapping[str, tuple[int, ...]]) -> tuple[dict[str, int], bool]:
+def _symbols(
+    facts: GraphFacts, shapes: Mapping[str, tuple[int, ...]]
+) -> tuple[dict[str, int], bool]:
     """The sizes the inputs give the model's named dims ('batch' -> 8), and whether a static
     input dim was restated (then the model's other static shapes may be stale)."""
     symbols: dict[str, int] = {}
     restated = False
-    for value in graph.inputs:
-        given = shapes.get(value.name or "")
-        if given is None or value.shape is None:
+    for value in facts.inputs:
+        given = shapes.get(value.name)
+        if given is None or value.dims is None:
             continue
-        for dim, size in zip(value.shape, given, strict=False):
+        for dim, size in zip(value.dims, given, strict=False):
             if isinstance(dim, int):
                 restated |= dim != size
-            elif isinstance(dim, ir.SymbolicDim) and dim.value is not None:
-                symbols[dim.value] = size
+            elif dim is not None:
+                symbols[dim] = size
             else:
                 symbols[f"?{len(symbols)}"] = size  # an unnamed free dim: inference needed
     return symbols, restated
 
 
-def _dims(shape: ir.Shape, symbols: Mapping[str, int]) -> Dims:
-    return tuple(
-        d if isinstance(d, int)
-        else symbols.get(d.value) if isinstance(d, ir.SymbolicDim) and d.value else None
-        for d in shape
-    )  # fmt: skip
+def _dims(dims: StatedDims, symbols: Mapping[str, int]) -> Dims:
+    return tuple(d if isinstance(d, int) else symbols.get(d) if d else None for d in dims)
 
 
 def _inferred(
-    model: ir.Model,
+    facts: GraphFacts,
     shapes: Mapping[str, tuple[int, ...]],
     symbols: Mapping[str, int],
     *,
@@ -767,7 +765,7 @@ def _inferred(
     """onnx shape inference (non-strict, data propagation) on a weightless copy whose inputs
     have `shapes` and whose named dims are set from `symbols`; without `keep_known`, the
     model's own value_info is dropped first (its dims were for other input shapes)."""
-    proto = model_proto(model)
+    proto = facts.weightless()
     for info in proto.graph.input:
         if info.name in shapes:
             stated = info.type.tensor_type.shape

@@ -26,9 +26,24 @@ host copies have bytes and no roof (their bound is "host copy"). A TensorRT laye
 `precision` is narrower than the model's float dtype moves proportionally fewer bytes.
 
 `bound` follows Nsight Compute's speed-of-light rule (SOLBottleneck): with compute % and
-memory % the achieved fractions of the peak FLOP/s and bandwidth, a layer below
+memory % the achieved fractions of the peak compute and bandwidth, a layer below
 `latency_pct` (60) on both is "latency" (it reaches neither roof: tiny grids, launch
 overhead, dependent waits); otherwise the larger side names it ("compute" or "memory").
+Where the layer has Nsight Compute counters (`profile_ort(..., counters=True)`), the measured
+throughputs decide (compute: the larger of SM throughput and tensor-pipe activity; memory:
+DRAM throughput), else the analytic fractions above; `bound_source` says which ("ncu",
+"roofline", or "" when nothing decided).
+
+`roof_dtype` is the roof a layer is measured against: the TensorRT layer's precision, else
+the dtype its nodes compute in, except that a float32 GEMM/Conv/attention layer is measured
+against the tf32 roof where the runtime may run it on TF32 tensor cores: onnxruntime's CUDA
+provider unless its options say `use_tf32=0` (its default is 1), TensorRT unless its settings
+say `tf32=False`; for a runtime the report does not name, when it ran faster than float32
+FFMA can.
+
+Without usable peaks (none measured, or `{"available": False, "message": ...}` when the
+micro-benchmark failed) the roof columns are NaN, `bound` is decided by counters alone or
+left "", and `attrs["note"]` says why.
 """
 
 from __future__ import annotations
@@ -70,6 +85,7 @@ ROOFLINE_COLUMNS = [
     "flops",
     "bytes",
     "intensity",
+    "dtype",
     "roof_dtype",
     "achieved_flops_per_s",
     "achieved_bytes_per_s",
@@ -79,10 +95,16 @@ ROOFLINE_COLUMNS = [
     "compute_pct",
     "memory_pct",
     "pct_of_roof",
+    "sm_throughput_pct",
+    "dram_throughput_pct",
+    "tensor_active_pct",
     "bound",
+    "bound_source",
     "kind",
     "work_status",
 ]
+COUNTER_COLUMNS = ("sm_throughput_pct", "dram_throughput_pct", "tensor_active_pct")
+_TENSOR_CORE_KINDS = frozenset({"gemm", "conv", "attention"})
 
 
 def check_peaks(peaks: Any) -> dict[str, Any]:
@@ -114,11 +136,47 @@ def _positive(value: Any) -> bool:
     )
 
 
-def report_peaks(metadata: Mapping[str, Any], peaks: Any = None) -> dict[str, Any] | None:
-    """The peaks to use: `peaks` when given, else the report's `metadata["peaks"]`, else None."""
+def report_peaks(
+    metadata: Mapping[str, Any], peaks: Any = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The peaks to use (`peaks` when given, else the report's `metadata["peaks"]`) and, when
+    there are none, a note saying why; a failed measurement (`available: False`) is no peaks."""
     if peaks is None:
         peaks = metadata.get("peaks")
-    return None if peaks is None else check_peaks(peaks)
+    if peaks is None:
+        return None, (
+            "no roofs: the report has no measured peaks (a CUDA profile measures them; or "
+            "pass peaks=)"
+        )
+    if isinstance(peaks, Mapping) and peaks.get("available") is False:
+        why = str(peaks.get("message") or "no message")
+        return None, f"no roofs: measuring the GPU's peaks failed ({why})"
+    return check_peaks(peaks), ""
+
+
+def tf32_allowed(metadata: Mapping[str, Any]) -> bool | None:
+    """Whether the runtime may run float32 GEMM/Conv on TF32 tensor cores: onnxruntime's CUDA
+    provider (option use_tf32, default 1), TensorRT (setting tf32, default True); None when
+    the report names neither."""
+    settings = metadata.get("settings")
+    settings = settings if isinstance(settings, Mapping) else {}
+    runtime = str(metadata.get("runtime", "")).lower()
+    if runtime == "tensorrt":
+        return _flag(settings.get("tf32", True))
+    if runtime == "onnxruntime":
+        provider = str(metadata.get("provider") or settings.get("provider") or "")
+        if "Tensorrt" in provider:
+            return True
+        if "CUDA" not in provider:
+            return False
+        options = settings.get("provider_options")
+        options = options if isinstance(options, Mapping) else {}
+        return _flag(options.get("use_tf32", 1))
+    return None
+
+
+def _flag(value: Any) -> bool:
+    return str(value).strip().lower() not in ("0", "false", "no", "off", "")
 
 
 def roofline_table(
@@ -137,15 +195,17 @@ def roofline_table(
     shapes (`metadata["inputs"]`). `attrs` holds the peaks used (None without any)."""
     if work is None:
         work = work_table(model_for(model, metadata), inputs or profile_inputs(metadata))
-    used = report_peaks(metadata, peaks)
+    used, note = report_peaks(metadata, peaks)
     table = _layer_work(layers, time_column, work)
     seconds = table["time_ms"] / 1e3
     with np.errstate(divide="ignore", invalid="ignore"):
         table["achieved_flops_per_s"] = table["flops"] / seconds
         table["achieved_bytes_per_s"] = table["bytes"] / seconds
         table["intensity"] = table["flops"] / table["bytes"].where(table["bytes"] > 0)
-    _roofs(table, used, latency_pct)
+    _roofs(table, used, tf32_allowed(metadata))
+    _decide_bound(table, latency_pct, has_peaks=used is not None)
     table.attrs["peaks"] = used
+    table.attrs["note"] = note
     table.attrs["time_column"] = time_column
     table.attrs["inputs"] = work.frame.attrs.get("inputs", {})
     return table[ROOFLINE_COLUMNS]
@@ -187,6 +247,11 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
                 covering[node] = covering.get(node, 0) + 1
     readers = consumers(work)
     precisions = layers.get("precision", pd.Series([""] * len(layers))).astype(str).tolist()
+    counters = {
+        c: pd.to_numeric(layers[c], errors="coerce").to_numpy(dtype=float)
+        if c in layers else np.full(len(layers), math.nan)
+        for c in COUNTER_COLUMNS
+    }  # fmt: skip
     rows = []
     total = float(np.nansum(layers[time_column]))
     for row, (name, op_type, nodes, kind, ms, precision) in enumerate(
@@ -218,8 +283,9 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
             "name": name, "op_type": op_type, "onnx_nodes": list(nodes), "time_ms": ms,
             "share": ms / total if total > 0 else math.nan, "kernels": kernels,
             "kernel_us": ms * 1e3 / kernels if kernels and kernels > 0 else math.nan,
-            "flops": flops, "bytes": nbytes, "roof_dtype": roof_dtype, "kind": group_kind,
-            "work_status": status,
+            "flops": flops, "bytes": nbytes, "dtype": dtype, "roof_dtype": roof_dtype,
+            "kind": group_kind, "work_status": status,
+            **{c: float(counters[c][row]) for c in COUNTER_COLUMNS},
         })  # fmt: skip
     return pd.DataFrame(rows, columns=[c for c in ROOFLINE_COLUMNS if c not in _RATE_COLUMNS])
 
@@ -235,6 +301,7 @@ _RATE_COLUMNS = {
     "memory_pct",
     "pct_of_roof",
     "bound",
+    "bound_source",
 }
 
 
@@ -295,22 +362,30 @@ def border_bytes(work: NodeWork, found: list[int], consumers: Mapping[str, set[i
     return total
 
 
-def _roofs(table: pd.DataFrame, peaks: Mapping[str, Any] | None, latency_pct: float) -> None:
-    """Peak, roof at the layer's intensity, compute %, memory %, % of roof and bound."""
+def _roofs(
+    table: pd.DataFrame,
+    peaks: Mapping[str, Any] | None,
+    tf32: bool | None,
+) -> None:
+    """Roof dtype, peak, roof at the layer's intensity, compute %, memory %, % of roof."""
     if peaks is None:
         for column in ("peak_flops_per_s", "peak_bytes_per_s", "roof_flops_per_s"):
             table[column] = math.nan
         table["compute_pct"] = table["memory_pct"] = table["pct_of_roof"] = math.nan
-        table["bound"] = np.where(table["kind"] == "host copy", "host copy", "")
         return
     flops_peaks: Mapping[str, float] = peaks["flops_per_s"]
     bandwidth = float(peaks["bytes_per_s"])
     dtypes = table["roof_dtype"].astype(str).tolist()
     achieved = table["achieved_flops_per_s"].to_numpy(dtype=float)
     fp32 = flops_peaks.get("float32", math.nan)
-    for i, dtype in enumerate(dtypes):
-        if dtype == "float32" and "tf32" in flops_peaks and achieved[i] > TF32_MARGIN * fp32:
-            dtypes[i] = "tf32"  # faster than FFMA can go: the runtime used TF32 tensor cores
+    for i, (dtype, kind) in enumerate(zip(dtypes, table["kind"], strict=True)):
+        if dtype != "float32" or "tf32" not in flops_peaks:
+            continue
+        if tf32 is None:  # runtime unknown: TF32 only when faster than FFMA can go
+            if achieved[i] > TF32_MARGIN * fp32:
+                dtypes[i] = "tf32"
+        elif tf32 and kind in _TENSOR_CORE_KINDS:
+            dtypes[i] = "tf32"
     table["roof_dtype"] = dtypes
     peak = np.array([flops_peaks.get(d, math.nan) for d in dtypes], dtype=float)
     table["peak_flops_per_s"] = peak
@@ -324,17 +399,45 @@ def _roofs(table: pd.DataFrame, peaks: Mapping[str, Any] | None, latency_pct: fl
         pct = np.where(
             flops > 0, 100.0 * achieved / table["roof_flops_per_s"].to_numpy(dtype=float), memory
         )
-    table["compute_pct"] = np.where(flops > 0, compute, 0.0)
-    table["memory_pct"] = memory
-    table["pct_of_roof"] = pct
-    bound = []
-    for kind, c, m in zip(table["kind"], table["compute_pct"], memory, strict=True):
+    copy = (table["kind"] == "host copy").to_numpy()  # the host link has no device roof
+    table["compute_pct"] = np.where(copy, math.nan, np.where(flops > 0, compute, 0.0))
+    table["memory_pct"] = np.where(copy, math.nan, memory)
+    table["pct_of_roof"] = np.where(copy, math.nan, pct)
+
+
+def measured_pct(table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(compute %, memory %) per row from Nsight Compute: the larger of SM throughput and
+    tensor-pipe activity, and DRAM throughput; NaN where the layer has no counters."""
+    sm = table["sm_throughput_pct"].to_numpy(dtype=float)
+    tensor = table["tensor_active_pct"].to_numpy(dtype=float)
+    compute = np.where(np.isnan(tensor), sm, np.fmax(sm, tensor))
+    return compute, table["dram_throughput_pct"].to_numpy(dtype=float)
+
+
+def _decide_bound(table: pd.DataFrame, latency_pct: float, *, has_peaks: bool) -> None:
+    """`bound` by the SOL rule on the counters where the layer has them, else on the roofline
+    fractions ("unknown" where the work is unknown, "" without peaks); `bound_source` says
+    which decided."""
+    ncu_compute, ncu_memory = measured_pct(table)
+    bound, source = [], []
+    rows = zip(table["kind"], table["compute_pct"], table["memory_pct"], ncu_compute,
+               ncu_memory, strict=True)  # fmt: skip
+    for kind, analytic_c, analytic_m, nc, nm in rows:
         if kind == "host copy":
             bound.append("host copy")
-        elif math.isnan(m) or math.isnan(c):
-            bound.append("unknown")
+            source.append("")
+            continue
+        measured = not (math.isnan(nc) or math.isnan(nm))
+        c, m = (nc, nm) if measured else (analytic_c, analytic_m)
+        by = "ncu" if measured else "roofline"
+        if math.isnan(c) or math.isnan(m):
+            bound.append("unknown" if has_peaks else "")
+            source.append("")
         elif max(c, m) < latency_pct:
             bound.append("latency")
+            source.append(by)
         else:
             bound.append("compute" if c >= m else "memory")
+            source.append(by)
     table["bound"] = bound
+    table["bound_source"] = source

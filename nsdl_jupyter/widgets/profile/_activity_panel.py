@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
 GPU_PROVIDERS = frozenset({"CUDAExecutionProvider", "TensorrtExecutionProvider"})
-_GPU_OFF = "GPU timing, metrics and clocks apply to the CUDA and TensorRT providers"
+_GPU_OFF = "GPU timing, metrics, clocks and counters apply to the CUDA and TensorRT providers"
 TRT_SETTINGS_KEY = "trt_settings"  # the companion file's entry for the TensorRT form
 _AUTO_ORDER = ("tensorrt", "tensorrt_rtx", "trtexec")  # TrtSettings backend='auto'
 
@@ -272,7 +272,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self._fail(exc)
 
     def _gpu_controls(self, base: OrtProfileSettings) -> widgets.HBox:
-        """GPU timing on/off, NVML sampling rate, clock locking; and the view's hide option."""
+        """GPU timing on/off, NVML sampling rate, clock locking, I/O binding, ncu counters;
+        and the view's hide option."""
         self._gpu_timing = widgets.Checkbox(
             base.gpu_timing, description="GPU kernel timing (CUPTI)", indent=False
         )
@@ -283,6 +284,17 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._lock_clocks = widgets.Checkbox(
             base.lock_clocks, description="lock GPU clocks to base", indent=False
         )
+        self._io_binding = widgets.Checkbox(
+            base.io_binding, description="I/O binding", indent=False,
+            tooltip="inputs and outputs stay on the device (onnxruntime IOBinding): no host "
+            "copies in the timings",
+        )  # fmt: skip
+        self._counters = widgets.Checkbox(
+            base.counters, description="GPU counters (ncu)", indent=False,
+            tooltip="one more run under Nsight Compute for per-layer hardware counters (slow: "
+            "kernel replay)",
+        )  # fmt: skip
+        self._ncu_base = base  # the caps of an ncu run have no control: the given ones stay
         self._hide_non_compute = widgets.Checkbox(
             False, description="hide non-compute ops (copies, reorders, shape ops)", indent=False
         )
@@ -290,7 +302,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._gpu_note = widgets.HTML("")
         gpu_row = widgets.HBox(
             [self._gpu_timing, self._metrics_interval, widgets.HTML("ms"), self._lock_clocks,
-             self._gpu_note]
+             self._io_binding, self._counters, self._gpu_note]
         )  # fmt: skip
         gpu_row.add_class("nsdl-activity-gpu")
         return gpu_row
@@ -311,7 +323,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             button.button_style = "info" if name == change["new"] else ""
         if hasattr(self, "_gpu_note"):
             off = change["new"] not in GPU_PROVIDERS
-            for control in (self._gpu_timing, self._metrics_interval, self._lock_clocks):
+            gpu_only = (self._gpu_timing, self._metrics_interval, self._lock_clocks,
+                        self._counters)  # fmt: skip
+            for control in gpu_only:
                 control.disabled = off
             self._gpu_note.value = f"<small>{html_text(_GPU_OFF)}</small>" if off else ""
 
@@ -344,6 +358,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             gpu_timing=bool(self._gpu_timing.value),
             metrics_interval_ms=float(self._metrics_interval.value),
             lock_clocks=bool(self._lock_clocks.value),
+            io_binding=bool(self._io_binding.value),
+            counters=bool(self._counters.value),
+            counters_max_kernels=self._ncu_base.counters_max_kernels,
+            counters_kernel_name=self._ncu_base.counters_kernel_name,
+            counters_ncu_path=self._ncu_base.counters_ncu_path,
         )  # fmt: skip
 
     # ---- TensorRT -------------------------------------------------------------------------
@@ -549,7 +568,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     def show_report(self, report: ProfileReport) -> None:
         """Show a finished run's report: a ProfileView of it (host times when the run had no
         GPU timing) and a message that says why GPU times or locked clocks are missing."""
-        view = ProfileView(report, graph_view=self.graph_view,
+        view = ProfileView(report, graph_view=self.graph_view, model=self.model,
                            hide_non_compute=self._hide_non_compute.value)  # fmt: skip
         self.report = report
         self.view = view

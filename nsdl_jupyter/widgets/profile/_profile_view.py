@@ -18,6 +18,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text, neutralize
+from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.figures import (
     compute_only,
@@ -62,6 +63,10 @@ _SORTABLE = {
     "op type": "op_type",
 }
 _NAME_WIDTH = 56
+_KEYWORDS = ("graph_view", "times", "hide_non_compute", "colour_by", "model")
+# The overlay's "colour by" choices, and the numbers that stand for each bound on its scale.
+COLOUR_BY = {"time": "time", "% of roof": "pct_of_roof", "bound": "bound"}
+BOUND_CODES = {"latency": 0.0, "memory": 1.0, "compute": 2.0}
 MAX_TABLE_ROWS = 500  # a <select> with 20k options is sluggish: filter to narrow
 
 
@@ -148,7 +153,9 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     `graph_view`: a GraphView of the same model; rows select its nodes and the per-node time
     is shown on it as a colour overlay. `times`: 'gpu' (kernel times, the default when the
     report has them) or 'host'; `hide_non_compute`: leave out copies, layout reorders and
-    shape-only ops.
+    shape-only ops. `colour_by`: what the overlay shows, 'time', 'pct_of_roof' (achieved % of
+    the layer's roof) or 'bound' (latency / memory / compute, from ncu counters where
+    measured); the last two read the roofline of `model` (default: the report's model file).
     """
 
     selected = traitlets.Unicode("", help="name of the selected layer ('' for none)")
@@ -157,6 +164,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     filter_text = traitlets.Unicode("")
     times = traitlets.Unicode("host", help="'gpu' (kernel times) or 'host' (profiler times)")
     hide_non_compute = traitlets.Bool(False, help="leave out copies, reorders, shape-only ops")
+    colour_by = traitlets.Unicode("time", help="overlay colours: 'time', 'pct_of_roof', 'bound'")
 
     def __init__(
         self,
@@ -165,17 +173,22 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         *,
         times: str | None = None,
         hide_non_compute: bool = False,
+        colour_by: str = "time",
+        model: Any = None,
         **box: Unpack[BoxOptions],
     ) -> None:
-        check_options("ProfileView", box, BoxOptions, ("graph_view", "times", "hide_non_compute"))
+        check_options("ProfileView", box, BoxOptions, _KEYWORDS)
         self.report = report
         self.graph_view = graph_view
+        self.model = model
+        self._roofline: Any = None
         self._syncing = False
         self._overlay_shown = False
         gpu = report.has_gpu_times
         time_column(report, times)  # a ValueError for times='gpu' without GPU times
         self.set_trait("times", times or ("gpu" if gpu else "host"))
         self.set_trait("hide_non_compute", bool(hide_non_compute))
+        self.colour_by = colour_by  # validated: the roofline is read now when asked for
         self.set_trait("sort_by", self._column)
         self.timeline = self._timeline_widget()
 
@@ -194,6 +207,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             layout=widgets.Layout(width="auto"),
         )
         self._hide.add_class("nsdl-profile-hide-non-compute")
+        self._colour = self._colour_control()
         self._filter = widgets.Text(placeholder="filter by node, name or op type",
                                     description="Filter")  # fmt: skip
         sortable = {**(_GPU_SORTABLE if gpu else {}), **_SORTABLE}
@@ -216,6 +230,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._header.add_class("nsdl-profile-header")
         widgets.link((self._times, "value"), (self, "times"))
         widgets.link((self._hide, "value"), (self, "hide_non_compute"))
+        widgets.link((self._colour, "value"), (self, "colour_by"))
         widgets.link((self._filter, "value"), (self, "filter_text"))
         widgets.link((self._sort, "value"), (self, "sort_by"))
         widgets.link((self._ascending, "value"), (self, "ascending"))
@@ -230,7 +245,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             children=[
                 widgets.HTML(_STYLE),
                 widgets.HTML(_summary_html(report)),
-                widgets.HBox([self._times, self._hide]),
+                widgets.HBox([self._times, self._hide, self._colour]),
                 self.timeline,
                 widgets.HBox([self._filter, self._sort, self._ascending, self._count]),
                 self._header,
@@ -245,6 +260,15 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._refresh_table()
         if graph_view is not None:
             self.show_overlay()
+
+    def _colour_control(self) -> widgets.Dropdown:
+        """The overlay's "Colour by" choice, shown when a GraphView is bound."""
+        control = widgets.Dropdown(
+            options=list(COLOUR_BY.items()), value=self.colour_by, description="Colour by",
+            layout=widgets.Layout(display=None if self.graph_view is not None else "none"),
+        )  # fmt: skip
+        control.add_class("nsdl-profile-colour-by")
+        return control
 
     @property
     def _column(self) -> str:
@@ -444,6 +468,7 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             ("inputs", row["input_shapes"]),
             ("outputs", row["output_shapes"]),
             ("ONNX nodes", ", ".join(row["onnx_nodes"])),
+            *self._roof_fields(str(row["name"])),
         ]  # fmt: skip
         cells = "".join(
             f"<tr><th style='text-align:left;padding-right:1em'>{html_text(k)}</th>"
@@ -452,6 +477,19 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             if str(v) not in ("", "nan", "None", "nan / nan / nan / nan")
         )
         return f"<table class='nsdl-profile-details'>{cells}</table>"
+
+    def _roof_fields(self, name: str) -> list[tuple[str, str]]:
+        """The layer's place under the roofline, once the roofline was read (colour_by)."""
+        if self._roofline is None:
+            return []
+        rows = self._roofline[self._roofline["name"] == name]
+        if rows.empty:
+            return []
+        row = rows.iloc[0]
+        pct = float(row["pct_of_roof"])
+        roof = f"{pct:.0f}% of the {row['roof_dtype']} roof" if math.isfinite(pct) else "no roof"
+        source = f" ({row['bound_source']})" if row["bound_source"] else ""
+        return [("roofline", f"{roof}, {row['bound'] or 'bound unknown'}-bound{source}")]
 
     def _select_in_graph(self, index: int | None) -> None:
         view = self.graph_view
@@ -467,20 +505,73 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
     # ---- graph overlay --------------------------------------------------------------------
 
     def overlay_label(self) -> str:
-        """What the overlay's colours mean: 'GPU ms per inference', 'host ms ...'."""
+        """What the overlay's colours mean: 'GPU ms per inference', '% of roof', 'bound...'."""
+        if self.colour_by == "pct_of_roof":
+            note = self.roofline().attrs.get("note", "")
+            return "% of the layer's roof" + (f" ({note})" if note else "")
+        if self.colour_by == "bound":
+            return "bound: " + ", ".join(f"{v:g} {k}" for k, v in BOUND_CODES.items())
         label = time_label(self.report, self._column)
         unit = {"GPU kernel time": "GPU ms", "host time": "host ms"}.get(label, "ms")
         return f"{unit} per inference"
 
-    def show_overlay(self, colormap: str = "viridis") -> None:
-        """Colour the GraphView's nodes by their time per inference (GPU or host, as
-        `times` says; without the non-compute rows when they are hidden)."""
+    def roofline(self) -> Any:
+        """The report's roofline table (`ProfileReport.roofline_table` of `model`), read once."""
+        if self._roofline is None:
+            self._roofline = self.report.roofline_table(self.model)
+        return self._roofline
+
+    def overlay_values(self) -> dict[str, float]:
+        """Per ONNX node, the value the overlay colours (`colour_by`); a node that several
+        layers ran takes its longest layer's value."""
+        report = compute_only(self.report) if self.hide_non_compute else self.report
+        if self.colour_by == "time":
+            return report.node_times(self._column)
+        table = self.roofline()
+        table = table[table["name"].isin(set(report.layers["name"]))]
+        table = table.sort_values("time_ms", kind="stable")  # the longest layer written last
+        values: dict[str, float] = {}
+        for nodes, pct, bound in zip(table["onnx_nodes"], table["pct_of_roof"], table["bound"],
+                                     strict=True):  # fmt: skip
+            value = float(pct) if self.colour_by == "pct_of_roof" else BOUND_CODES.get(bound)
+            if value is not None and math.isfinite(value):  # NaN: nothing to colour
+                values.update(dict.fromkeys(nodes, value))
+        return values
+
+    def show_overlay(self, colormap: str | None = None) -> None:
+        """Colour the GraphView's nodes by `colour_by`: time per inference (GPU or host, as
+        `times` says), % of roof (0-100) or bound (latency, memory, compute); without the
+        non-compute rows when they are hidden."""
         if self.graph_view is None or not hasattr(self.graph_view, "set_overlay"):
             raise WidgetError("no GraphView bound: ProfileView(report, graph_view=view)")
-        report = compute_only(self.report) if self.hide_non_compute else self.report
-        self.graph_view.set_overlay(report.node_times(self._column), label=self.overlay_label(),
-                                    colormap=colormap)  # fmt: skip
+        scale: dict[str, Any] = {}
+        if self.colour_by == "pct_of_roof":
+            scale = {"vmin": 0.0, "vmax": 100.0}
+        elif self.colour_by == "bound":
+            scale = {"vmin": 0.0, "vmax": float(max(BOUND_CODES.values()))}
+        default = "coolwarm" if self.colour_by == "bound" else "viridis"
+        self.graph_view.set_overlay(self.overlay_values(), label=self.overlay_label(),
+                                    colormap=colormap or default, **scale)  # fmt: skip
         self._overlay_shown = True
+
+    @traitlets.validate("colour_by")
+    def _validate_colour_by(self, proposal: dict[str, Any]) -> str:
+        value = str(proposal["value"])
+        if value not in COLOUR_BY.values():
+            raise traitlets.TraitError(
+                f"colour_by={value!r}: use one of {', '.join(COLOUR_BY.values())}"
+            )
+        if value != "time":
+            try:
+                self.roofline()
+            except NsdlError as exc:  # no model to count the work of: say how to give it
+                raise traitlets.TraitError(f"colour_by={value!r}: {exc}") from exc
+        return value
+
+    @traitlets.observe("colour_by")
+    def _on_colour_by(self, _change: dict[str, Any]) -> None:
+        if self._overlay_shown:
+            self.show_overlay()
 
     def clear_overlay(self) -> None:
         if self.graph_view is not None and hasattr(self.graph_view, "clear_overlay"):
