@@ -174,6 +174,17 @@ def test_save_example_is_refused_on_a_model(folder: Folder) -> None:
     refused(lambda: save_example("synthetic_dag", folder.other, num_nodes=5), folder)
 
 
+def test_save_example_run_again_finds_its_own_file(folder: Folder) -> None:
+    """A notebook cell run twice: the same example at the same path is its own earlier output;
+    another example there is another model."""
+    target = folder.model.with_name("example.onnx")
+    save_example("synthetic_dag", target, num_nodes=5)
+    save_example("synthetic_dag", target, num_nodes=5)
+    with pytest.raises(nj.OutputPathError, match="another ONNX model"):
+        save_example("synthetic_dag", target, num_nodes=6)
+    save_example("synthetic_dag", target, num_nodes=6, overwrite=True)
+
+
 # ------------------------------------------------------------------ item 16: our errors
 @pytest.mark.parametrize(
     "call",

@@ -31,7 +31,8 @@ def save_example(
     """Build the example `name` (keyword arguments go to its builder) and save it atomically.
 
     `save_example("synthetic_dag", "big.onnx", num_nodes=20_000)`; returns the path written.
-    An existing file is replaced only with `overwrite=True` (the output guard).
+    An existing file is replaced only with `overwrite=True` (the output guard), or when it is
+    this very example already (a notebook cell run again).
     """
     builder = EXAMPLES.get(name)
     if builder is None:
@@ -39,12 +40,18 @@ def save_example(
     target = Path(path)
     if not target.parent.is_dir():
         raise FileNotFoundError(f"folder {target.parent} does not exist; create it first")
-    guard_output(target, overwrite=overwrite, writes_model=True, what="example path")
-    model = builder(**kwargs)
+    data = builder(**kwargs).SerializeToString()  # seeded: the same bytes every time
+
+    def same_example(existing: Path) -> bool:  # a re-run cell finds its own earlier file
+        return existing.stat().st_size == len(data) and existing.read_bytes() == data
+
+    guard_output(
+        target, overwrite=overwrite, earlier=same_example, writes_model=True, what="example path"
+    )
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         with partial.open("wb") as stream:
-            stream.write(model.SerializeToString())
+            stream.write(data)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
