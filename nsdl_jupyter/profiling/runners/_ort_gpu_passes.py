@@ -9,8 +9,10 @@ it is loaded by path.
   onnxruntime profiler, no API records), noting when each run starts; the parent aligns these
   kernels to the profiled pass's nodes for per-layer times without the profiler's syncs.
 - `measure_peaks`: a large MatMul chain per dtype (float32 with TF32 off, tf32, float16,
-  bfloat16) and a large elementwise chain, through the same runtime and provider; FLOP/s and
-  bytes/s from CUPTI kernel time (wall time without CUPTI), cached per (GPU name, SM clock).
+  bfloat16) and two large elementwise chains (Mul by a scalar: 2 transfers per element; Add of
+  two tensors: 3), through the same runtime and provider; FLOP/s and bytes/s from the best run's
+  CUPTI kernel time (copies left out; wall time without CUPTI), the input and output kept on
+  the device, cached per (GPU name, SM clock).
   The models are written here as protobuf bytes: the runner has no onnx package.
 - `ncu_counters`: runs the runner once more under `ncu` (request kind "ort_counters_pass"),
   which profiles the kernels of one inference after the warm-up (`--profile-from-start off`
@@ -35,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
-PEAKS_VERSION = 1
+PEAKS_VERSION = 2  # 2: best run, not the mean; Add chain beside the Mul chain
 _ONNX_TYPES = {"float32": 1, "float16": 10, "bfloat16": 16}
 _ELEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 _NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
@@ -165,18 +167,27 @@ def matmul_chain_model(n: int, dtype: str, chain: int) -> bytes:
     )
 
 
-def scale_chain_model(count: int, chain: int) -> bytes:
-    """Y = X·s·s·…·s (`chain` float32 Muls of `count` elements): each reads and writes it once."""
+def elementwise_chain_model(op: str, count: int, chain: int) -> bytes:
+    """Y = X op s op s ... (`chain` float32 nodes of `count` elements). "Mul": s is a scalar
+    initializer, each node reads and writes once (2 transfers per element); "Add": s is a second
+    input Z of `count` elements, each node reads two and writes one (3 transfers)."""
+    second = "s" if op == "Mul" else "Z"
     nodes = [
-        _node("Mul", ["X" if i == 0 else f"y{i}", "s"], [f"y{i + 1}"], f"mul{i}")
+        _node(op, ["X" if i == 0 else f"y{i}", second], [f"y{i + 1}"], f"{op.lower()}{i}")
         for i in range(chain)
     ]
-    return onnx_model(
-        nodes,
-        [_value_info("X", 1, [count])],
-        [_value_info(f"y{chain}", 1, [count])],
-        [_tensor("s", 1, [], struct.pack("<f", 1.0))],
-    )
+    inputs = [_value_info("X", 1, [count])]
+    initializers = []
+    if op == "Mul":
+        initializers.append(_tensor("s", 1, [], struct.pack("<f", 1.0)))
+    else:
+        inputs.append(_value_info("Z", 1, [count]))
+    return onnx_model(nodes, inputs, [_value_info(f"y{chain}", 1, [count])], initializers)
+
+
+def scale_chain_model(count: int, chain: int) -> bytes:
+    """Y = X·s·s·…·s (`chain` float32 Muls of `count` elements): each reads and writes it once."""
+    return elementwise_chain_model("Mul", count, chain)
 
 
 # ---- attainable peaks ----------------------------------------------------------------------
@@ -192,6 +203,21 @@ def _peaks_cache(gpu: str, clock_mhz: int) -> str:
     return os.path.join(folder, f"peaks-{tag}.json")
 
 
+def _best_run_seconds(kernels: list[tuple[Any, ...]], runs: int) -> float:
+    """The smallest per-run sum of kernel durations: the kernels (copies and memsets, whose
+    grid is (0, 0, 0), left out) in start order, cut into `runs` equal runs; 0 if they do not
+    divide evenly."""
+    timed = sorted((k[1], k[2]) for k in kernels if k[5] != (0, 0, 0))
+    if not timed or len(timed) % runs:
+        return 0.0
+    per_run = len(timed) // runs
+    sums = [
+        sum(end - start for start, end in timed[i * per_run : (i + 1) * per_run])
+        for i in range(runs)
+    ]
+    return float(min(sums)) / 1e9
+
+
 def _timed(
     ort: Any,
     model: bytes,
@@ -202,7 +228,8 @@ def _timed(
     runs: int,
     tracer_factory: Callable[[], Any] | None,
 ) -> tuple[float, str]:
-    """Seconds per run of `model` (kernel time with CUPTI, else wall) and how it was timed."""
+    """Seconds of the best of `runs` runs of `model` (kernel time with CUPTI, else wall) and how
+    it was timed. Inputs (OrtValues) and the output stay on the device: no copy is timed."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # no folding
     providers: list[Any] = [(provider, options)] if options else [provider]
@@ -218,16 +245,52 @@ def _timed(
     tracer = tracer_factory() if tracer_factory is not None else None
     if tracer is not None:
         tracer.start()
-    start = time.perf_counter()
+    walls = []
     for _ in range(runs):
+        start = time.perf_counter()
         sess.run_with_iobinding(binding)
-    wall = (time.perf_counter() - start) / runs
+        walls.append(time.perf_counter() - start)
     if tracer is not None:
         tracer.stop()
-        kernel = float(tracer.kernel_seconds()) / runs
+        kernel = _best_run_seconds(tracer.kernels, runs)
         if kernel > 0:
-            return kernel, "CUPTI kernel time"
-    return wall, "wall time per run"
+            return kernel, "CUPTI kernel time, best run"
+    return min(walls), "wall time, best run"
+
+
+_ELEMENTWISE_CHAIN = 8
+_TRANSFERS = {"Mul": 2, "Add": 3}  # float32 transfers per element and node
+
+
+def _bandwidths(
+    ort: Any,
+    provider: str,
+    options: dict[str, Any],
+    *,
+    elements: int,
+    runs: int,
+    tracer_factory: Callable[[], Any] | None,
+) -> dict[str, float]:
+    """Bytes/s of each elementwise chain (op -> rate), its inputs made on the device."""
+    import numpy as np
+
+    device = "cuda" if provider in GPU_PROVIDERS else "cpu"
+    device_id = int(options.get("device_id", 0))
+    x = ort.OrtValue.ortvalue_from_numpy(np.ones(elements, dtype=np.float32), device, device_id)
+    rates: dict[str, float] = {}
+    for op, transfers in _TRANSFERS.items():
+        feeds = {"X": x} if op == "Mul" else {"X": x, "Z": x}
+        seconds, _ = _timed(
+            ort,
+            elementwise_chain_model(op, elements, _ELEMENTWISE_CHAIN),
+            provider=provider,
+            options=options,
+            feeds=feeds,
+            runs=runs,
+            tracer_factory=tracer_factory,
+        )
+        rates[op] = _ELEMENTWISE_CHAIN * transfers * 4 * elements / seconds
+    return rates
 
 
 def measure_peaks(
@@ -246,8 +309,6 @@ def measure_peaks(
     """{"gpu", "sm_clock_mhz", "flops_per_s": {dtype: ...}, "bytes_per_s", ...}: the rates a
     large GEMM per dtype and a large elementwise chain reach here, cached per GPU and clock.
     A dtype the provider cannot run is left out (its reason under "skipped")."""
-    import numpy as np
-
     cache = _peaks_cache(gpu_name, sm_clock_mhz)
     if use_cache and os.path.isfile(cache):
         with open(cache, encoding="utf-8") as f:
@@ -278,27 +339,19 @@ def measure_peaks(
             flops[label] = chain * 2.0 * size**3 / seconds
         except Exception as exc:  # e.g. no bfloat16 MatMul kernel for this provider
             skipped[label] = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-    device = "cuda" if on_gpu else "cpu"
-    x = ort.OrtValue.ortvalue_from_numpy(
-        np.ones(elements, dtype=np.float32), device, int(options.get("device_id", 0))
-    )
-    seconds, _ = _timed(
-        ort,
-        scale_chain_model(elements, 8),
-        provider=provider,
-        options=options,
-        feeds={"X": x},
-        runs=runs,
-        tracer_factory=tracer_factory,
+    bandwidth = _bandwidths(
+        ort, provider, options, elements=elements, runs=max(runs, 10), tracer_factory=tracer_factory
     )
     result = {
         "version": PEAKS_VERSION,
         "gpu": gpu_name,
         "sm_clock_mhz": sm_clock_mhz,
         "flops_per_s": flops,
-        "bytes_per_s": 8 * 2 * 4 * elements / seconds,
-        "method": f"{method or 'wall time per run'}; MatMul {size}^3 x{chain} per dtype, "
-        f"float32 Mul of {elements} elements x8 (read + write)",
+        "bytes_per_s": max(bandwidth.values()),
+        "bytes_per_s_by_op": bandwidth,
+        "method": f"{method or 'wall time, best run'}; MatMul {size}^3 x{chain} per dtype; "
+        f"bytes/s the best of float32 Mul by a scalar (read + write) and Add of two tensors "
+        f"(2 reads + write), {elements} elements x{_ELEMENTWISE_CHAIN}",
         "size": size,
         "runtime": f"onnxruntime {ort.__version__} {provider}",
         "seconds": time.perf_counter() - started,
