@@ -29,7 +29,8 @@ NODE_W, NODE_H = 150.0, 36.0
 IO_W, IO_H = 110.0, 26.0
 GROUP_W, GROUP_H = 170.0, 44.0
 PAD, HEADER = 14.0, 22.0
-GAP_LAYER, GAP_ORDER = 56.0, 18.0
+# between layers and between boxes of a layer: the edge shape labels sit in these gaps
+GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"]["order"])
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
