@@ -18,7 +18,6 @@ from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE
 from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
 
-
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -113,7 +112,7 @@ def test_first_view_is_the_outline_of_collapsed_modules(name: str) -> None:
 @pytest.mark.parametrize("name", ["bert_base_torchscript", "bert_base_dynamo"])
 def test_groups_of_constants_only_are_not_drawn(name: str) -> None:
     """BERT's position_embeddings and token_type_embeddings hold a weight alias or a constant
-    and nothing else: drawn, they were empty frames titled "−…"."""
+    and nothing else: drawn, they were empty frames titled with an ellipsis."""
     scene = GraphScene(graph_of(name))
     scene.expand_all()
     result = scene.layout()
@@ -122,7 +121,9 @@ def test_groups_of_constants_only_are_not_drawn(name: str) -> None:
     )
     slots = {int(s) for s in rep.tolist() if s >= 0}
     frames = {
-        ~int(ref): i for i, (ref, k) in enumerate(zip(result.refs, result.kinds)) if k == KIND_FRAME
+        ~int(ref): i
+        for i, (ref, k) in enumerate(zip(result.refs, result.kinds, strict=True))
+        if k == KIND_FRAME
     }
     assert frames and "position_embeddings" not in {scene.hierarchy.groups[g].label for g in frames}
     for g, slot in frames.items():  # every frame holds a drawn box

@@ -172,9 +172,8 @@ class LayoutEngine:
         if self._with_shown is None:
             found: set[int] = set()
             parents = [g.parent for g in self.hierarchy.groups]
-            for item, g in zip(self.table.items, self.hierarchy.item_group, strict=True):
-                if g < 0 or item.flags & CONSTANT:
-                    continue
+            for item, start in zip(self.table.items, self.hierarchy.item_group, strict=True):
+                g = -1 if item.flags & CONSTANT else start
                 while g >= 0 and g not in found:
                     found.add(g)
                     g = parents[g]
@@ -188,7 +187,9 @@ class LayoutEngine:
         items = self.table.items
         shown = self.groups_with_shown_items()
         return [
-            r for r in children if (~r in shown if is_group_ref(r) else not items[r].flags & CONSTANT)
+            r
+            for r in children
+            if (~r in shown if is_group_ref(r) else not items[r].flags & CONSTANT)
         ]
 
     def unit_layout(self, g: int, show_constants: bool) -> dict[int, tuple[float, float]]:

@@ -189,9 +189,7 @@ class GraphScene:
     def is_module_outline(self) -> bool:
         """True for a torch/HF export too large to read whole: its top level holds modules."""
         groups = self.hierarchy.groups
-        modules = [
-            r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic
-        ]
+        modules = [r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic]
         return len(modules) >= 2 and len(self.table.items) > OUTLINE_ABOVE
 
     @property
