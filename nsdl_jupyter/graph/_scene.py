@@ -34,9 +34,9 @@ from nsdl_jupyter.graph._shapes import TensorTypes, display_shape
 # number of visible boxes stays under VISIBLE_BUDGET
 EXPAND_ALL_BELOW = 400
 VISIBLE_BUDGET = 160
-# a graph with more items than this whose top level holds two modules or more opens on that
-# outline (embeddings → encoder → pooler), every module collapsed
-OUTLINE_ABOVE = 64
+# a graph with more boxes than this (constants hidden) whose top level holds two modules or
+# more opens on that outline (embeddings → encoder → pooler), every module collapsed
+OUTLINE_ABOVE = 80
 
 
 class NeedsRebuild(Exception):  # noqa: N818 (a signal to rebuild, not an error for users)
@@ -190,7 +190,10 @@ class GraphScene:
         """True for a torch/HF export too large to read whole: its top level holds modules."""
         groups = self.hierarchy.groups
         modules = [r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic]
-        return len(modules) >= 2 and len(self.table.items) > OUTLINE_ABOVE
+        if len(modules) < 2:
+            return False
+        shown = sum(1 for it in self.table.items if it.alive and not it.flags & CONSTANT)
+        return shown > OUTLINE_ABOVE
 
     @property
     def collapsed_keys(self) -> list[str]:
