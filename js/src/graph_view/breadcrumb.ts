@@ -3,8 +3,8 @@
 // follows every paint, so the lookup is one walk down the frame tree (scope.ts), and the DOM
 // is only touched when the scope changes.
 import { Disposables } from "./dom";
-import { boundsOf, type Rect, toWorld } from "./geometry";
-import type { Layout } from "./graph";
+import { type Rect, toWorld } from "./geometry";
+import { KIND_FRAME, type Layout } from "./graph";
 import type { Renderer } from "./renderer";
 import type { SceneStore } from "./scene_store";
 import { ScopeIndex, scopePath } from "./scope";
@@ -69,18 +69,23 @@ export class Breadcrumb {
     this.el.dataset.scope = graph.groupKey[g] ?? "";
   }
 
-  /** The part of the drawing in view (world): the canvas under the breadcrumb, clipped to
-   *  the boxes' bounds; the centre point when the view shows none of them. */
+  /** The part of the drawing in view (world): the boxes on the canvas under the breadcrumb,
+   *  cut at its edges; the centre point when the view shows none. */
   private inView(layout: Layout): Rect {
     const { camera, width, height } = this.renderer;
     const [x0, y0] = toWorld(camera, 0, BREADCRUMB_HEIGHT);
     const [x1, y1] = toWorld(camera, width, height);
-    const b = boundsOf(layout);
-    const left = Math.max(x0, b.x);
-    const top = Math.max(y0, b.y);
-    const right = Math.min(x1, b.x + b.w);
-    const bottom = Math.min(y1, b.y + b.h);
-    if (left > right || top > bottom) return { x: (x0 + x1) / 2, y: (y0 + y1) / 2, w: 0, h: 0 };
+    let [left, top, right, bottom] = [x1, y1, x0, y0];
+    const { x, y, w, h, kind } = layout;
+    for (let s = 0; s < kind.length; s++) {
+      if (kind[s] === KIND_FRAME) continue;
+      if (x[s] > x1 || y[s] > y1 || x[s] + w[s] < x0 || y[s] + h[s] < y0) continue;
+      left = Math.min(left, Math.max(x0, x[s]));
+      top = Math.min(top, Math.max(y0, y[s]));
+      right = Math.max(right, Math.min(x1, x[s] + w[s]));
+      bottom = Math.max(bottom, Math.min(y1, y[s] + h[s]));
+    }
+    if (left > right) return { x: (x0 + x1) / 2, y: (y0 + y1) / 2, w: 0, h: 0 };
     return { x: left, y: top, w: right - left, h: bottom - top };
   }
 
