@@ -4,14 +4,21 @@ Constants toggle, exporter artefacts are gone, and no top level is cut into rang
 
 from __future__ import annotations
 
+from xml.etree import ElementTree
+
 import onnx
 import onnx_ir as ir
 import pytest
 
 from nsdl_jupyter.graph import GraphScene
+from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE
+from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def graph_of(name: str) -> ir.Graph:
@@ -66,3 +73,121 @@ def test_weight_aliases_are_helpers_in_their_consumers_scope() -> None:
     aliases = [it for it in items if it.op == "Identity"]
     assert aliases and all(it.flags & CONSTANT for it in aliases)
     assert all(it.scope for it in aliases)  # torch wrote them unscoped: now beside their Conv
+
+
+# ---------------------------------------------------------------- the first screen (issue 25)
+OUTLINES = {
+    "bert_base_torchscript": ["embeddings", "encoder", "pooler"],
+    "bert_base_dynamo": ["embeddings", "encoder", "pooler"],
+    "gpt2_dynamo": [f"h.{i}" for i in range(12)],  # wte, wpe: a Gather each, drawn inline
+    "resnet50_torchscript": ["layer1", "layer2", "layer3", "layer4"],
+    "resnet50_dynamo": ["layer1", "layer2", "layer3", "layer4"],
+}
+Rect = tuple[float, float, float, float]
+
+
+def drawn_labels(scene: GraphScene) -> list[tuple[str, int, int]]:
+    """(label, kind, ref) of every box the first view draws, top to bottom."""
+    result = scene.layout()
+    h, items = scene.hierarchy, scene.table.items
+    rows = sorted(
+        zip(result.rects[:, 1].tolist(), result.refs.tolist(), result.kinds.tolist(), strict=True)
+    )
+    return [(h.groups[~r].label if r < 0 else items[r].name, k, r) for _, r, k in rows]
+
+
+@pytest.mark.parametrize("name", sorted(OUTLINES))
+def test_first_view_is_the_outline_of_collapsed_modules(name: str) -> None:
+    scene = GraphScene(graph_of(name))
+    drawn = drawn_labels(scene)
+    assert scene.expanded == {0} and not [k for _, k, _ in drawn if k == KIND_FRAME]
+    groups = [label for label, kind, _ in drawn if kind == KIND_GROUP]
+    assert groups == OUTLINES[name]
+    assert len(drawn) <= 30  # a screen of boxes, not the graph
+    ops = [scene.table.items[ref].op for _, kind, ref in drawn if kind == KIND_NODE]
+    if name.startswith("resnet"):  # conv1 … layer4 → fc
+        assert ops.index("Conv") < ops.index("Gemm")
+
+
+@pytest.mark.parametrize("name", ["bert_base_torchscript", "bert_base_dynamo"])
+def test_groups_of_constants_only_are_not_drawn(name: str) -> None:
+    """BERT's position_embeddings and token_type_embeddings hold a weight alias or a constant
+    and nothing else: drawn, they were empty frames titled with an ellipsis."""
+    scene = GraphScene(graph_of(name))
+    scene.expand_all()
+    result = scene.layout()
+    rep = representatives(
+        scene.hierarchy.item_group, [g.parent for g in scene.hierarchy.groups], result
+    )
+    slots = {int(s) for s in rep.tolist() if s >= 0}
+    frames = {
+        ~int(ref): i
+        for i, (ref, k) in enumerate(zip(result.refs, result.kinds, strict=True))
+        if k == KIND_FRAME
+    }
+    assert frames and "position_embeddings" not in {scene.hierarchy.groups[g].label for g in frames}
+    for g, slot in frames.items():  # every frame holds a drawn box
+        x, y, w, h = result.rects[slot].tolist()
+        inside = [
+            s
+            for s in slots
+            if x <= result.rects[s, 0]
+            and result.rects[s, 0] + result.rects[s, 2] <= x + w
+            and y <= result.rects[s, 1]
+            and result.rects[s, 1] + result.rects[s, 3] <= y + h
+        ]
+        assert inside, scene.hierarchy.groups[g].key
+    scene.show_constants = True
+    assert "position_embeddings" in {label for label, _, _ in drawn_labels(scene)}
+
+
+def label_rects(svg: str) -> list[tuple[str, Rect]]:
+    """The edge shape labels of an SVG drawing as rectangles (layout coordinates)."""
+    spec = VOCABULARY["edgeShape"]
+    group = ElementTree.fromstring(svg).find(f".//{SVG}g[@class='nsdl-edge-shapes']")
+    assert group is not None
+    out = []
+    for t in group:
+        text = t.text or ""
+        x, y = float(t.attrib["x"]), float(t.attrib["y"])
+        out.append((text, (x, y - spec["size"] / 2, len(text) * spec["charWidth"], spec["size"])))
+    return out
+
+
+def overlapping(a: Rect, b: Rect) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def label_collisions(scene: GraphScene) -> tuple[int, list[str]]:
+    """(labels drawn, labels lying on a box, a group title or another label)."""
+    scene.infer()
+    result = scene.layout()
+    labels = label_rects(scene_svg(scene, result=result, background=None))
+    obstacles: list[Rect] = []
+    for (x, y, w, h), kind in zip(result.rects.tolist(), result.kinds.tolist(), strict=True):
+        obstacles.append((x, y, w, HEADER) if kind == KIND_FRAME else (x, y, w, h))
+    bad = [
+        text
+        for k, (text, rect) in enumerate(labels)
+        if any(overlapping(rect, o) for o in obstacles)
+        or any(overlapping(rect, other) for j, (_, other) in enumerate(labels) if j != k)
+    ]
+    return len(labels), bad
+
+
+@pytest.mark.parametrize(
+    ("name", "expand"),
+    [
+        ("bert_base_torchscript", False),
+        ("bert_base_dynamo", True),
+        ("gpt2_dynamo", False),
+        ("resnet50_torchscript", True),
+        ("resnet50_dynamo", False),
+    ],
+)
+def test_edge_labels_never_lie_on_boxes_titles_or_each_other(name: str, expand: bool) -> None:
+    scene = GraphScene(graph_of(name))
+    if expand:
+        scene.expand_all()
+    drawn, bad = label_collisions(scene)
+    assert drawn >= 5 and not bad, bad[:5]

@@ -207,6 +207,18 @@ describe("breadcrumb scope", () => {
     expect(index.at(2, layout.y[s])).toBe(graph.groupKey.indexOf("/layer3")); // stage margin
   });
 
+  it("names what a view holds: the whole drawing is the graph, a frame's inside its scope", () => {
+    const { graph, layout } = deep(4, 3, 5);
+    const index = new ScopeIndex(graph, layout);
+    const whole = { x: 0, y: 0, w: layout.meta.width, h: layout.meta.height };
+    expect(index.around(whole)).toBe(0); // Fit: a column of modules, not the one at its centre
+    const s = layout.groupSlot.get(graph.groupKey.indexOf("/layer3/layer3.1")) as number;
+    const inside = { x: layout.x[s] + 20, y: layout.y[s] + 30, w: 60, h: 40 };
+    expect(index.around(inside)).toBe(graph.groupKey.indexOf("/layer3/layer3.1"));
+    const across = { ...inside, h: layout.h[s] + 200 }; // the view reaches past that block
+    expect(index.around(across)).toBe(graph.groupKey.indexOf("/layer3"));
+  });
+
   it("agrees with a scan of every frame anywhere on a large layout", () => {
     const { graph, layout } = deep(16, 6, 20); // ~2,000 nodes, 112 frames
     const index = new ScopeIndex(graph, layout);

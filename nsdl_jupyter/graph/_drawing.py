@@ -158,10 +158,18 @@ def text_rows(y: float, h: float, weights: int) -> list[float]:
     return [top + k * line for k in range(weights + 1)]
 
 
-def curve_middle(c: list[float]) -> tuple[float, float]:
-    """The point of a cubic Bézier [x0, y0, c1x, c1y, c2x, c2y, x1, y1] at t = 1/2
-    (geometry.ts curvePoint(c, 0.5))."""
-    return (c[0] + 3 * c[2] + 3 * c[4] + c[6]) / 8, (c[1] + 3 * c[3] + 3 * c[5] + c[7]) / 8
+def edge_shape_at(curve: list[float], source_width: float, lr: bool) -> tuple[float, float, float]:
+    """Where an edge's tensor shape is written, left-aligned and centred on y, and how wide it
+    may be: just past its source box, in the gap between layers (TB: under the box, beside the
+    edge, as wide as the gap to the next box of the layer allows; LR: above the edge, as wide as
+    the gap to the next layer), so that it never lies on a box, a group title or another label
+    (render.ts edgeShapeAt)."""
+    spec, gap = VOCABULARY["edgeShape"], VOCABULARY["gap"]
+    x0, y0, x1 = curve[0], curve[1], curve[6]
+    if lr:
+        return x0 + spec["pad"], y0 + spec["dy"], min(x1 - x0, gap["layer"]) - 2 * spec["pad"]
+    y = y0 + spec["pad"] + spec["size"] / 2
+    return x0 + spec["dx"], y, source_width / 2 - spec["dx"] + gap["order"] - spec["pad"]
 
 
 def representatives(

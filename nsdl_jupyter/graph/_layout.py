@@ -29,7 +29,8 @@ NODE_W, NODE_H = 150.0, 36.0
 IO_W, IO_H = 110.0, 26.0
 GROUP_W, GROUP_H = 170.0, 44.0
 PAD, HEADER = 14.0, 22.0
-GAP_LAYER, GAP_ORDER = 56.0, 18.0
+# between layers and between boxes of a layer: the edge shape labels sit in these gaps
+GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"]["order"])
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
@@ -84,6 +85,7 @@ class LayoutEngine:
         self._computed: LayoutResult | None = None  # the last packing, before `placed`
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
+        self._with_shown: set[int] | None = None  # groups holding an item drawn by default
 
     # ------------------------------------------------------------------ lifted edges
     def lifted(self) -> dict[int, Counter[tuple[int, int]]]:
@@ -143,6 +145,7 @@ class LayoutEngine:
     def invalidate(self, groups: Iterable[int] | None = None) -> None:
         """Forget lifted edges (all) and the unit layouts of `groups` (all when None)."""
         self._lifted = None
+        self._with_shown = None
         if groups is None:
             self._units.clear()
             return
@@ -152,6 +155,7 @@ class LayoutEngine:
 
     def invalidate_units(self, groups: Iterable[int]) -> None:
         """Forget the unit layouts of `groups` (their children changed); lifted edges stay."""
+        self._with_shown = None
         for g in groups:
             self._units.pop((g, True), None)
             self._units.pop((g, False), None)
@@ -162,12 +166,31 @@ class LayoutEngine:
         self._units.clear()
 
     # ------------------------------------------------------------------ unit layout
+    def groups_with_shown_items(self) -> set[int]:
+        """Groups holding an item that is drawn while constants are hidden: the others (a
+        module of weights and constants only, BERT's `position_embeddings`) are not drawn."""
+        if self._with_shown is None:
+            found: set[int] = set()
+            parents = [g.parent for g in self.hierarchy.groups]
+            for item, start in zip(self.table.items, self.hierarchy.item_group, strict=True):
+                g = -1 if item.flags & CONSTANT else start
+                while g >= 0 and g not in found:
+                    found.add(g)
+                    g = parents[g]
+            self._with_shown = found
+        return self._with_shown
+
     def _visible_children(self, g: int, show_constants: bool) -> list[int]:
         children = self.hierarchy.groups[g].children
         if show_constants:
             return list(children)
         items = self.table.items
-        return [r for r in children if is_group_ref(r) or not items[r].flags & CONSTANT]
+        shown = self.groups_with_shown_items()
+        return [
+            r
+            for r in children
+            if (~r in shown if is_group_ref(r) else not items[r].flags & CONSTANT)
+        ]
 
     def unit_layout(self, g: int, show_constants: bool) -> dict[int, tuple[float, float]]:
         cached = self._units.get((g, show_constants))

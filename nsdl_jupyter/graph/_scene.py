@@ -34,6 +34,9 @@ from nsdl_jupyter.graph._shapes import TensorTypes, display_shape
 # number of visible boxes stays under VISIBLE_BUDGET
 EXPAND_ALL_BELOW = 400
 VISIBLE_BUDGET = 160
+# a graph with more boxes than this (constants hidden) whose top level holds two modules or
+# more opens on that outline (embeddings → encoder → pooler), every module collapsed
+OUTLINE_ABOVE = 80
 
 
 class NeedsRebuild(Exception):  # noqa: N818 (a signal to rebuild, not an error for users)
@@ -162,7 +165,11 @@ class GraphScene:
         return {g for g, group in enumerate(self.hierarchy.groups) if group.key not in closed}
 
     def default_expanded(self) -> set[int]:
+        """The first view: a module export's outline, a small graph whole, else the groups
+        that fit VISIBLE_BUDGET boxes (smallest first)."""
         groups = self.hierarchy.groups
+        if self.is_module_outline():
+            return {0}
         if len(self.table.items) <= EXPAND_ALL_BELOW:
             return set(range(len(groups)))
         expanded = {0}
@@ -178,6 +185,15 @@ class GraphScene:
             visible += extra
             frontier.extend(~r for r in groups[g].children if is_group_ref(r))
         return expanded
+
+    def is_module_outline(self) -> bool:
+        """True for a torch/HF export too large to read whole: its top level holds modules."""
+        groups = self.hierarchy.groups
+        modules = [r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic]
+        if len(modules) < 2:
+            return False
+        shown = sum(1 for it in self.table.items if it.alive and not it.flags & CONSTANT)
+        return shown > OUTLINE_ABOVE
 
     @property
     def collapsed_keys(self) -> list[str]:

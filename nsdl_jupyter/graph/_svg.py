@@ -21,7 +21,7 @@ from nsdl_jupyter.graph._drawing import (
     arrow,
     box_fill,
     count_text,
-    curve_middle,
+    edge_shape_at,
     edge_tip,
     fit_text,
     js_round,
@@ -202,7 +202,8 @@ class _Picture:
         hot: list[str] = []
         tips: dict[int, str] = {}
         shapes: list[str] = []
-        spec = V["edgeShape"]
+        spec = {**V["edgeShape"], "align": "left"}
+        labelled: set[int] = set()  # one shape under a box, whatever it fans out to
         for edge in visible_edges(self.scene, self.rep):
             curve = edge_curve(self.rects, edge.src, edge.dst, lr)
             x0, y0, x1, y1, x2, y2, x3, y3 = curve
@@ -211,13 +212,12 @@ class _Picture:
             tip = tips.get(index)
             if tip is None:
                 tip = tips[index] = _e(edge_tip(table.tensors[index].name, dtype, shape))
-            if lr:  # between the boxes, not over their terminals
-                shape = fit_text(shape, x3 - x0 - 2 * spec["pad"], spec["charWidth"])
-            if shape:
-                mx, my = curve_middle(curve)
-                at = (mx, my + spec["dy"]) if lr else (mx + spec["dx"], my)
-                align = {**spec, "align": "center" if lr else "left"}
-                shapes.append(_text(shape, at, align, spec["fill"]))
+            if edge.src not in labelled:
+                labelled.add(edge.src)
+                x, y, room = edge_shape_at(curve, self.rects[edge.src][2], lr)
+                shape = fit_text(shape, room, spec["charWidth"])
+                if shape:
+                    shapes.append(_text(shape, (x, y), spec, spec["fill"]))
             path = (
                 f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} '
                 f'{x3:.1f},{y3:.1f}"><title>'

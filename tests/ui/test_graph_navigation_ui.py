@@ -65,6 +65,7 @@ onnx.save(resnet50_shaped(), folder + "/model.onnx")
 doc = nj.open_model(folder + "/model.onnx")
 print("NODES", len(doc.nodes))
 view = nj.GraphView(doc, height=560, direction="TB")
+view.expand()  # a module export opens on its outline: this test reads the whole network
 view
 """
 
@@ -116,11 +117,12 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     nb.two_frames()
     assert graph_api(nb, "(a) => a.camera()") == first
 
-    # breadcrumb: the scope under the centre of the view, each part a link
+    # breadcrumb: the innermost scope holding everything in view, each part a link
     graph_api(nb, "(a) => a.fit(['/layer3/layer3.2/conv2/Conv'])")
     nb.two_frames()
-    assert graph_api(nb, "(a) => a.breadcrumb()")[:3] == ["graph", "layer3", "layer3.2"]
-    assert "graph \u203a layer3 \u203a layer3.2" in graph_api(nb, CRUMBS)  # what a user reads
+    # every box in view lies in layer3 (the view holds more than the one block)
+    assert graph_api(nb, "(a) => a.breadcrumb()")[:2] == ["graph", "layer3"]
+    assert "graph \u203a layer3" in graph_api(nb, CRUMBS)  # what a user reads
     nb.screenshot("breadcrumb_deep", VIEW)
     nb.page.locator(f"{VISIBLE_VIEW} .nsdl-gv-crumb", has_text="layer3").first.click()
     nb.two_frames()
@@ -215,3 +217,62 @@ def test_first_view_of_real_deep_exports_is_readable_in_both_directions(notebook
         api("(a) => a.fitReadable()")
         nb.two_frames()
         assert api("(a) => a.minimap().shown"), (name, direction)
+
+
+# modules the first screen shows (TorchScript's attention-mask arithmetic pushes the encoder
+# below it), the last one clicked open
+OUTLINE = {
+    "bert_base_torchscript": ("/model/embeddings",),
+    "bert_base_dynamo": ("/embeddings", "/encoder"),  # the pooler just below, at 560 px
+}
+
+
+def test_module_exports_open_on_their_outline_one_click_from_inside(notebook: Any) -> None:
+    """Issue 25: BERT opens on its modules, collapsed and legible (not zoomed into
+    `embeddings`); the breadcrumb names what is in view; a click on a module opens it."""
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
+    cells = ["import nsdl_jupyter as nj"]
+    cells += [f"nj.GraphView(nj.open_model({str(folder / f'{n}.onnx')!r}))" for n in OUTLINE]
+    nb = notebook(cells, height=1400)
+    nb.run_all()
+    nb.wait_idle()
+    assert nb.error_outputs() == []
+    for k, (name, modules) in enumerate(OUTLINE.items()):
+        view = nb.page.locator(f"{NB} {READY}").nth(k)
+        view.wait_for(timeout=120_000)
+        view.scroll_into_view_if_needed()
+        nb.two_frames()
+
+        def api(expression: str, arg: Any = None, view_index: int = k) -> Any:
+            return nb.page.evaluate(
+                f"""([k, arg]) => {{ const root = document.querySelectorAll('{NB} {VIEW}')[k];
+                    return ({expression})(root.__nsdl, arg, root); }}""",
+                [view_index, arg],
+            )
+
+        label = api("(a) => a.labelPx()")
+        assert label["now"] >= label["legible"], (name, label)
+        assert api("(a) => a.breadcrumb()") == ["graph"], name
+        _, top, _, height = api(CANVAS_RECT)
+        for key in modules:  # collapsed boxes, on screen
+            at = api("(a, key) => a.locate(key)", key)
+            assert at is not None and top < at[1] < top + height, (name, key, at)
+        view.screenshot(path=str(nb.shots / f"outline_{name}.png"))
+        api("(a) => a.fitReadable()")  # Fit twice: the whole outline; the breadcrumb follows
+        api("(a) => a.fitReadable()")
+        nb.two_frames()
+        assert api("(a) => a.breadcrumb()") == ["graph"], name
+        api("(a) => a.fitReadable()")
+        nb.two_frames()
+        seq = view.get_attribute("data-layout-seq")
+        at = api("(a, key) => a.locate(key)", modules[-1])
+        nb.page.mouse.click(at[0], at[1])  # one click: the module's inside
+        nb.page.wait_for_function(
+            f"([k, s]) => document.querySelectorAll('{NB} {VIEW}')[k].dataset.layoutSeq !== s",
+            arg=[k, seq],
+        )
+        assert api("(a) => a.nodeNames().length") > 0
+        assert api("(a, key) => a.locate(key)", modules[-1]) is not None  # now an open frame
+        nb.two_frames()
+        view.screenshot(path=str(nb.shots / f"outline_{name}_opened.png"))
+    assert nb.error_outputs() == []

@@ -1,10 +1,10 @@
-// The sticky breadcrumb at the top of the canvas: the name scope under the viewport's centre
+// The sticky breadcrumb at the top of the canvas: the innermost name scope holding all in view
 // (`bert › encoder › layer.3 › attention`), each part a link that zooms to that group. It
 // follows every paint, so the lookup is one walk down the frame tree (scope.ts), and the DOM
 // is only touched when the scope changes.
 import { Disposables } from "./dom";
-import { toWorld } from "./geometry";
-import type { Layout } from "./graph";
+import { type Rect, toWorld } from "./geometry";
+import { KIND_FRAME, type Layout } from "./graph";
 import type { Renderer } from "./renderer";
 import type { SceneStore } from "./scene_store";
 import { ScopeIndex, scopePath } from "./scope";
@@ -41,7 +41,8 @@ export class Breadcrumb {
     return this.path.map((g) => this.label(g));
   }
 
-  /** After a paint: name the scope under the centre of the view. */
+  /** After a paint: name the innermost scope holding everything in view ("graph" when the
+   *  view shows more than one module). */
   update(): void {
     const { graph, layout } = this.store;
     const { renderer } = this;
@@ -51,9 +52,7 @@ export class Breadcrumb {
       this.indexed = layout;
       this.shown = -1;
     }
-    const top = BREADCRUMB_HEIGHT;
-    const [x, y] = toWorld(renderer.camera, renderer.width / 2, (top + renderer.height) / 2);
-    const g = this.index?.at(x, y) ?? 0;
+    const g = this.index?.around(this.inView(layout)) ?? 0;
     if (g === this.shown) return;
     this.shown = g;
     this.path = scopePath(graph, g);
@@ -68,6 +67,26 @@ export class Breadcrumb {
       this.el.appendChild(part);
     });
     this.el.dataset.scope = graph.groupKey[g] ?? "";
+  }
+
+  /** The part of the drawing in view (world): the boxes on the canvas under the breadcrumb,
+   *  cut at its edges; the centre point when the view shows none. */
+  private inView(layout: Layout): Rect {
+    const { camera, width, height } = this.renderer;
+    const [x0, y0] = toWorld(camera, 0, BREADCRUMB_HEIGHT);
+    const [x1, y1] = toWorld(camera, width, height);
+    let [left, top, right, bottom] = [x1, y1, x0, y0];
+    const { x, y, w, h, kind } = layout;
+    for (let s = 0; s < kind.length; s++) {
+      if (kind[s] === KIND_FRAME) continue;
+      if (x[s] > x1 || y[s] > y1 || x[s] + w[s] < x0 || y[s] + h[s] < y0) continue;
+      left = Math.min(left, Math.max(x0, x[s]));
+      top = Math.min(top, Math.max(y0, y[s]));
+      right = Math.max(right, Math.min(x1, x[s] + w[s]));
+      bottom = Math.max(bottom, Math.min(y1, y[s] + h[s]));
+    }
+    if (left > right) return { x: (x0 + x1) / 2, y: (y0 + y1) / 2, w: 0, h: 0 };
+    return { x: left, y: top, w: right - left, h: bottom - top };
   }
 
   private label(g: number): string {

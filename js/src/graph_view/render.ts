@@ -7,7 +7,6 @@ import { colorAt, textOn } from "./colormap";
 import {
   type Camera,
   curveBounds,
-  curvePoint,
   edgeCurve,
   HEADER,
   intersects,
@@ -33,6 +32,7 @@ import {
 import {
   categoryFill,
   countText,
+  edgeShapeAt,
   fitText,
   font,
   lineWidth,
@@ -445,7 +445,7 @@ function drawGroupTitles(f: Frame, leaves: number[]): void {
   }
 }
 
-/** Tensor shapes on the visible edges, at the middle of each curve. */
+/** Tensor shapes on the visible edges: one under (TB) or beside (LR) each source box. */
 function drawEdgeShapes(f: Frame): void {
   const { ctx, scene } = f;
   const { layout, edges: e, graph } = scene;
@@ -454,18 +454,18 @@ function drawEdgeShapes(f: Frame): void {
   ctx.font = font(spec);
   ctx.fillStyle = spec.fill;
   ctx.textBaseline = "middle";
-  ctx.textAlign = lr ? "center" : "left";
-  for (let k = 0; k < e.src.length; k++) {
-    const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
-    let shape = graph.tensorShape[graph.edgeTensor[e.edge[k]]];
-    // between the boxes, not over their terminals
-    if (lr) shape = fitText(shape, c[6] - c[0] - 2 * spec.pad, spec.charWidth);
-    if (!shape) continue;
-    const [mx, my] = curvePoint(c, 0.5);
-    if (!intersects(f.view, mx - 1, my - 1, 2, 2)) continue;
-    text(f, shape, lr ? mx : mx + spec.dx, lr ? my + spec.dy : my);
-  }
   ctx.textAlign = "left";
+  const labelled = new Set<number>(); // one shape under a box, whatever it fans out to
+  for (let k = 0; k < e.src.length; k++) {
+    const src = e.src[k];
+    if (labelled.has(src)) continue;
+    labelled.add(src);
+    const c = edgeCurve(layout, src, e.dst[k], layout.meta.direction);
+    const [x, y, room] = edgeShapeAt(c, layout.w[src], lr);
+    const shape = fitText(graph.tensorShape[graph.edgeTensor[e.edge[k]]], room, spec.charWidth);
+    if (!shape || !intersects(f.view, x, y - spec.size / 2, room, spec.size)) continue;
+    text(f, shape, x, y);
+  }
 }
 
 /** The If/Loop/Scan (or function call) mark as shapes: no font glyph it could lack. */

@@ -1,6 +1,8 @@
-// Which name scope a world point lies in: the innermost expanded group whose frame holds it.
+// Which name scope a world point or a view lies in: the innermost expanded group whose frame
+// holds it.
 // Built once per layout as a tree of frames (a frame's children are the frames drawn inside
 // it), so a lookup walks one path down the tree instead of scanning every box.
+import type { Rect } from "./geometry";
 import { type Graph, KIND_FRAME, type Layout } from "./graph";
 
 export class ScopeIndex {
@@ -35,6 +37,12 @@ export class ScopeIndex {
   /** The innermost group whose frame contains world point (x, y); the root group (0) when
    *  none does. */
   at(x: number, y: number): number {
+    return this.around({ x, y, w: 0, h: 0 });
+  }
+
+  /** The innermost group whose frame contains the whole of world rectangle `r` (what a view
+   *  shows); the root group (0) when none does. */
+  around(r: Rect): number {
     const { layout } = this;
     let group = 0;
     let level: number[] | undefined = this.roots;
@@ -43,7 +51,8 @@ export class ScopeIndex {
       for (const s of level) {
         const x0 = layout.x[s];
         const y0 = layout.y[s];
-        if (x < x0 || y < y0 || x > x0 + layout.w[s] || y > y0 + layout.h[s]) continue;
+        if (r.x < x0 || r.y < y0 || r.x + r.w > x0 + layout.w[s] || r.y + r.h > y0 + layout.h[s])
+          continue;
         group = ~layout.ref[s];
         next = this.children.get(s);
         break;
