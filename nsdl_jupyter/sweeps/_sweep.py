@@ -233,8 +233,8 @@ class SweepJob:
 
     @property
     def client(self) -> Any:
-        """The Dask client running the sweep (None once an embedded cluster closed, or when the
-        cache held every row)."""
+        """The Dask client running the sweep (None once the sweep ended, or when the cache held
+        every row)."""
         cluster = self._cluster
         return cluster.client if cluster is not None and not self.done else None
 
@@ -384,8 +384,9 @@ def sweep(
     "iterations": [20]}`), every combination, or a list of setting dicts. Batch and precision
     are model variants made with `fix_dims` and `convert_to_fp16` (cached by content hash).
 
-    Where: by default an embedded `distributed.LocalCluster` (one worker process per local
-    GPU, `workers` to choose); `targets=[SshTarget(...), ...]`: each configuration runs on
+    Where: by default an embedded `distributed.LocalCluster` (one in-process worker per local
+    GPU, `workers` to choose; started by the first sweep and kept for the kernel's session,
+    see `sweep_cluster()` / `close_sweep_cluster()`); `targets=[SshTarget(...), ...]`: each configuration runs on
     each target over SSH, one at a time per target GPU (Dask worker resources); `client=`: your
     own Dask cluster, its workers profiling where they run. `retries`: how often Dask re-runs a
     task whose worker died or whose SSH link dropped. Rows are cached in `cache_dir` (default
