@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import onnx
-import pytest
 import psutil
+import pytest
 from _processes import wait_gone
 from _sweep_models import RUNNER_MARK, tiny_export
 

@@ -386,13 +386,14 @@ def sweep(
 
     Where: by default an embedded `distributed.LocalCluster` (one in-process worker per local
     GPU, `workers` to choose; started by the first sweep and kept for the kernel's session,
-    see `sweep_cluster()` / `close_sweep_cluster()`); `targets=[SshTarget(...), ...]`: each configuration runs on
-    each target over SSH, one at a time per target GPU (Dask worker resources); `client=`: your
-    own Dask cluster, its workers profiling where they run. `retries`: how often Dask re-runs a
-    task whose worker died or whose SSH link dropped. Rows are cached in `cache_dir` (default
-    `$NSDL_CACHE_DIR/sweeps` or `~/.cache/nsdl_jupyter/sweeps`) by model variant, settings and
-    target identity: a second call runs only what is new. A failing configuration gives a row
-    with its error. Interrupting the kernel cancels: SweepCancelledError holds what finished.
+    see `sweep_cluster()` / `close_sweep_cluster()`); `targets=[SshTarget(...), ...]`: each
+    configuration runs on each target over SSH, one at a time per target GPU (Dask worker
+    resources); `client=`: your own Dask cluster, its workers profiling where they run.
+    `retries`: how often Dask re-runs a task whose worker died or whose SSH link dropped. Rows
+    are cached in `cache_dir` (default `$NSDL_CACHE_DIR/sweeps` or
+    `~/.cache/nsdl_jupyter/sweeps`) by model variant, settings and target identity: a second
+    call runs only what is new. A failing configuration gives a row with its error.
+    Interrupting the kernel cancels: SweepCancelledError holds what finished.
     """
     job = SweepJob(
         model, grid, targets=targets, client=client, retries=retries, cache_dir=cache_dir,

@@ -192,39 +192,48 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._on_input_mode({"new": self._input_mode.value})
 
         self._ort_box = self._ort_controls(gpu_row)
-        self._sweep: SweepPanel | None = None
-        self._sweep_tab = widgets.VBox([])
-        profile_tab = widgets.VBox(
-            [
-                self.target_picker,
-                self._framework,
-                self._ort_box,
-                self._trt_box,
-                widgets.HBox(
+        super().__init__(
+            children=[
+                self._tabs(
                     [
-                        self._run,
-                        self._export,
-                        self._trt_profile,
-                        self._cancel,
-                        self._progress,
-                        self._phase,
+                        self.target_picker,
+                        self._framework,
+                        self._ort_box,
+                        self._trt_box,
+                        widgets.HBox(
+                            [
+                                self._run,
+                                self._export,
+                                self._trt_profile,
+                                self._cancel,
+                                self._progress,
+                                self._phase,
+                            ]
+                        ),
+                        self._message,
+                        self._log,
+                        self._result,
                     ]
-                ),
-                self._message,
-                self._log,
-                self._result,
-            ]
+                )
+            ],
+            **box,
         )
-        self.tabs = widgets.Tab([profile_tab, self._sweep_tab])
-        self.tabs.set_title(0, "Profile")
-        self.tabs.set_title(1, "Sweep")
-        self.tabs.observe(self._on_tab, names="selected_index")
-        super().__init__(children=[self.tabs], **box)
         self.add_class("nsdl-activity-panel")
         self._on_provider({"new": self.provider})
         traitlets.link((self._framework, "value"), (self, "framework"))
         self.framework = framework
         self._on_framework({"new": self.framework})
+
+    def _tabs(self, profile: list[widgets.Widget]) -> widgets.Tab:
+        """The Profile tab (the profile and export controls) and the Sweep tab (empty until
+        first shown)."""
+        self._sweep: SweepPanel | None = None
+        self._sweep_tab = widgets.VBox([])
+        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab])
+        self.tabs.set_title(0, "Profile")
+        self.tabs.set_title(1, "Sweep")
+        self.tabs.observe(self._on_tab, names="selected_index")
+        return self.tabs
 
     @property
     def sweep_panel(self) -> SweepPanel:
