@@ -4,8 +4,9 @@ Everything that can be wrong is checked in the kernel first (grid, targets, mode
 rows the cache holds are served from it; the rest become Dask futures (retries, placement and
 queueing are Dask's). A background thread collects the answers, writes each finished row to
 the cache at once, and shows progress. Cancel raises a Dask `Event` that every running task
-watches: it ends its profile's child process, queued tasks end at once, and only then does an
-embedded cluster close, so no process is left behind.
+watches: it ends its profile's child process and queued tasks end at once, so no process is
+left behind; the SSH targets' in-process cluster then closes, the embedded one (threads of the
+kernel) stays for the next sweep.
 """
 
 from __future__ import annotations
