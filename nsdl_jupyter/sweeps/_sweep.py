@@ -47,6 +47,9 @@ from nsdl_jupyter.sweeps._variants import SourceModel, make_variant, source_mode
 from nsdl_jupyter.targets import LocalTarget, SshTarget, Target, connections
 
 POLL_S = 0.25
+# how often the running count is asked of the scheduler: two requests each time, which on a
+# busy machine cost the tasks CPU time when asked at every poll
+RUNNING_EVERY_S = 1.0
 DRAIN_S = 30.0  # after cancel: how long running tasks get to end their child processes
 
 
@@ -263,6 +266,7 @@ class SweepJob:
         ours = {future.key for future in self._futures}
         left = dict(self._futures)
         deadline = math.inf
+        counted = -math.inf
         try:
             while left:
                 for future in [f for f in left if f.done()]:
@@ -275,10 +279,9 @@ class SweepJob:
                     for key in left.values():
                         self._rows[key].update(status="cancelled", error="did not end in time")
                     break
-                with contextlib.suppress(Exception):
-                    processing = client.processing()
-                    assigned = sum(1 for keys in processing.values() for k in keys if k in ours)
-                    self._running = min(assigned, sum(client.nthreads().values()))
+                if time.monotonic() >= counted + RUNNING_EVERY_S:
+                    counted = time.monotonic()
+                    self._running = _running(client, ours)
                 if self._display is not None:
                     self._display.update(self.progress)
                 time.sleep(POLL_S)
@@ -355,6 +358,16 @@ def _variants(
             path = make_variant(source, batch, precision, folder)
             found[batch, precision] = (path, variant_id(source, batch, precision))
     return found
+
+
+def _running(client: Any, ours: set[Any]) -> int:
+    """How many of the sweep's tasks the scheduler has on a worker thread now."""
+    try:
+        processing = client.processing()
+        assigned = sum(1 for keys in processing.values() for k in keys if k in ours)
+        return min(assigned, int(sum(client.nthreads().values())))
+    except Exception:  # a scheduler going away: the count is unknown this time
+        return 0
 
 
 def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
