@@ -1,12 +1,17 @@
 """Benchmark of nj.sweep: 12 tiny configurations over 2 Dask workers vs the same profiles one
-after another, per-task overhead, and a cached re-run. Prints figures and one JSON line.
+after another, per-task overhead (the same tasks on one worker, against one after another,
+per task), and a cached re-run. Prints figures and one JSON line.
 
 Goals (issue 26): sweep over 2 workers <= 0.6x the one-after-another time; per-task overhead
-over a single `profile_ort` <= 0.3 s; cached re-run <= 1 s. `sweep_s` includes starting and
-closing the embedded LocalCluster (worker processes importing the package), a fixed cost that
-tiny configurations do not amortise; `sweep_on_running_cluster_s` runs the same tasks on a
-cluster already up (client=). On a machine with fewer free cores than workers, two CPU
-profiles cannot run side by side: the ratios then measure the machine.
+over a single `profile_ort` <= 0.3 s; cached re-run <= 1 s. `sweep_s` is the first sweep of
+the session: it includes starting the embedded LocalCluster (in-process workers, kept for the
+session); `sweep_kept_cluster_s` is a second sweep of new rows on that kept cluster;
+`sweep_on_process_cluster_s` runs the same tasks on an already running LocalCluster of worker
+processes (client=), for comparison. Each phase's `*_cpu_s` is the CPU time it used (this
+process, its threads and its reaped child processes: the runners; the worker processes of the
+process cluster are not counted), so that a busy shared machine can be told from a slow
+sweep: on a machine with fewer free cores than workers, two CPU profiles cannot run side by
+side and the ratios measure the machine.
 
     python bench/bench_sweep.py [--iterations 20] [--workers 2]
 """
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -25,8 +31,15 @@ from _common import emit_json, print_table
 
 from nsdl_jupyter.examples import small_transformer
 from nsdl_jupyter.profiling import profile_ort
-from nsdl_jupyter.sweeps import expand_grid, sweep
+from nsdl_jupyter.sweeps import close_sweep_cluster, expand_grid, sweep
 from nsdl_jupyter.sweeps._variants import make_variant, source_model
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and of its reaped children, user + system."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main() -> None:
@@ -49,6 +62,7 @@ def main() -> None:
         for config in configs:  # the variants both ways use (made once, outside the timing)
             make_variant(source, config["batch"], "fp32", cache / "models")
 
+        cpu = cpu_s()
         started = time.perf_counter()
         one_by_one = []
         for config in configs:
@@ -63,15 +77,39 @@ def main() -> None:
             )
             one_by_one.append(time.perf_counter() - t)
         sequential_s = time.perf_counter() - started
+        sequential_cpu = cpu_s() - cpu
 
+        cpu = cpu_s()
         started = time.perf_counter()
         result = sweep(model, grid, cache_dir=cache, workers=args.workers, progress=False)
         sweep_s = time.perf_counter() - started
+        sweep_cpu = cpu_s() - cpu
         assert (result.frame["status"] == "ok").all(), result.frame["error"].tolist()
         task_s = statistics.median(result.frame["wall_s"])
-        overhead_s = task_s - statistics.median(one_by_one)
 
-        # the same tasks on a cluster that is already running (client=): Dask's scaling alone
+        # the same tasks again on the kept cluster (a new cache: nothing served from it)
+        cpu = cpu_s()
+        started = time.perf_counter()
+        kept = sweep(model, grid, cache_dir=root / "cache3", workers=args.workers, progress=False)
+        kept_s = time.perf_counter() - started
+        kept_cpu = cpu_s() - cpu
+        assert kept.ran == len(configs)
+
+        # per-task overhead: the same tasks on one worker against one after another
+        cpu = cpu_s()
+        started = time.perf_counter()
+        one = sweep(model, grid, cache_dir=root / "cache4", workers=1, progress=False)
+        one_worker_s = time.perf_counter() - started
+        one_worker_cpu = cpu_s() - cpu
+        assert one.ran == len(configs)
+
+        started = time.perf_counter()
+        again = sweep(model, grid, cache_dir=cache, workers=args.workers, progress=False)
+        cached_s = time.perf_counter() - started
+        assert again.ran == 0
+        close_sweep_cluster()
+
+        # the same tasks on a cluster of worker processes already running (client=)
         import distributed
 
         with (
@@ -81,28 +119,35 @@ def main() -> None:
             distributed.Client(cluster) as client,
         ):
             client.run(lambda: __import__("nsdl_jupyter.sweeps._task"))  # workers warm
+            cpu = cpu_s()
             started = time.perf_counter()
             warm = sweep(model, grid, client=client, cache_dir=root / "cache2", progress=False)
             running_s = time.perf_counter() - started
+            running_cpu = cpu_s() - cpu
         assert warm.ran == len(configs)
-
-        started = time.perf_counter()
-        again = sweep(model, grid, cache_dir=cache, workers=args.workers, progress=False)
-        cached_s = time.perf_counter() - started
-        assert again.ran == 0
 
     figures = {
         "configurations": len(configs),
         "workers": args.workers,
         "cpu_count": os.cpu_count(),
+        "load_1min": round(os.getloadavg()[0], 2),
         "sequential_s": round(sequential_s, 3),
+        "sequential_cpu_s": round(sequential_cpu, 3),
         "sweep_s": round(sweep_s, 3),
+        "sweep_cpu_s": round(sweep_cpu, 3),
         "sweep_over_sequential": round(sweep_s / sequential_s, 3),
+        "sweep_kept_cluster_s": round(kept_s, 3),
+        "sweep_kept_cluster_cpu_s": round(kept_cpu, 3),
+        "kept_cluster_over_sequential": round(kept_s / sequential_s, 3),
         "profile_ort_median_s": round(statistics.median(one_by_one), 3),
         "task_median_s": round(task_s, 3),
-        "per_task_overhead_s": round(overhead_s, 3),
-        "sweep_on_running_cluster_s": round(running_s, 3),
-        "running_cluster_over_sequential": round(running_s / sequential_s, 3),
+        "sweep_one_worker_s": round(one_worker_s, 3),
+        "sweep_one_worker_cpu_s": round(one_worker_cpu, 3),
+        "per_task_overhead_s": round((one_worker_s - sequential_s) / len(configs), 3),
+        "per_task_overhead_cpu_s": round((one_worker_cpu - sequential_cpu) / len(configs), 3),
+        "sweep_on_process_cluster_s": round(running_s, 3),
+        "sweep_on_process_cluster_cpu_s": round(running_cpu, 3),
+        "process_cluster_over_sequential": round(running_s / sequential_s, 3),
         "cached_rerun_s": round(cached_s, 3),
     }
     print_table("sweep", [figures])

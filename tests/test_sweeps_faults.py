@@ -1,5 +1,5 @@
-"""A sweep under faults, on real Dask clusters: the embedded LocalCluster is real Dask and
-closes with the sweep; a killed worker's task runs again (and its row says so); cancel ends
+"""A sweep under faults, on real Dask clusters: the embedded LocalCluster is real Dask, kept
+for the session and reused; a killed worker's task runs again (and its row says so); cancel ends
 every running profile and leaves no process behind."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from _processes import wait_gone
 from _sweep_models import RUNNER_MARK, tiny_export
 
-from nsdl_jupyter.sweeps import start_sweep
+from nsdl_jupyter.sweeps import close_sweep_cluster, start_sweep, sweep_cluster
 
 distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
@@ -52,20 +52,29 @@ def _until(condition: object, seconds: float) -> bool:
     return False
 
 
-def test_the_default_sweep_runs_on_an_embedded_dask_cluster_that_closes_after(
+def test_the_default_sweep_runs_on_an_embedded_dask_cluster_kept_for_the_session(
     tmp_path: Path, model_path: Path
 ) -> None:
+    close_sweep_cluster()
+    assert sweep_cluster() is None
     job = start_sweep(model_path, {"batch": [1, 2], "iterations": [2]}, cache_dir=tmp_path,
                       workers=2, progress=False)  # fmt: skip
     client = job.client
     assert isinstance(client, distributed.Client)
     assert isinstance(client.cluster, distributed.LocalCluster)
-    workers = client.run(os.getpid)
-    assert len(workers) == 2 and os.getpid() not in workers.values()
+    # in-process workers: the profiles run in their own child processes anyway
+    assert set(client.run(os.getpid).values()) == {os.getpid()}
+    assert len(client.nthreads()) == 2
     result = job.wait(300)
     assert (result.frame["status"] == "ok").all() and result.ran == 2
-    assert all(wait_gone(pid, 30) for pid in workers.values())
-    assert job.client is None
+    assert job.client is None and sweep_cluster() is client  # kept, still running
+    again = start_sweep(model_path, {"batch": [3], "iterations": [2]}, cache_dir=tmp_path,
+                        workers=2, progress=False)  # fmt: skip
+    assert again.client is client  # the second sweep reuses it: no start, no close
+    assert again.wait(300).ran == 1
+    close_sweep_cluster()
+    assert sweep_cluster() is None and client.status == "closed"
+    assert not _runners_below(os.getpid())
 
 
 def test_a_killed_worker_s_task_runs_again_and_its_row_counts_the_attempts(
@@ -109,7 +118,6 @@ def test_cancel_ends_the_running_profiles_and_leaves_no_process_behind(
 ) -> None:
     grid = {"batch": [1, 2, 3, 4], "iterations": [100_000]}  # minutes each: only cancel ends them
     job = start_sweep(model_path, grid, cache_dir=tmp_path, workers=2, progress=False)
-    workers = list(job.client.run(os.getpid).values())
     me = os.getpid()
     assert _until(lambda: len(_runners_below(me)) >= 2, 120), "the profiles did not start"
     runners = _runners_below(me)
@@ -118,7 +126,6 @@ def test_cancel_ends_the_running_profiles_and_leaves_no_process_behind(
     result = job.wait(120)
     assert time.monotonic() - started < 60
     assert all(wait_gone(pid, 10) for pid in runners), "a runner process was left running"
-    assert all(wait_gone(pid, 30) for pid in workers), "a worker process was left running"
     assert not _runners_below(me)
     assert set(result.frame["status"]) == {"cancelled"}
     assert not list((tmp_path / "runs").glob("*.json"))  # nothing cached for cancelled runs

@@ -9,6 +9,7 @@ import pandas as pd
 
 from nsdl_jupyter.figures._errors import FigureError
 from nsdl_jupyter.figures._plotly import go
+from nsdl_jupyter.sweeps._result import where_label
 
 if TYPE_CHECKING:
     from nsdl_jupyter.sweeps import SweepResult
@@ -49,6 +50,8 @@ def sweep_figure(result: SweepResult, metric: str = "p50_ms", x: str | None = No
         a for a in [*result.axes, "target"]
         if a != x and a in rows and rows[a].nunique(dropna=False) > 1
     ]  # fmt: skip
+    if "target" in others:  # each machine named with its GPU, driver and runtime
+        rows = rows.assign(target=[where_label(r) for r in rows.to_dict("records")])
     fig = graph_objects.Figure()
     groups = rows.groupby(others, dropna=False, sort=False) if others else [((), rows)]
     for group_key, group in groups:

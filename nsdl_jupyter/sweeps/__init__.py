@@ -3,6 +3,7 @@ level, ...) across machines, on Dask, into one tidy table.
 
 - `sweep(model, grid, targets=..., client=...)` / `start_sweep(...)`: an embedded LocalCluster,
   SSH targets (one Dask resource slot per target GPU) or your own `distributed.Client`;
+- `sweep_cluster()` / `close_sweep_cluster()`: the embedded cluster, kept for the session;
 - `SweepResult`: the table (`frame`), each run's report (`report(i)`), `plot()`, `heatmap()`,
   `best()`, `compare()`;
 - `expand_grid(grid)`: the configurations a grid stands for.
@@ -10,6 +11,7 @@ level, ...) across machines, on Dask, into one tidy table.
 
 from __future__ import annotations
 
+from nsdl_jupyter.sweeps._cluster import close_sweep_cluster, sweep_cluster
 from nsdl_jupyter.sweeps._errors import SweepCancelledError, SweepError, SweepSettingsError
 from nsdl_jupyter.sweeps._grid import AXES, BACKENDS, PRECISIONS, expand_grid
 from nsdl_jupyter.sweeps._identity import TargetIdentity, target_identity
@@ -29,9 +31,11 @@ __all__ = [
     "SweepResult",
     "SweepSettingsError",
     "TargetIdentity",
+    "close_sweep_cluster",
     "expand_grid",
     "register_sweep_figure",
     "start_sweep",
     "sweep",
+    "sweep_cluster",
     "target_identity",
 ]

@@ -1,11 +1,20 @@
-"""Where a sweep's tasks run, all of it Dask's: an embedded LocalCluster (worker processes,
-one per local GPU, one on a machine without a GPU), an in-process cluster that drives SSH
-targets (one resource slot per target GPU, so two profiles never share a GPU), or the
-user's own `distributed.Client`."""
+"""Where a sweep's tasks run, all of it Dask's: an embedded LocalCluster (one worker per local
+GPU, one on a machine without a GPU), an in-process cluster that drives SSH targets (one
+resource slot per target GPU, so two profiles never share a GPU), or the user's own
+`distributed.Client`.
+
+The embedded cluster's workers are threads of the kernel, not processes: each profile runs in
+its own child process anyway (the runner isolates onnxruntime), so worker processes would
+only add their start (each importing the package: seconds) and their close. It is started
+once, on the first sweep, kept for the kernel's session (later sweeps reuse it) and closed
+at exit, or by `close_sweep_cluster()`.
+"""
 
 from __future__ import annotations
 
+import atexit
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +44,7 @@ class Cluster:
     client: Any
     kind: str  # "embedded", "ssh" or "client"
     cluster: Any = None
+    kept: bool = False  # the session's embedded cluster: later sweeps reuse it
 
     @property
     def dashboard(self) -> str | None:
@@ -42,10 +52,17 @@ class Cluster:
         return str(link) if link else None
 
     def close(self) -> None:
-        if self.cluster is None:
-            return  # the user's cluster stays theirs
+        if self.cluster is None or self.kept:
+            return  # the user's cluster stays theirs; the session's stays for the next sweep
+        self.shutdown()
+
+    def shutdown(self) -> None:
         self.client.close()
         self.cluster.close()
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.client.status == "running" and self.cluster.status.name == "running")
 
 
 def _start(processes: bool, workers: int, threads: int, retries: int, **kwargs: Any) -> Cluster:
@@ -67,10 +84,50 @@ def _start(processes: bool, workers: int, threads: int, retries: int, **kwargs: 
     return Cluster(distributed.Client(cluster), "embedded" if processes else "ssh", cluster)
 
 
+_SESSION: dict[int, Cluster] = {}  # the kept embedded cluster, by its number of workers
+_SESSION_LOCK = threading.Lock()
+
+
 def embedded_cluster(workers: int, retries: int) -> Cluster:
-    """A LocalCluster of `workers` processes with one thread each: one profile per worker at a
-    time (a worker per GPU: the task uses the GPU its worker is numbered for)."""
-    return _start(True, workers, 1, retries)
+    """The session's LocalCluster of `workers` in-process workers with one thread each: one
+    profile per worker at a time (a worker per GPU: the task uses the GPU its worker is
+    numbered for). Started on first use, then reused; another worker count replaces it."""
+    with _SESSION_LOCK:
+        held = _SESSION.get(workers)
+        if held is not None and held.alive:
+            return held
+        _close_session()
+        cluster = _start(False, workers, 1, retries)
+        cluster.kind, cluster.kept = "embedded", True
+        _SESSION[workers] = cluster
+        return cluster
+
+
+def _close_session() -> None:
+    for workers in list(_SESSION):
+        held = _SESSION.pop(workers)
+        try:
+            held.shutdown()
+        except Exception:  # closing at exit: a half-closed cluster is closed enough
+            logging.getLogger(__name__).debug("closing the sweep cluster", exc_info=True)
+
+
+def sweep_cluster() -> Any:
+    """The Dask client of the session's embedded sweep cluster (for its dashboard), or None
+    when no sweep started one."""
+    with _SESSION_LOCK:
+        held = next((c for c in _SESSION.values() if c.alive), None)
+    return held.client if held is not None else None
+
+
+def close_sweep_cluster() -> None:
+    """Close the session's embedded sweep cluster now (the next sweep starts another); it
+    closes by itself when the kernel exits."""
+    with _SESSION_LOCK:
+        _close_session()
+
+
+atexit.register(close_sweep_cluster)
 
 
 def ssh_cluster(slots: Mapping[str, int], retries: int) -> Cluster:

@@ -45,6 +45,16 @@ def _figure(name: str) -> Callable[..., go.Figure]:
     return _FIGURES[name]
 
 
+def where_label(row: Mapping[str, Any]) -> str:
+    """The machine of a row as a legend says it: the target and what ran there (GPU and
+    driver, or the CPU; the onnxruntime version), so two machines are never confused."""
+    hardware = row.get("gpu_name") or row.get("cpu") or "?"
+    if row.get("driver"):
+        hardware = f"{hardware}, driver {row['driver']}"
+    runtime = f", ORT {row['onnxruntime_version']}" if row.get("onnxruntime_version") else ""
+    return f"{row.get('target')} ({hardware}{runtime})"
+
+
 def tidy(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The sweep's rows as a frame with the columns of COLUMNS, in that order."""
     frame = pd.DataFrame(list(rows))
@@ -102,7 +112,7 @@ class SweepResult:
         row = self.frame.loc[index]
         parts = [f"{axis}={row[axis]}" for axis in self.axes]
         if self.frame["target"].nunique() > 1:
-            parts.append(f"@{row['target']}")
+            parts.append(f"@{where_label(row)}")
         return " ".join(parts) or f"run {index}"
 
     def _index(self, which: int | Mapping[str, Any]) -> int:

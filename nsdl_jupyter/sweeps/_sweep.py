@@ -4,8 +4,9 @@ Everything that can be wrong is checked in the kernel first (grid, targets, mode
 rows the cache holds are served from it; the rest become Dask futures (retries, placement and
 queueing are Dask's). A background thread collects the answers, writes each finished row to
 the cache at once, and shows progress. Cancel raises a Dask `Event` that every running task
-watches: it ends its profile's child process, queued tasks end at once, and only then does an
-embedded cluster close, so no process is left behind.
+watches: it ends its profile's child process and queued tasks end at once, so no process is
+left behind; the SSH targets' in-process cluster then closes, the embedded one (threads of the
+kernel) stays for the next sweep.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ from nsdl_jupyter.sweeps._variants import SourceModel, make_variant, source_mode
 from nsdl_jupyter.targets import LocalTarget, SshTarget, Target, connections
 
 POLL_S = 0.25
+# how often the running count is asked of the scheduler: two requests each time, which on a
+# busy machine cost the tasks CPU time when asked at every poll
+RUNNING_EVERY_S = 1.0
 DRAIN_S = 30.0  # after cancel: how long running tasks get to end their child processes
 
 
@@ -233,8 +237,8 @@ class SweepJob:
 
     @property
     def client(self) -> Any:
-        """The Dask client running the sweep (None once an embedded cluster closed, or when the
-        cache held every row)."""
+        """The Dask client running the sweep (None once the sweep ended, or when the cache held
+        every row)."""
         cluster = self._cluster
         return cluster.client if cluster is not None and not self.done else None
 
@@ -262,6 +266,7 @@ class SweepJob:
         ours = {future.key for future in self._futures}
         left = dict(self._futures)
         deadline = math.inf
+        counted = -math.inf
         try:
             while left:
                 for future in [f for f in left if f.done()]:
@@ -274,10 +279,9 @@ class SweepJob:
                     for key in left.values():
                         self._rows[key].update(status="cancelled", error="did not end in time")
                     break
-                with contextlib.suppress(Exception):
-                    processing = client.processing()
-                    assigned = sum(1 for keys in processing.values() for k in keys if k in ours)
-                    self._running = min(assigned, sum(client.nthreads().values()))
+                if time.monotonic() >= counted + RUNNING_EVERY_S:
+                    counted = time.monotonic()
+                    self._running = _running(client, ours)
                 if self._display is not None:
                     self._display.update(self.progress)
                 time.sleep(POLL_S)
@@ -356,6 +360,16 @@ def _variants(
     return found
 
 
+def _running(client: Any, ours: set[Any]) -> int:
+    """How many of the sweep's tasks the scheduler has on a worker thread now."""
+    try:
+        processing = client.processing()
+        assigned = sum(1 for keys in processing.values() for k in keys if k in ours)
+        return min(assigned, int(sum(client.nthreads().values())))
+    except Exception:  # a scheduler going away: the count is unknown this time
+        return 0
+
+
 def _plain(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row as strict JSON values (NaN -> None)."""
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
@@ -384,14 +398,16 @@ def sweep(
     "iterations": [20]}`), every combination, or a list of setting dicts. Batch and precision
     are model variants made with `fix_dims` and `convert_to_fp16` (cached by content hash).
 
-    Where: by default an embedded `distributed.LocalCluster` (one worker process per local
-    GPU, `workers` to choose); `targets=[SshTarget(...), ...]`: each configuration runs on
-    each target over SSH, one at a time per target GPU (Dask worker resources); `client=`: your
-    own Dask cluster, its workers profiling where they run. `retries`: how often Dask re-runs a
-    task whose worker died or whose SSH link dropped. Rows are cached in `cache_dir` (default
-    `$NSDL_CACHE_DIR/sweeps` or `~/.cache/nsdl_jupyter/sweeps`) by model variant, settings and
-    target identity: a second call runs only what is new. A failing configuration gives a row
-    with its error. Interrupting the kernel cancels: SweepCancelledError holds what finished.
+    Where: by default an embedded `distributed.LocalCluster` (one in-process worker per local
+    GPU, `workers` to choose; started by the first sweep and kept for the kernel's session,
+    see `sweep_cluster()` / `close_sweep_cluster()`); `targets=[SshTarget(...), ...]`: each
+    configuration runs on each target over SSH, one at a time per target GPU (Dask worker
+    resources); `client=`: your own Dask cluster, its workers profiling where they run.
+    `retries`: how often Dask re-runs a task whose worker died or whose SSH link dropped. Rows
+    are cached in `cache_dir` (default `$NSDL_CACHE_DIR/sweeps` or
+    `~/.cache/nsdl_jupyter/sweeps`) by model variant, settings and target identity: a second
+    call runs only what is new. A failing configuration gives a row with its error.
+    Interrupting the kernel cancels: SweepCancelledError holds what finished.
     """
     job = SweepJob(
         model, grid, targets=targets, client=client, retries=retries, cache_dir=cache_dir,

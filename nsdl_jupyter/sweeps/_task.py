@@ -29,7 +29,9 @@ from nsdl_jupyter.sweeps._cluster import cancel_event
 from nsdl_jupyter.sweeps._identity import TargetIdentity, target_identity
 from nsdl_jupyter.targets import LocalTarget, Target, TargetConnectionError
 
-POLL_S = 0.2  # how often a running task looks at the sweep's cancel flag
+# how often a running task looks at the sweep's cancel flag (a scheduler request each time);
+# the profile's own end is seen at once (job.wait returns)
+POLL_S = 0.5
 
 # SSH targets live in the kernel process; tasks of in-process workers find them by token, so
 # a target (and its secrets) never enters a Dask task graph. Each has a pool of GPU indices:

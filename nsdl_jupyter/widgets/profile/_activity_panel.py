@@ -10,6 +10,7 @@ runner's log, streamed from the target, is shown below the progress bar.
 With TensorRT, the TrtSettingsForm shows every engine setting (defaults of the seed), gated by
 the TensorRT the target has (probed when TensorRT is first chosen); Export builds the engine
 with progress and cancel. The settings are kept per model in its companion file.
+A second tab, Sweep, holds a SweepPanel of the same model: axes, saved targets, run, table.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
+    from nsdl_jupyter.widgets.profile._sweep_panel import SweepPanel
 
 _PROVIDER_LABELS = {"Tensorrt": "TensorRT", "Dml": "DirectML", "OpenVINO": "OpenVINO"}
 # Providers whose kernels CUPTI traces and whose GPU NVML samples and clocks apply to.
@@ -191,23 +194,27 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._ort_box = self._ort_controls(gpu_row)
         super().__init__(
             children=[
-                self.target_picker,
-                self._framework,
-                self._ort_box,
-                self._trt_box,
-                widgets.HBox(
+                self._tabs(
                     [
-                        self._run,
-                        self._export,
-                        self._trt_profile,
-                        self._cancel,
-                        self._progress,
-                        self._phase,
+                        self.target_picker,
+                        self._framework,
+                        self._ort_box,
+                        self._trt_box,
+                        widgets.HBox(
+                            [
+                                self._run,
+                                self._export,
+                                self._trt_profile,
+                                self._cancel,
+                                self._progress,
+                                self._phase,
+                            ]
+                        ),
+                        self._message,
+                        self._log,
+                        self._result,
                     ]
-                ),
-                self._message,
-                self._log,
-                self._result,
+                )
             ],
             **box,
         )
@@ -216,6 +223,32 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         traitlets.link((self._framework, "value"), (self, "framework"))
         self.framework = framework
         self._on_framework({"new": self.framework})
+
+    def _tabs(self, profile: list[widgets.Widget]) -> widgets.Tab:
+        """The Profile tab (the profile and export controls) and the Sweep tab (empty until
+        first shown)."""
+        self._sweep: SweepPanel | None = None
+        self._sweep_tab = widgets.VBox([])
+        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab])
+        self.tabs.set_title(0, "Profile")
+        self.tabs.set_title(1, "Sweep")
+        self.tabs.observe(self._on_tab, names="selected_index")
+        return self.tabs
+
+    @property
+    def sweep_panel(self) -> SweepPanel:
+        """The Sweep tab: a grid of profiles of this model over axes and saved targets (built
+        when first shown, so a panel that never sweeps never loads Dask)."""
+        if self._sweep is None:
+            from nsdl_jupyter.widgets.profile._sweep_panel import SweepPanel
+
+            self._sweep = SweepPanel(self.model)
+            self._sweep_tab.children = [self._sweep]
+        return self._sweep
+
+    def _on_tab(self, change: dict[str, Any]) -> None:
+        if change["new"] == 1:
+            self.sweep_panel  # noqa: B018 - built on first show
 
     def _ort_controls(self, gpu_row: widgets.HBox) -> widgets.VBox:
         """The ONNX Runtime settings (shown with framework ORT)."""

@@ -19,7 +19,7 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter.sweeps import BACKENDS, PRECISIONS, SweepJob, SweepResult, start_sweep
-from nsdl_jupyter.targets import connections
+from nsdl_jupyter.targets import LocalTarget, Target, connections
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 
 if TYPE_CHECKING:
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 HERE = "this machine"
 POLL_S = 0.3
+# which machine ran a row: rows of two targets are never confused
+_WHERE = ["target", "gpu_name", "driver", "onnxruntime_version", "tensorrt_version"]
 _SHOWN = ["p50_ms", "p99_ms", "throughput_per_s", "gpu_busy_ms", "memory_mb", "status", "error"]
 
 
@@ -117,16 +119,23 @@ class SweepPanel(widgets.VBox):  # type: ignore[misc]
             grid["optimization_level"] = levels
         return grid
 
+    def chosen_targets(self) -> list[Target | str] | None:
+        """The targets picked: None for this machine alone (the embedded cluster), else the
+        saved connections' names, with this machine as a LocalTarget when it is picked too."""
+        chosen = list(self.targets.value)
+        if chosen in ([], [HERE]):
+            return None
+        return [LocalTarget() if name == HERE else name for name in chosen]
+
     def run(self) -> SweepJob | None:
         """Start the sweep the form describes; a wrong field is said in the status line."""
         if self.job is not None and not self.job.done:
             return self.job
-        chosen = [t for t in self.targets.value if t != HERE]
         try:
             self.job = start_sweep(
                 self.model,
                 self.grid(),
-                targets=chosen or None,
+                targets=self.chosen_targets(),
                 client=self.client,
                 cache_dir=self.cache_dir,
                 workers=self.workers,
@@ -160,7 +169,7 @@ class SweepPanel(widgets.VBox):  # type: ignore[misc]
             self.result = job.wait()
             frame = self.result.frame
             axes = [a for a in self.result.axes if a in frame]
-            shown = frame[[*axes, "target", *_SHOWN]]
+            shown = frame[[*axes, *_WHERE, *_SHOWN]]
             self.table.value = shown.to_html(index=True, float_format=lambda v: f"{v:.4g}")
         except Exception as error:  # shown, never raised in a thread nobody joins
             self.status.value = html_text(f"{type(error).__name__}: {error}")
