@@ -18,7 +18,6 @@ import os
 import posixpath
 import secrets
 import shlex
-import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -44,12 +43,14 @@ from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
     Hop,
+    _import_paramiko,
     connect,
     load_ssh_config,
     parse_jump,
     proxy_argv,
     resolve_hop,
 )
+from nsdl_jupyter.targets._ssh_files import RemoteFiles, SftpFiles, StreamFiles
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
     RUNNER_PREFIX,
@@ -163,9 +164,8 @@ class SshTarget:
         self._credentials = Credentials(self.key_file, passphrase, password, agent)
         self._refused: dict[str, tuple[str, Any]] = {}
         self._connection: Connection | None = None
-        self._sftp: Any = None
+        self._files: RemoteFiles | None = None
         self._lock = threading.RLock()
-        self._remote_home = ""
         self._deploy_root = ""
         self._deployed: set[str] = set()  # remote paths known to exist in this connection
         self.bytes_uploaded = 0
@@ -218,8 +218,7 @@ class SshTarget:
             )
             self._connection = connection
             try:
-                self._sftp = connection.transport.open_sftp_client()
-                self._remote_home = self._sftp.normalize(".")
+                self._files = self._open_files(connection)
                 self._deploy_root = self._prepare_deploy_dir()
             except BaseException:
                 self.close()
@@ -229,11 +228,11 @@ class SshTarget:
     def close(self) -> None:
         """Close the connection (a running job's remote runner then ends itself)."""
         with self._lock:
-            if self._sftp is not None:
-                self._sftp.close()
+            if self._files is not None:
+                self._files.close()
             if self._connection is not None:
                 self._connection.close()
-            self._sftp = None
+            self._files = None
             self._connection = None
             self._deployed.clear()
 
@@ -264,12 +263,31 @@ class SshTarget:
         assert self._connection is not None
         return self._connection.transport
 
+    def _open_files(self, connection: Connection) -> RemoteFiles:
+        """SFTP where the server offers it; else files stream over exec channels."""
+        try:
+            return SftpFiles(connection.transport.open_sftp_client(), self.run_command)
+        except _import_paramiko().SSHException:  # 'Channel closed.': no SFTP subsystem
+            if not connection.active:
+                raise
+            return StreamFiles(
+                lambda: connection.transport.open_session(timeout=self.connect_timeout),
+                self.name,
+                COMMAND_TIMEOUT_S,
+            )
+
+    @property
+    def transfer(self) -> str:
+        """How files travel: 'sftp', 'stream' (no SFTP on the server) or '' (not connected)."""
+        return self._files.kind if self._files is not None else ""
+
     @contextmanager
-    def _sftp_client(self) -> Iterator[Any]:
+    def _remote_files(self) -> Iterator[RemoteFiles]:
         with self._lock:
             self.connect()
+            assert self._files is not None
             try:
-                yield self._sftp
+                yield self._files
             except OSError as exc:
                 if not self.connected:
                     raise TargetConnectionError(
@@ -316,35 +334,16 @@ class SshTarget:
 
     # ---- files ----------------------------------------------------------------------------
 
-    def _ensure_file(self, local_path: Path, remote_path: str) -> None:
-        """Upload `local_path` to `remote_path` unless it is there (atomic: temp + rename)."""
-        if remote_path in self._deployed:
+    def _ensure_files(self, files: Mapping[str, Path]) -> None:
+        """Upload each local file to its remote path (the key) unless it is there (atomic:
+        temp + rename); one question to the target for all of them."""
+        todo = [remote for remote in files if remote not in self._deployed]
+        if not todo:
             return
-        with self._sftp_client() as sftp:
-            try:
-                sftp.stat(remote_path)
-            except FileNotFoundError:
-                self._mkdirs(sftp, posixpath.dirname(remote_path))
-                partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
-                attributes = sftp.put(str(local_path), partial)
-                sftp.posix_rename(partial, remote_path)
-                self.bytes_uploaded += int(attributes.st_size or 0)
-        self._deployed.add(remote_path)
-
-    def _mkdirs(self, sftp: Any, path: str) -> None:
-        missing: list[str] = []
-        while path not in ("/", self._deploy_root, ""):
-            try:
-                sftp.stat(path)
-                break
-            except FileNotFoundError:
-                missing.append(path)
-                path = posixpath.dirname(path)
-        for folder in reversed(missing):
-            try:
-                sftp.mkdir(folder, 0o700)
-            except OSError:
-                sftp.stat(folder)  # made meanwhile by another job: fine; else raise
+        with self._remote_files() as remote_files:
+            for remote in remote_files.missing(todo):
+                self.bytes_uploaded += remote_files.upload(Path(files[remote]), remote)
+        self._deployed.update(todo)
 
     def deploy_files(self, files: Mapping[str, Path], kind: str = "files") -> str:
         """Upload files that belong together (a runner and what it loads beside it, a model and
@@ -358,19 +357,17 @@ class SshTarget:
                 raise TargetSettingsError(f"{relative!r} must be a relative path inside its folder")
             digest.update(relative.encode() + b"\0" + sha256_file(path).encode() + b"\0")
         folder = posixpath.join(self._deploy_root, kind, digest.hexdigest()[:32])
-        for relative, path in files.items():
-            self._ensure_file(Path(path), posixpath.join(folder, relative))
+        self._ensure_files({posixpath.join(folder, rel): Path(p) for rel, p in files.items()})
         return folder
 
     # ---- Target -----------------------------------------------------------------------------
 
     def make_workdir(self) -> str:
-        with self._sftp_client() as sftp:
+        with self._remote_files() as files:
             jobs = posixpath.join(self._deploy_root, "jobs")
-            self._mkdirs(sftp, jobs)
             workdir = posixpath.join(jobs, f"job-{time.strftime('%Y%m%d-%H%M%S')}-")
             workdir += secrets.token_hex(4)
-            sftp.mkdir(workdir, 0o700)
+            files.makedirs(workdir)
             return workdir
 
     def put(
@@ -387,29 +384,18 @@ class SshTarget:
         local_path.parent.mkdir(parents=True, exist_ok=True)
         partial = local_path.with_name(f".{local_path.name}.partial")
         try:
-            with self._sftp_client() as sftp:
-                sftp.get(target_path, str(partial))  # makes `partial` before it opens the source
-            self.bytes_downloaded += partial.stat().st_size
+            with self._remote_files() as files:
+                self.bytes_downloaded += files.download(target_path, partial)
             os.replace(partial, local_path)
         finally:
             partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
-        """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
-        (a remote command costs sshd about 0.1 s to start); `rm -rf` for nested folders."""
+        """Best effort: with the connection gone, the folder stays (under jobs/)."""
         if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
             return
-        with suppress(TargetError, OSError, EOFError), self._sftp_client() as sftp:
-            nested = False
-            for entry in sftp.listdir_attr(workdir):
-                if stat.S_ISDIR(entry.st_mode or 0):
-                    nested = True
-                else:
-                    sftp.remove(posixpath.join(workdir, entry.filename))
-            if nested:
-                self.run_command(f"rm -rf -- {shlex.quote(workdir)}")
-            else:
-                sftp.rmdir(workdir)
+        with suppress(TargetError, OSError, EOFError), self._remote_files() as files:
+            files.remove_tree(workdir)
 
     def start(
         self,
@@ -424,9 +410,8 @@ class SshTarget:
         folder = self.deploy_files(files, "runners")
         request_path = posixpath.join(workdir, "request.json")
         data = json.dumps(dict(request)).encode("utf-8")
-        with self._sftp_client() as sftp, sftp.open(request_path, "wb") as f:
-            f.write(data)
-        self.bytes_uploaded += len(data)
+        with self._remote_files() as remote:
+            self.bytes_uploaded += remote.write_bytes(request_path, data)
         python = shlex.quote(self.python)
         missing = {
             "event": "error",
