@@ -15,3 +15,14 @@ def config_dir() -> Path:
     xdg = os.environ.get("XDG_CONFIG_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".config"
     return base / "nsdl_jupyter"
+
+
+def cache_dir() -> Path:
+    """`NSDL_CACHE_DIR`, else `$XDG_CACHE_HOME/nsdl_jupyter`, else `~/.cache/nsdl_jupyter`:
+    downloads kept between sessions (wheels for targets)."""
+    explicit = os.environ.get("NSDL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "nsdl_jupyter"

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ss
         without.stop()
 
 
-def target_of(key: Path, server: Sshd, tmp_path: Path) -> SshTarget:
+def target_of(key: Path, server: Sshd, tmp_path: Path, **settings: Any) -> SshTarget:
     known = tmp_path / f"known_hosts-{server.port}"
     known.write_text(server.known_hosts_line())
     return SshTarget(
@@ -52,7 +53,7 @@ def target_of(key: Path, server: Sshd, tmp_path: Path) -> SshTarget:
         deploy_dir=str(tmp_path / "deploy"),
         known_hosts=known,
         ssh_config=False,
-        python=sys.executable,
+        **{"python": sys.executable, **settings},
     )
 
 

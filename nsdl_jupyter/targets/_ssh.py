@@ -39,6 +39,18 @@ from nsdl_jupyter.targets._errors import (
     TargetSettingsError,
 )
 from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts, user_known_hosts
+from nsdl_jupyter.targets._runtimes import (
+    INSTALL_SCRIPT,
+    PIP_TIMEOUT_S,
+    PLATFORM_PROBE,
+    RuntimePlan,
+    RuntimeSetError,
+    TargetPlatform,
+    WheelCache,
+    check_requirements,
+    full_set,
+    set_key,
+)
 from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
@@ -50,7 +62,7 @@ from nsdl_jupyter.targets._ssh_connect import (
     proxy_argv,
     resolve_hop,
 )
-from nsdl_jupyter.targets._ssh_files import RemoteFiles, SftpFiles, StreamFiles
+from nsdl_jupyter.targets._ssh_files import RemoteFiles, SftpFiles, StreamFiles, sh_command
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
     RUNNER_PREFIX,
@@ -114,6 +126,7 @@ class SshTarget:
         ssh_config: bool | str | os.PathLike[str] = True,
         known_hosts: str | os.PathLike[str] | None = None,
         python: str = "python3",
+        runtimes: str | Sequence[str] | None = None,
         connect_timeout: float = 15.0,
     ) -> None:
         if not host or not isinstance(host, str):
@@ -150,6 +163,9 @@ class SshTarget:
         self.name = name or f"{self.user}@{host}:{self.port}"
         self.deploy_dir = deploy_dir
         self.python = python
+        self.runtimes = check_requirements(runtimes)
+        self.wheel_cache = WheelCache()
+        self._plan: RuntimePlan | None = None  # of this connection
         self.agent = agent
         self.key_file = str(Path(key_file).expanduser()) if key_file is not None else None
         self.proxy_jump = proxy_jump
@@ -189,6 +205,7 @@ class SshTarget:
             "ssh_config": self.ssh_config,
             "known_hosts": self._known_hosts_setting,
             "python": self.python,
+            "runtimes": list(self.runtimes) or None,
             "connect_timeout": self.connect_timeout,
         }
 
@@ -235,6 +252,7 @@ class SshTarget:
             self._files = None
             self._connection = None
             self._deployed.clear()
+            self._plan = None
 
     def __enter__(self) -> SshTarget:
         return self.connect()
@@ -362,6 +380,77 @@ class SshTarget:
 
     # ---- Target -----------------------------------------------------------------------------
 
+    # ---- runtime sets -------------------------------------------------------------------------
+
+    def read_platform(self) -> TargetPlatform:
+        """The target's architecture, libc and Python (of `python`), which pick its wheels."""
+        code, output = self.run_command(sh_command('"$1" -c "$2"', self.python, PLATFORM_PROBE))
+        try:
+            return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
+        except (ValueError, LookupError, TypeError):
+            raise RuntimeSetError(
+                f"{self.python} on {self.name} did not say its platform ({output.strip()[-300:]}"
+                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
+            ) from None
+
+    def runtime_plan(self) -> RuntimePlan:
+        """What the runtime set (`runtimes`) needs: its wheels (fetched into the host's cache
+        when missing there), which of them the target holds, and whether its venv is ready.
+        Changes nothing on the target."""
+        with self._lock:
+            if self._plan is not None and self.connected:
+                return self._plan
+            self.connect()
+            platform = self.read_platform()
+            wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
+            venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
+            remote = {
+                posixpath.join(self._deploy_root, "wheels", w.sha256, w.path.name): w
+                for w in wheels
+            }
+            ready = posixpath.join(venv, ".nsdl-ready")
+            with self._remote_files() as files:
+                missing = set(files.missing([*remote, ready]))
+            self._plan = RuntimePlan(
+                platform,
+                {path: wheel for path, wheel in remote.items() if path not in missing},
+                {path: wheel for path, wheel in remote.items() if path in missing},
+                venv,
+                ready not in missing,
+            )
+            return self._plan
+
+    def _runtime_python(self, deploy: bool) -> str:
+        """The interpreter runners run with: `python`, or the runtime set's venv (deployed
+        first when `deploy`; else used only when it is ready)."""
+        if not self.runtimes:
+            return self.python
+        if not deploy:
+            with suppress(RuntimeSetError):
+                plan = self.runtime_plan()
+                return plan.python if plan.ready else self.python
+            return self.python
+        with self._lock:
+            plan = self.runtime_plan()
+            if plan.ready:
+                return plan.python
+            self._ensure_files({path: w.path for path, w in plan.to_upload.items()})
+            wheels = [*plan.on_target, *plan.to_upload]
+            code, output = self.run_command(
+                sh_command(INSTALL_SCRIPT, self.python, plan.venv, *sorted(wheels)),
+                timeout=PIP_TIMEOUT_S,
+            )
+            if code != 0:
+                raise RuntimeSetError(
+                    f"the runtime set {', '.join(self.runtimes)} could not be installed on "
+                    f"{self.name} ({output.strip()[-500:] or f'exit code {code}'}): the target "
+                    f"needs {self.python} with its venv module (Debian: the python3-venv package)"
+                )
+            self._plan = dataclasses.replace(
+                plan, on_target={**plan.on_target, **plan.to_upload}, to_upload={}, ready=True
+            )
+            return plan.python
+
     def make_workdir(self) -> str:
         with self._remote_files() as files:
             jobs = posixpath.join(self._deploy_root, "jobs")
@@ -412,7 +501,7 @@ class SshTarget:
         data = json.dumps(dict(request)).encode("utf-8")
         with self._remote_files() as remote:
             self.bytes_uploaded += remote.write_bytes(request_path, data)
-        python = shlex.quote(self.python)
+        python = shlex.quote(self._runtime_python(request.get("kind") != "target_check"))
         missing = {
             "event": "error",
             "type": "TargetError",
