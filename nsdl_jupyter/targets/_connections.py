@@ -43,6 +43,8 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "known_hosts": _TEXT,
     "python": (str,),
     "connect_timeout": (int, float),
+    "runtimes": (list, type(None)),
+    "cache_limit_bytes": (int, type(None)),
 }
 
 
@@ -62,7 +64,7 @@ def _checked(name: str, saved: dict[str, Any], path: Path) -> dict[str, Any]:
     for key, value in settings.items():
         types = _FIELDS[key]
         wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
-        if key == "proxy_command" and isinstance(value, list):
+        if key in ("proxy_command", "runtimes") and isinstance(value, list):
             wrong = not all(isinstance(arg, str) for arg in value)
         if wrong:
             allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)

@@ -63,6 +63,15 @@ from nsdl_jupyter.targets._ssh_connect import (
     resolve_hop,
 )
 from nsdl_jupyter.targets._ssh_files import RemoteFiles, SftpFiles, StreamFiles, sh_command
+from nsdl_jupyter.targets._target_cache import (
+    LIST_SCRIPT,
+    CacheEntry,
+    CacheInfo,
+    check_kinds,
+    check_limit,
+    evictions,
+    inside,
+)
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
     RUNNER_PREFIX,
@@ -127,6 +136,7 @@ class SshTarget:
         known_hosts: str | os.PathLike[str] | None = None,
         python: str = "python3",
         runtimes: str | Sequence[str] | None = None,
+        cache_limit_bytes: int | None = None,
         connect_timeout: float = 15.0,
     ) -> None:
         if not host or not isinstance(host, str):
@@ -164,6 +174,7 @@ class SshTarget:
         self.deploy_dir = deploy_dir
         self.python = python
         self.runtimes = check_requirements(runtimes)
+        self.cache_limit_bytes = check_limit(cache_limit_bytes)
         self.wheel_cache = WheelCache()
         self._plan: RuntimePlan | None = None  # of this connection
         self.agent = agent
@@ -206,6 +217,7 @@ class SshTarget:
             "known_hosts": self._known_hosts_setting,
             "python": self.python,
             "runtimes": list(self.runtimes) or None,
+            "cache_limit_bytes": self.cache_limit_bytes,
             "connect_timeout": self.connect_timeout,
         }
 
@@ -359,9 +371,12 @@ class SshTarget:
         if not todo:
             return
         with self._remote_files() as remote_files:
-            for remote in remote_files.missing(todo):
+            missing = remote_files.missing(todo)
+            for remote in missing:
                 self.bytes_uploaded += remote_files.upload(Path(files[remote]), remote)
         self._deployed.update(todo)
+        if missing and self.cache_limit_bytes is not None:
+            self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
 
     def deploy_files(self, files: Mapping[str, Path], kind: str = "files") -> str:
         """Upload files that belong together (a runner and what it loads beside it, a model and
@@ -382,9 +397,14 @@ class SshTarget:
 
     # ---- runtime sets -------------------------------------------------------------------------
 
+    def _run_python(self, script: str, *args: str) -> tuple[int, str]:
+        """Run `script` with the target's `python`, `args` as its sys.argv[1:]."""
+        launch = 'py=$1; shift; exec "$py" -c "$@"'
+        return self.run_command(sh_command(launch, self.python, script, *args))
+
     def read_platform(self) -> TargetPlatform:
         """The target's architecture, libc and Python (of `python`), which pick its wheels."""
-        code, output = self.run_command(sh_command('"$1" -c "$2"', self.python, PLATFORM_PROBE))
+        code, output = self._run_python(PLATFORM_PROBE)
         try:
             return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
         except (ValueError, LookupError, TypeError):
@@ -449,7 +469,53 @@ class SshTarget:
             self._plan = dataclasses.replace(
                 plan, on_target={**plan.on_target, **plan.to_upload}, to_upload={}, ready=True
             )
+            if self.cache_limit_bytes is not None:
+                self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
             return plan.python
+
+    # ---- caches on the target --------------------------------------------------------------
+
+    def cache_info(self, kinds: str | Sequence[str] | None = None) -> CacheInfo:
+        """What the deploy folder keeps: models and files by hash, runner files, wheels and
+        runtime venvs, each entry with its size and last use."""
+        chosen = check_kinds(kinds)
+        self.connect()
+        code, output = self._run_python(LIST_SCRIPT, self._deploy_root, *chosen)
+        try:
+            rows = json.loads(output.strip().splitlines()[-1])
+            entries = [CacheEntry(k, n, p, int(b), float(t)) for k, n, p, b, t in rows]
+        except (ValueError, LookupError, TypeError):
+            raise TargetError(
+                f"{self.python} on {self.name} could not list the caches ({output.strip()[-300:]}"
+                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
+            ) from None
+        entries.sort(key=lambda entry: entry.last_used)
+        return CacheInfo(self.name, entries, self.cache_limit_bytes)
+
+    def clear_cache(
+        self,
+        kinds: str | Sequence[str] | None = None,
+        *,
+        keep_bytes: int = 0,
+        keep_in_use: bool = False,
+    ) -> int:
+        """Remove cache entries of `kinds` (default: all), least recently used first, until at
+        most `keep_bytes` of them remain; `keep_in_use` spares what this connection deployed.
+        Returns the bytes freed (a later run deploys again what it needs)."""
+        check_limit(keep_bytes)
+        info = self.cache_info(kinds)
+        used = [*self._deployed, *([self._plan.venv + "/"] if self._plan else [])]
+        chosen = evictions(info.entries, keep_bytes, used if keep_in_use else ())
+        if not chosen:
+            return 0
+        paths = [entry.path for entry in chosen]
+        code, output = self.run_command(sh_command('rm -rf -- "$@"', *paths))
+        if code != 0:
+            raise TargetError(f"{self.name}: the caches could not be removed ({output.strip()})")
+        self._deployed -= set(inside(self._deployed, paths))
+        if any(entry.kind in ("wheels", "runtimes") for entry in chosen):
+            self._plan = None
+        return sum(entry.bytes for entry in chosen)
 
     def make_workdir(self) -> str:
         with self._remote_files() as files:

@@ -41,7 +41,7 @@ _GET = (
     'printf "%s %s\\n" $n "${h%% *}"; exec cat -- "$1"'
 )
 _EXISTS = 'test -e "$1"'
-_MISSING = 'for p; do [ -e "$p" ] || printf "%s\\0" "$p"; done'
+_MISSING = 'for p; do if [ -e "$p" ]; then touch -c -- "$p"; else printf "%s\\0" "$p"; fi; done'
 _MKDIRS = 'umask 077; mkdir -p -- "$1"'
 _REMOVE_TREE = 'rm -rf -- "$1"'
 
@@ -59,7 +59,8 @@ class RemoteFiles(Protocol):
     def exists(self, path: str) -> bool: ...
 
     def missing(self, paths: Sequence[str]) -> list[str]:
-        """Those of `paths` that do not exist."""
+        """Those of `paths` that do not exist; those that do are touched (their modification
+        time is their last use, which cache eviction goes by)."""
         ...
 
     def makedirs(self, path: str) -> None: ...
@@ -96,7 +97,13 @@ class SftpFiles:
         return True
 
     def missing(self, paths: Sequence[str]) -> list[str]:
-        return [path for path in paths if not self.exists(path)]
+        absent = []
+        for path in paths:
+            try:
+                self._sftp.utime(path, None)
+            except FileNotFoundError:
+                absent.append(path)
+        return absent
 
     def makedirs(self, path: str) -> None:
         missing: list[str] = []
