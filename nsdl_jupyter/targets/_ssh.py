@@ -83,6 +83,7 @@ TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the remote group, SIGKILL after th
 LIVENESS_INTERVAL_S = 2.0  # during a run, the server is asked for a keepalive answer this often
 LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as lost
 COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
+INLINE_REQUEST_BYTES = 32 << 10  # without SFTP, a request up to this size goes in the launcher
 EXIT_STATUS_WAIT_S = 5.0  # after the runner's output ends, how long its exit status may take
 _HASH_CHUNK = 1 << 20
 
@@ -518,11 +519,14 @@ class SshTarget:
         return sum(entry.bytes for entry in chosen)
 
     def make_workdir(self) -> str:
+        """A fresh folder under jobs/. Without SFTP, where each command costs sshd a process,
+        the runner's launcher makes it (a folder no runner used needs no removal either)."""
         with self._remote_files() as files:
             jobs = posixpath.join(self._deploy_root, "jobs")
             workdir = posixpath.join(jobs, f"job-{time.strftime('%Y%m%d-%H%M%S')}-")
             workdir += secrets.token_hex(4)
-            files.makedirs(workdir)
+            if files.kind != "stream":
+                files.makedirs(workdir)
             return workdir
 
     def put(
@@ -565,8 +569,17 @@ class SshTarget:
         folder = self.deploy_files(files, "runners")
         request_path = posixpath.join(workdir, "request.json")
         data = json.dumps(dict(request)).encode("utf-8")
-        with self._remote_files() as remote:
-            self.bytes_uploaded += remote.write_bytes(request_path, data)
+        # without SFTP, a small request travels inside the launcher: one command less
+        inline = self.transfer == "stream" and len(data) <= INLINE_REQUEST_BYTES
+        if inline:
+            self.bytes_uploaded += len(data)
+        else:
+            with self._remote_files() as remote:
+                self.bytes_uploaded += remote.write_bytes(request_path, data)
+        prepare = (
+            f"(umask 077 && mkdir -p -- {shlex.quote(workdir)} && printf '%s' "
+            f"{shlex.quote(data.decode())} > {shlex.quote(request_path)}) || exit 125"
+        )
         python = shlex.quote(self._runtime_python(request.get("kind") != "target_check"))
         missing = {
             "event": "error",
@@ -578,6 +591,7 @@ class SshTarget:
         script = "\n".join(
             [
                 f"printf '{pid_line(token)}\\n' \"$$\"",
+                *([prepare] if inline else []),
                 f"cd -- {shlex.quote(workdir)} || exit 125",
                 f"if ! command -v {python} >/dev/null 2>&1; then",
                 f"  printf '%s\\n' {shlex.quote(RUNNER_PREFIX + json.dumps(missing))}",
