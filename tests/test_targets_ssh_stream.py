@@ -48,12 +48,11 @@ def target_of(key: Path, server: Sshd, tmp_path: Path, **settings: Any) -> SshTa
     return SshTarget(
         "127.0.0.1",
         "root",
-        server.port,
         key_file=key,
         deploy_dir=str(tmp_path / "deploy"),
         known_hosts=known,
         ssh_config=False,
-        **{"python": sys.executable, **settings},
+        **{"port": server.port, "python": sys.executable, **settings},
     )
 
 
