@@ -26,6 +26,7 @@ from typing import Any
 
 from nsdl_jupyter._paths import cache_dir
 from nsdl_jupyter.targets._errors import TargetError, TargetSettingsError
+from nsdl_jupyter.targets._ssh_files import sha256_file
 
 PIP_TIMEOUT_S = 600.0
 _REQUIREMENT = re.compile(
@@ -133,14 +134,6 @@ class Wheel:
         return self.path.stat().st_size
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 class WheelCache:
     """Wheels on this machine, by target platform; fetched once, then reused offline."""
 
@@ -218,7 +211,7 @@ class WheelCache:
                 )
             target = folder / wheels[0].name
             shutil.move(str(wheels[0]), target)
-        return {"file": target.name, "sha256": _sha256(target)}
+        return {"file": target.name, "sha256": sha256_file(target)}
 
 
 @dataclass(frozen=True)

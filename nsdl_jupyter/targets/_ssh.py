@@ -62,7 +62,13 @@ from nsdl_jupyter.targets._ssh_connect import (
     proxy_argv,
     resolve_hop,
 )
-from nsdl_jupyter.targets._ssh_files import RemoteFiles, SftpFiles, StreamFiles, sh_command
+from nsdl_jupyter.targets._ssh_files import (
+    RemoteFiles,
+    SftpFiles,
+    StreamFiles,
+    sh_command,
+    sha256_file,
+)
 from nsdl_jupyter.targets._target_cache import (
     LIST_SCRIPT,
     CacheEntry,
@@ -85,15 +91,6 @@ LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as l
 COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
 INLINE_REQUEST_BYTES = 32 << 10  # without SFTP, a request up to this size goes in the launcher
 EXIT_STATUS_WAIT_S = 5.0  # after the runner's output ends, how long its exit status may take
-_HASH_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _check_deploy_dir(deploy_dir: object) -> None:

@@ -46,6 +46,14 @@ _MKDIRS = 'umask 077; mkdir -p -- "$1"'
 _REMOVE_TREE = 'rm -rf -- "$1"'
 
 
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def sh_command(script: str, *args: str) -> str:
     """`sh -c <script> sh <args...>`, each part quoted: the arguments are `$1`..."""
     return " ".join(shlex.quote(part) for part in ("sh", "-c", script, "sh", *args))
@@ -212,12 +220,8 @@ class StreamFiles:
         return size
 
     def upload(self, local_path: Path, remote_path: str) -> int:
-        digest = hashlib.sha256()
-        with open(local_path, "rb") as f:
-            for chunk in iter(lambda: f.read(_CHUNK), b""):
-                digest.update(chunk)
         size = local_path.stat().st_size
-        return self._put(remote_path, local_path, size, digest.hexdigest())
+        return self._put(remote_path, local_path, size, sha256_file(local_path))
 
     def write_bytes(self, remote_path: str, data: bytes) -> int:
         return self._put(remote_path, data, len(data), hashlib.sha256(data).hexdigest())
