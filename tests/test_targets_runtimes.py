@@ -83,3 +83,20 @@ def test_a_platform_without_wheels_says_so() -> None:
     musl = TargetPlatform("x86_64", None, (3, 11), "cpython", "/usr/bin/python3")
     with pytest.raises(RuntimeSetError, match="leave runtimes= out"):
         musl.pip_arguments()
+
+
+def test_a_runtime_without_a_wheel_is_reported_before_anything_runs(
+    servers: tuple[Path, Sshd, Sshd], tmp_path: Path
+) -> None:
+    key, with_sftp, _ = servers
+    model = small_model(tmp_path / "small.onnx")
+    python = bare_python(tmp_path / "b")
+    with target_of(key, with_sftp, tmp_path, python=python, runtimes="onnxruntime==0.0.1") as t:
+        check = check_target(t)
+        row = {r.item: r for r in check.rows}["runtime set"]
+        with pytest.raises(RuntimeSetError, match="pick a version that has a wheel"):
+            profile_ort(model, target=t, iterations=2)
+        deployed = {p.name for p in Path(t.deploy_root).iterdir()}
+    assert not check.ok
+    assert row.status == "missing" and "cannot be deployed" in row.detail
+    assert "wheels" not in deployed and "runtimes" not in deployed
