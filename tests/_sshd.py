@@ -49,6 +49,7 @@ class Sshd:
     folder: Path
     authorized_keys: Path
     password_auth: bool = True
+    sftp: bool = True  # False: no SFTP subsystem, as on hardened servers and minimal containers
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -86,7 +87,7 @@ class Sshd:
                     "UsePAM no",
                     "AllowTcpForwarding yes",
                     "LogLevel DEBUG1",
-                    "Subsystem sftp internal-sftp",
+                    *(["Subsystem sftp internal-sftp"] if self.sftp else []),
                     "",
                 ]
             )

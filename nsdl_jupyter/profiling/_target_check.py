@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nsdl_jupyter.profiling._runners import ask_runner
-from nsdl_jupyter.targets import LocalTarget, Target
+from nsdl_jupyter.targets import LocalTarget, Target, TargetError
 
 Status = Literal["ok", "missing", "warning"]
 _ARCHES = ("x86_64", "aarch64", "amd64", "arm64")
@@ -100,8 +100,44 @@ def _rows(raw: dict[str, Any]) -> list[CheckRow]:
     return rows
 
 
+def _runtime_rows(target: Target, rows: list[CheckRow]) -> list[CheckRow]:
+    """`rows` with what the target's runtime set (SshTarget(runtimes=)) has there, will deploy
+    or cannot: a runtime it will deploy counts as there."""
+    plan_of = getattr(target, "runtime_plan", None)
+    if plan_of is None or not getattr(target, "runtimes", ()):
+        return rows
+    try:
+        plan = plan_of()
+    except TargetError as exc:
+        return [*rows, CheckRow("runtime set", "missing", f"cannot be deployed: {exc}", True)]
+    extra = [
+        CheckRow(f"wheel {w.requirement}", "ok", f"{w.path.name}: on the target")
+        for w in plan.on_target.values()
+    ] + [
+        CheckRow(
+            f"wheel {w.requirement}",
+            "ok",
+            f"{w.path.name}: will be deployed ({w.size / 2**20:.1f} MiB from the local cache)",
+        )
+        for w in plan.to_upload.values()
+    ]
+    state = "ready" if plan.ready else "will be made by the first run"
+    extra.append(CheckRow("runtime set", "ok", f"venv {plan.venv}: {state}", True))
+    if not plan.ready:
+        names = [w.path.name for w in [*plan.on_target.values(), *plan.to_upload.values()]]
+        ort = next((n for n in names if n.startswith("onnxruntime")), None)
+        rows = [
+            CheckRow(r.item, "ok", f"{ort}: will be deployed", True)
+            if r.item == "onnxruntime" and ort
+            else r
+            for r in rows
+        ]
+    return rows + extra
+
+
 def check_target(target: Target | None = None, *, timeout: float = 120.0) -> TargetCheck:
-    """Check what `target` (default: this machine) offers for profiling, in one runner call."""
+    """Check what `target` (default: this machine) offers for profiling, in one runner call;
+    a target with a runtime set also says what it will deploy (nothing is deployed here)."""
     target = target or LocalTarget()
     request = {"kind": "target_check", "protocol": 1}
     return ask_runner(
@@ -109,5 +145,5 @@ def check_target(target: Target | None = None, *, timeout: float = 120.0) -> Tar
         request,
         "check the target",
         timeout,
-        lambda raw: TargetCheck(target.name, _rows(raw), raw),
+        lambda raw: TargetCheck(target.name, _runtime_rows(target, _rows(raw)), raw),
     )

@@ -18,6 +18,7 @@ from nsdl_jupyter.targets._errors import (
     UnknownHostKeyError,
 )
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
+from nsdl_jupyter.targets._runtimes import RuntimeSetError
 from nsdl_jupyter.targets._ssh import SshJob, SshTarget
 from nsdl_jupyter.targets._wire import MALFORMED
 
@@ -34,6 +35,7 @@ __all__ = [
     "LocalJob",
     "LocalTarget",
     "RunnerJob",
+    "RuntimeSetError",
     "SshJob",
     "SshTarget",
     "Target",

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._paths import config_dir
@@ -25,6 +25,9 @@ from nsdl_jupyter.targets._errors import (
     UnknownConnectionError,
 )
 from nsdl_jupyter.targets._ssh import SshTarget
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.profiling._fleet import Fleet
 
 _FORMAT_VERSION = 1
 _TEXT = (str, type(None))
@@ -43,6 +46,8 @@ _FIELDS: dict[str, tuple[type, ...]] = {
     "known_hosts": _TEXT,
     "python": (str,),
     "connect_timeout": (int, float),
+    "runtimes": (list, type(None)),
+    "cache_limit_bytes": (int, type(None)),
 }
 
 
@@ -62,7 +67,7 @@ def _checked(name: str, saved: dict[str, Any], path: Path) -> dict[str, Any]:
     for key, value in settings.items():
         types = _FIELDS[key]
         wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
-        if key == "proxy_command" and isinstance(value, list):
+        if key in ("proxy_command", "runtimes") and isinstance(value, list):
             wrong = not all(isinstance(arg, str) for arg in value)
         if wrong:
             allowed = " or ".join("null" if t is type(None) else t.__name__ for t in types)
@@ -154,6 +159,14 @@ class Connections:
             raise UnknownConnectionError(f"no saved connection {name!r}; saved: {sorted(entries)}")
         del entries[name]
         self._save(entries)
+
+    def fleet(self, *, refresh: bool | Sequence[str] = False) -> Fleet:
+        """Every saved target's GPUs (a row per GPU slot), driver, runtimes and cache size, as
+        last checked (kept beside this file); `refresh=True` (or a list of names) checks
+        again."""
+        from nsdl_jupyter.profiling._fleet import fleet  # profiling builds on targets
+
+        return fleet(self, refresh=refresh)
 
     def test(
         self, name: str, *, password: str | None = None, passphrase: str | None = None

@@ -18,7 +18,6 @@ import os
 import posixpath
 import secrets
 import shlex
-import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,15 +39,44 @@ from nsdl_jupyter.targets._errors import (
     TargetSettingsError,
 )
 from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts, user_known_hosts
+from nsdl_jupyter.targets._runtimes import (
+    INSTALL_SCRIPT,
+    PIP_TIMEOUT_S,
+    PLATFORM_PROBE,
+    RuntimePlan,
+    RuntimeSetError,
+    TargetPlatform,
+    WheelCache,
+    check_requirements,
+    full_set,
+    set_key,
+)
 from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
     Hop,
+    _import_paramiko,
     connect,
     load_ssh_config,
     parse_jump,
     proxy_argv,
     resolve_hop,
+)
+from nsdl_jupyter.targets._ssh_files import (
+    RemoteFiles,
+    SftpFiles,
+    StreamFiles,
+    sh_command,
+    sha256_file,
+)
+from nsdl_jupyter.targets._target_cache import (
+    LIST_SCRIPT,
+    CacheEntry,
+    CacheInfo,
+    check_kinds,
+    check_limit,
+    evictions,
+    inside,
 )
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
@@ -61,16 +89,8 @@ TERMINATE_GRACE_S = 2.0  # cancel: SIGTERM to the remote group, SIGKILL after th
 LIVENESS_INTERVAL_S = 2.0  # during a run, the server is asked for a keepalive answer this often
 LIVENESS_TIMEOUT_S = 6.0  # a link silent this long is closed: the job ends as lost
 COMMAND_TIMEOUT_S = 60.0  # a short remote command (mkdir, rm, kill)
+INLINE_REQUEST_BYTES = 32 << 10  # without SFTP, a request up to this size goes in the launcher
 EXIT_STATUS_WAIT_S = 5.0  # after the runner's output ends, how long its exit status may take
-_HASH_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _check_deploy_dir(deploy_dir: object) -> None:
@@ -113,6 +133,8 @@ class SshTarget:
         ssh_config: bool | str | os.PathLike[str] = True,
         known_hosts: str | os.PathLike[str] | None = None,
         python: str = "python3",
+        runtimes: str | Sequence[str] | None = None,
+        cache_limit_bytes: int | None = None,
         connect_timeout: float = 15.0,
     ) -> None:
         if not host or not isinstance(host, str):
@@ -149,6 +171,10 @@ class SshTarget:
         self.name = name or f"{self.user}@{host}:{self.port}"
         self.deploy_dir = deploy_dir
         self.python = python
+        self.runtimes = check_requirements(runtimes)
+        self.cache_limit_bytes = check_limit(cache_limit_bytes)
+        self.wheel_cache = WheelCache()
+        self._plan: RuntimePlan | None = None  # of this connection
         self.agent = agent
         self.key_file = str(Path(key_file).expanduser()) if key_file is not None else None
         self.proxy_jump = proxy_jump
@@ -163,9 +189,8 @@ class SshTarget:
         self._credentials = Credentials(self.key_file, passphrase, password, agent)
         self._refused: dict[str, tuple[str, Any]] = {}
         self._connection: Connection | None = None
-        self._sftp: Any = None
+        self._files: RemoteFiles | None = None
         self._lock = threading.RLock()
-        self._remote_home = ""
         self._deploy_root = ""
         self._deployed: set[str] = set()  # remote paths known to exist in this connection
         self.bytes_uploaded = 0
@@ -189,6 +214,8 @@ class SshTarget:
             "ssh_config": self.ssh_config,
             "known_hosts": self._known_hosts_setting,
             "python": self.python,
+            "runtimes": list(self.runtimes) or None,
+            "cache_limit_bytes": self.cache_limit_bytes,
             "connect_timeout": self.connect_timeout,
         }
 
@@ -218,8 +245,7 @@ class SshTarget:
             )
             self._connection = connection
             try:
-                self._sftp = connection.transport.open_sftp_client()
-                self._remote_home = self._sftp.normalize(".")
+                self._files = self._open_files(connection)
                 self._deploy_root = self._prepare_deploy_dir()
             except BaseException:
                 self.close()
@@ -229,13 +255,14 @@ class SshTarget:
     def close(self) -> None:
         """Close the connection (a running job's remote runner then ends itself)."""
         with self._lock:
-            if self._sftp is not None:
-                self._sftp.close()
+            if self._files is not None:
+                self._files.close()
             if self._connection is not None:
                 self._connection.close()
-            self._sftp = None
+            self._files = None
             self._connection = None
             self._deployed.clear()
+            self._plan = None
 
     def __enter__(self) -> SshTarget:
         return self.connect()
@@ -264,12 +291,31 @@ class SshTarget:
         assert self._connection is not None
         return self._connection.transport
 
+    def _open_files(self, connection: Connection) -> RemoteFiles:
+        """SFTP where the server offers it; else files stream over exec channels."""
+        try:
+            return SftpFiles(connection.transport.open_sftp_client(), self.run_command)
+        except _import_paramiko().SSHException:  # 'Channel closed.': no SFTP subsystem
+            if not connection.active:
+                raise
+            return StreamFiles(
+                lambda: connection.transport.open_session(timeout=self.connect_timeout),
+                self.name,
+                COMMAND_TIMEOUT_S,
+            )
+
+    @property
+    def transfer(self) -> str:
+        """How files travel: 'sftp', 'stream' (no SFTP on the server) or '' (not connected)."""
+        return self._files.kind if self._files is not None else ""
+
     @contextmanager
-    def _sftp_client(self) -> Iterator[Any]:
+    def _remote_files(self) -> Iterator[RemoteFiles]:
         with self._lock:
             self.connect()
+            assert self._files is not None
             try:
-                yield self._sftp
+                yield self._files
             except OSError as exc:
                 if not self.connected:
                     raise TargetConnectionError(
@@ -316,35 +362,19 @@ class SshTarget:
 
     # ---- files ----------------------------------------------------------------------------
 
-    def _ensure_file(self, local_path: Path, remote_path: str) -> None:
-        """Upload `local_path` to `remote_path` unless it is there (atomic: temp + rename)."""
-        if remote_path in self._deployed:
+    def _ensure_files(self, files: Mapping[str, Path]) -> None:
+        """Upload each local file to its remote path (the key) unless it is there (atomic:
+        temp + rename); one question to the target for all of them."""
+        todo = [remote for remote in files if remote not in self._deployed]
+        if not todo:
             return
-        with self._sftp_client() as sftp:
-            try:
-                sftp.stat(remote_path)
-            except FileNotFoundError:
-                self._mkdirs(sftp, posixpath.dirname(remote_path))
-                partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
-                attributes = sftp.put(str(local_path), partial)
-                sftp.posix_rename(partial, remote_path)
-                self.bytes_uploaded += int(attributes.st_size or 0)
-        self._deployed.add(remote_path)
-
-    def _mkdirs(self, sftp: Any, path: str) -> None:
-        missing: list[str] = []
-        while path not in ("/", self._deploy_root, ""):
-            try:
-                sftp.stat(path)
-                break
-            except FileNotFoundError:
-                missing.append(path)
-                path = posixpath.dirname(path)
-        for folder in reversed(missing):
-            try:
-                sftp.mkdir(folder, 0o700)
-            except OSError:
-                sftp.stat(folder)  # made meanwhile by another job: fine; else raise
+        with self._remote_files() as remote_files:
+            missing = remote_files.missing(todo)
+            for remote in missing:
+                self.bytes_uploaded += remote_files.upload(Path(files[remote]), remote)
+        self._deployed.update(todo)
+        if missing and self.cache_limit_bytes is not None:
+            self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
 
     def deploy_files(self, files: Mapping[str, Path], kind: str = "files") -> str:
         """Upload files that belong together (a runner and what it loads beside it, a model and
@@ -358,19 +388,142 @@ class SshTarget:
                 raise TargetSettingsError(f"{relative!r} must be a relative path inside its folder")
             digest.update(relative.encode() + b"\0" + sha256_file(path).encode() + b"\0")
         folder = posixpath.join(self._deploy_root, kind, digest.hexdigest()[:32])
-        for relative, path in files.items():
-            self._ensure_file(Path(path), posixpath.join(folder, relative))
+        self._ensure_files({posixpath.join(folder, rel): Path(p) for rel, p in files.items()})
         return folder
 
     # ---- Target -----------------------------------------------------------------------------
 
+    # ---- runtime sets -------------------------------------------------------------------------
+
+    def _run_python(self, script: str, *args: str) -> tuple[int, str]:
+        """Run `script` with the target's `python`, `args` as its sys.argv[1:]."""
+        launch = 'py=$1; shift; exec "$py" -c "$@"'
+        return self.run_command(sh_command(launch, self.python, script, *args))
+
+    def read_platform(self) -> TargetPlatform:
+        """The target's architecture, libc and Python (of `python`), which pick its wheels."""
+        code, output = self._run_python(PLATFORM_PROBE)
+        try:
+            return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
+        except (ValueError, LookupError, TypeError):
+            raise RuntimeSetError(
+                f"{self.python} on {self.name} did not say its platform ({output.strip()[-300:]}"
+                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
+            ) from None
+
+    def runtime_plan(self) -> RuntimePlan:
+        """What the runtime set (`runtimes`) needs: its wheels (fetched into the host's cache
+        when missing there), which of them the target holds, and whether its venv is ready.
+        Changes nothing on the target."""
+        with self._lock:
+            if self._plan is not None and self.connected:
+                return self._plan
+            self.connect()
+            platform = self.read_platform()
+            wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
+            venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
+            remote = {
+                posixpath.join(self._deploy_root, "wheels", w.sha256, w.path.name): w
+                for w in wheels
+            }
+            ready = posixpath.join(venv, ".nsdl-ready")
+            with self._remote_files() as files:
+                missing = set(files.missing([*remote, ready]))
+            self._plan = RuntimePlan(
+                platform,
+                {path: wheel for path, wheel in remote.items() if path not in missing},
+                {path: wheel for path, wheel in remote.items() if path in missing},
+                venv,
+                ready not in missing,
+            )
+            return self._plan
+
+    def _runtime_python(self, deploy: bool) -> str:
+        """The interpreter runners run with: `python`, or the runtime set's venv (deployed
+        first when `deploy`; else used only when it is ready)."""
+        if not self.runtimes:
+            return self.python
+        if not deploy:
+            with suppress(RuntimeSetError):
+                plan = self.runtime_plan()
+                return plan.python if plan.ready else self.python
+            return self.python
+        with self._lock:
+            plan = self.runtime_plan()
+            if plan.ready:
+                return plan.python
+            self._ensure_files({path: w.path for path, w in plan.to_upload.items()})
+            wheels = [*plan.on_target, *plan.to_upload]
+            code, output = self.run_command(
+                sh_command(INSTALL_SCRIPT, self.python, plan.venv, *sorted(wheels)),
+                timeout=PIP_TIMEOUT_S,
+            )
+            if code != 0:
+                raise RuntimeSetError(
+                    f"the runtime set {', '.join(self.runtimes)} could not be installed on "
+                    f"{self.name} ({output.strip()[-500:] or f'exit code {code}'}): the target "
+                    f"needs {self.python} with its venv module (Debian: the python3-venv package)"
+                )
+            self._plan = dataclasses.replace(
+                plan, on_target={**plan.on_target, **plan.to_upload}, to_upload={}, ready=True
+            )
+            if self.cache_limit_bytes is not None:
+                self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
+            return plan.python
+
+    # ---- caches on the target --------------------------------------------------------------
+
+    def cache_info(self, kinds: str | Sequence[str] | None = None) -> CacheInfo:
+        """What the deploy folder keeps: models and files by hash, runner files, wheels and
+        runtime venvs, each entry with its size and last use."""
+        chosen = check_kinds(kinds)
+        self.connect()
+        code, output = self._run_python(LIST_SCRIPT, self._deploy_root, *chosen)
+        try:
+            rows = json.loads(output.strip().splitlines()[-1])
+            entries = [CacheEntry(k, n, p, int(b), float(t)) for k, n, p, b, t in rows]
+        except (ValueError, LookupError, TypeError):
+            raise TargetError(
+                f"{self.python} on {self.name} could not list the caches ({output.strip()[-300:]}"
+                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
+            ) from None
+        entries.sort(key=lambda entry: entry.last_used)
+        return CacheInfo(self.name, entries, self.cache_limit_bytes)
+
+    def clear_cache(
+        self,
+        kinds: str | Sequence[str] | None = None,
+        *,
+        keep_bytes: int = 0,
+        keep_in_use: bool = False,
+    ) -> int:
+        """Remove cache entries of `kinds` (default: all), least recently used first, until at
+        most `keep_bytes` of them remain; `keep_in_use` spares what this connection deployed.
+        Returns the bytes freed (a later run deploys again what it needs)."""
+        check_limit(keep_bytes)
+        info = self.cache_info(kinds)
+        used = [*self._deployed, *([self._plan.venv + "/"] if self._plan else [])]
+        chosen = evictions(info.entries, keep_bytes, used if keep_in_use else ())
+        if not chosen:
+            return 0
+        paths = [entry.path for entry in chosen]
+        code, output = self.run_command(sh_command('rm -rf -- "$@"', *paths))
+        if code != 0:
+            raise TargetError(f"{self.name}: the caches could not be removed ({output.strip()})")
+        self._deployed -= set(inside(self._deployed, paths))
+        if any(entry.kind in ("wheels", "runtimes") for entry in chosen):
+            self._plan = None
+        return sum(entry.bytes for entry in chosen)
+
     def make_workdir(self) -> str:
-        with self._sftp_client() as sftp:
+        """A fresh folder under jobs/. Without SFTP, where each command costs sshd a process,
+        the runner's launcher makes it (a folder no runner used needs no removal either)."""
+        with self._remote_files() as files:
             jobs = posixpath.join(self._deploy_root, "jobs")
-            self._mkdirs(sftp, jobs)
             workdir = posixpath.join(jobs, f"job-{time.strftime('%Y%m%d-%H%M%S')}-")
             workdir += secrets.token_hex(4)
-            sftp.mkdir(workdir, 0o700)
+            if files.kind != "stream":
+                files.makedirs(workdir)
             return workdir
 
     def put(
@@ -387,29 +540,18 @@ class SshTarget:
         local_path.parent.mkdir(parents=True, exist_ok=True)
         partial = local_path.with_name(f".{local_path.name}.partial")
         try:
-            with self._sftp_client() as sftp:
-                sftp.get(target_path, str(partial))  # makes `partial` before it opens the source
-            self.bytes_downloaded += partial.stat().st_size
+            with self._remote_files() as files:
+                self.bytes_downloaded += files.download(target_path, partial)
             os.replace(partial, local_path)
         finally:
             partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
-        """Best effort: with the connection gone, the folder stays (under jobs/). Over SFTP
-        (a remote command costs sshd about 0.1 s to start); `rm -rf` for nested folders."""
+        """Best effort: with the connection gone, the folder stays (under jobs/)."""
         if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
             return
-        with suppress(TargetError, OSError, EOFError), self._sftp_client() as sftp:
-            nested = False
-            for entry in sftp.listdir_attr(workdir):
-                if stat.S_ISDIR(entry.st_mode or 0):
-                    nested = True
-                else:
-                    sftp.remove(posixpath.join(workdir, entry.filename))
-            if nested:
-                self.run_command(f"rm -rf -- {shlex.quote(workdir)}")
-            else:
-                sftp.rmdir(workdir)
+        with suppress(TargetError, OSError, EOFError), self._remote_files() as files:
+            files.remove_tree(workdir)
 
     def start(
         self,
@@ -424,10 +566,18 @@ class SshTarget:
         folder = self.deploy_files(files, "runners")
         request_path = posixpath.join(workdir, "request.json")
         data = json.dumps(dict(request)).encode("utf-8")
-        with self._sftp_client() as sftp, sftp.open(request_path, "wb") as f:
-            f.write(data)
-        self.bytes_uploaded += len(data)
-        python = shlex.quote(self.python)
+        # without SFTP, a small request travels inside the launcher: one command less
+        inline = self.transfer == "stream" and len(data) <= INLINE_REQUEST_BYTES
+        if inline:
+            self.bytes_uploaded += len(data)
+        else:
+            with self._remote_files() as remote:
+                self.bytes_uploaded += remote.write_bytes(request_path, data)
+        prepare = (
+            f"(umask 077 && mkdir -p -- {shlex.quote(workdir)} && printf '%s' "
+            f"{shlex.quote(data.decode())} > {shlex.quote(request_path)}) || exit 125"
+        )
+        python = shlex.quote(self._runtime_python(request.get("kind") != "target_check"))
         missing = {
             "event": "error",
             "type": "TargetError",
@@ -438,6 +588,7 @@ class SshTarget:
         script = "\n".join(
             [
                 f"printf '{pid_line(token)}\\n' \"$$\"",
+                *([prepare] if inline else []),
                 f"cd -- {shlex.quote(workdir)} || exit 125",
                 f"if ! command -v {python} >/dev/null 2>&1; then",
                 f"  printf '%s\\n' {shlex.quote(RUNNER_PREFIX + json.dumps(missing))}",

@@ -1,0 +1,111 @@
+"""Any OpenSSH server (issue 27, item 3): without the SFTP subsystem, files stream over exec
+channels, checked by size and hash, paths passed as arguments (never parsed by a shell)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nsdl_jupyter.profiling import profile_ort
+from nsdl_jupyter.targets import SshTarget, TargetError
+from tests._sshd import Sshd, keygen
+from tests.test_targets_ssh import small_model
+
+pytestmark = pytest.mark.skipif(
+    not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0,
+    reason="needs OpenSSH's sshd (bash scripts/setup.sh installs it) and root to run it",
+)
+
+# a name a shell would expand, split and run, were it ever parsed by one
+AWKWARD = "we ird $(touch INJECTED) `touch INJECTED2`; 'q\" *.bin"
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Sshd, Sshd]]:
+    folder = tmp_path_factory.mktemp("sshstream")
+    key = keygen(folder / "id")
+    authorized = folder / "authorized_keys"
+    authorized.write_text(Path(f"{key}.pub").read_text())
+    with_sftp = Sshd(folder / "sftp", authorized, password_auth=False).start()
+    without = Sshd(folder / "nosftp", authorized, password_auth=False, sftp=False)
+    try:
+        without.start()
+        yield key, with_sftp, without
+    finally:
+        with_sftp.stop()
+        without.stop()
+
+
+def target_of(key: Path, server: Sshd, tmp_path: Path, **settings: Any) -> SshTarget:
+    known = tmp_path / f"known_hosts-{server.port}"
+    known.write_text(server.known_hosts_line())
+    return SshTarget(
+        "127.0.0.1",
+        "root",
+        key_file=key,
+        deploy_dir=str(tmp_path / "deploy"),
+        known_hosts=known,
+        ssh_config=False,
+        **{"port": server.port, "python": sys.executable, **settings},
+    )
+
+
+@pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "no-sftp"])
+def test_a_profile_runs_with_and_without_the_sftp_subsystem(
+    servers: tuple[Path, Sshd, Sshd], tmp_path: Path, sftp: bool
+) -> None:
+    key, with_sftp, without = servers
+    model = small_model(tmp_path / "small.onnx")
+    with target_of(key, with_sftp if sftp else without, tmp_path) as target:
+        assert target.transfer == ("sftp" if sftp else "stream")
+        report = profile_ort(model, target=target, iterations=3, trace_path=tmp_path / "t.json")
+        first = target.bytes_uploaded
+        profile_ort(model, target=target, iterations=3, trace_path=tmp_path / "t2.json")
+        again = target.bytes_uploaded - first
+        jobs = list(Path(target.deploy_root, "jobs").iterdir())
+    assert list(report.layers["name"]) == ["mm1", "relu", "mm2"]
+    assert (tmp_path / "t.json").stat().st_size > 0  # the trace came back
+    assert first > model.stat().st_size
+    assert again < 2048  # the request alone: runner files and model were there
+    assert jobs == []
+
+
+def test_streamed_files_keep_every_byte_and_awkward_names(
+    servers: tuple[Path, Sshd, Sshd], tmp_path: Path
+) -> None:
+    key, _, without = servers
+    source = tmp_path / "source.bin"
+    source.write_bytes(os.urandom(3 << 20) + bytes(range(256)) * 7)
+    with target_of(key, without, tmp_path) as target:
+        workdir = target.make_workdir()
+        remote = target.put(source, workdir, companions={f"sub/{AWKWARD}": source})
+        back = tmp_path / "back" / "again.bin"
+        target.get(remote, back)
+        target.get(remote.rsplit("/", 1)[0] + f"/sub/{AWKWARD}", tmp_path / "awkward.bin")
+        sent = target.bytes_uploaded
+        target.remove_workdir(workdir)
+        assert not Path(workdir).exists()
+        deployed = sorted(p.name for p in Path(target.deploy_root).rglob("*") if p.is_file())
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == digest
+    assert hashlib.sha256((tmp_path / "awkward.bin").read_bytes()).hexdigest() == digest
+    assert sent == 2 * source.stat().st_size
+    assert deployed == sorted([AWKWARD, "source.bin"])  # no partial file left, nothing run
+    assert not list(Path("/").glob("INJECTED*")) and not list(tmp_path.rglob("INJECTED*"))
+    assert not list(Path.home().glob("INJECTED*"))
+
+
+def test_a_failing_stream_names_the_cause_and_the_fix(
+    servers: tuple[Path, Sshd, Sshd], tmp_path: Path
+) -> None:
+    key, _, without = servers
+    with target_of(key, without, tmp_path) as target:
+        with pytest.raises(TargetError, match=r"no SFTP subsystem.*Subsystem sftp internal-sftp"):
+            target.get(target.deploy_root + "/no such file", tmp_path / "x.bin")
+        assert not (tmp_path / "x.bin").exists()
