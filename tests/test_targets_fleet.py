@@ -1,4 +1,4 @@
-"""The fleet (issue 27, item 4): `connections().fleet()` shows each saved target's GPUs,
+"""The fleet (issue 27, item 4): `nj.fleet()` shows each saved target's GPUs,
 driver, runtimes and cache size, kept between calls and refreshed on demand."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import onnxruntime
 
+import nsdl_jupyter as nj
 from nsdl_jupyter.profiling import profile_ort
 from nsdl_jupyter.targets import connections
 from tests._sshd import Sshd, free_port
@@ -31,7 +32,7 @@ def test_the_fleet_lists_saved_targets_and_refreshes_on_demand(
     saved.add(off)
     with lab:
         profile_ort(small_model(tmp_path / "m.onnx"), target=lab, iterations=2)
-    frame = saved.fleet().to_frame()
+    frame = nj.fleet(saved).to_frame()
     rows = {row["name"]: row for row in frame.to_dict("records")}
     assert list(rows) == [lab.name, "no-sftp", "off"]
     assert onnxruntime.__version__ in rows[lab.name]["runtimes"]
@@ -39,9 +40,9 @@ def test_the_fleet_lists_saved_targets_and_refreshes_on_demand(
     assert rows["off"]["error"] and "off" not in rows["off"]["runtimes"]
     stored = json.loads((tmp_path / "config" / "fleet.json").read_text())
 
-    again = saved.fleet()  # from fleet.json: nothing is checked again
+    again = nj.fleet(saved)  # from fleet.json: nothing is checked again
     assert [r.checked for r in again.rows] == [s[0]["checked"] for s in stored.values()]
-    fresh = saved.fleet(refresh=["no-sftp"])
+    fresh = nj.fleet(saved, refresh=["no-sftp"])
     checked = {r.name: r.checked for r in fresh.rows}
     assert checked["no-sftp"] > stored["no-sftp"][0]["checked"]
     assert checked[lab.name] == stored[lab.name][0]["checked"]

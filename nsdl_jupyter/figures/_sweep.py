@@ -9,7 +9,7 @@ import pandas as pd
 
 from nsdl_jupyter.figures._errors import FigureError
 from nsdl_jupyter.figures._plotly import go
-from nsdl_jupyter.sweeps._result import where_label
+from nsdl_jupyter.sweeps import where_label
 
 if TYPE_CHECKING:
     from nsdl_jupyter.sweeps import SweepResult

@@ -4,6 +4,7 @@
 - `load_ort_profile(trace)`: a trace from onnxruntime's own profiler, from any machine;
 - `load_trtexec(profile=..., layer_info=..., times=...)`: trtexec's JSON exports;
 - `check_target(target)`: the dependency table of a target (local or SSH);
+- `fleet(refresh=...)`: every saved target's GPUs, driver, runtimes and cache size;
 - `export_engine(model, output, settings=TrtSettings(...))` / `start_export_engine(...)`: a
   TensorRT engine built in a child process; `check_trt_capability(model)`: the nodes the
   TensorRT ONNX parser rejects;
@@ -35,6 +36,7 @@ from nsdl_jupyter.profiling._errors import (
     TrtSettingsError,
     TrtUnavailableError,
 )
+from nsdl_jupyter.profiling._fleet import Fleet, fleet
 from nsdl_jupyter.profiling._inputs import input_file_name
 from nsdl_jupyter.profiling._job import Progress
 from nsdl_jupyter.profiling._model_source import model_source
@@ -93,6 +95,7 @@ __all__ = [
     "EngineJob",
     "EngineMetadata",
     "EngineMismatchError",
+    "Fleet",
     "InputFolderError",
     "OnnxParseError",
     "OrtProfileSettings",
@@ -125,6 +128,7 @@ __all__ = [
     "check_target",
     "check_trt_capability",
     "export_engine",
+    "fleet",
     "input_file_name",
     "load_ort_profile",
     "load_trtexec",

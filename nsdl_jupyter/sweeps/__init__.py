@@ -16,7 +16,7 @@ from nsdl_jupyter.sweeps._errors import SweepCancelledError, SweepError, SweepSe
 from nsdl_jupyter.sweeps._grid import AXES, BACKENDS, PRECISIONS, expand_grid
 from nsdl_jupyter.sweeps._identity import TargetIdentity, target_identity
 from nsdl_jupyter.sweeps._progress import SweepProgress
-from nsdl_jupyter.sweeps._result import COLUMNS, SweepResult, register_sweep_figure
+from nsdl_jupyter.sweeps._result import COLUMNS, SweepResult, register_sweep_figure, where_label
 from nsdl_jupyter.sweeps._sweep import SweepJob, start_sweep, sweep
 
 __all__ = [
@@ -38,4 +38,5 @@ __all__ = [
     "sweep",
     "sweep_cluster",
     "target_identity",
+    "where_label",
 ]

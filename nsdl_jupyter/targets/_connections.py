@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._paths import config_dir
@@ -25,9 +25,6 @@ from nsdl_jupyter.targets._errors import (
     UnknownConnectionError,
 )
 from nsdl_jupyter.targets._ssh import SshTarget
-
-if TYPE_CHECKING:
-    from nsdl_jupyter.profiling._fleet import Fleet
 
 _FORMAT_VERSION = 1
 _TEXT = (str, type(None))
@@ -159,14 +156,6 @@ class Connections:
             raise UnknownConnectionError(f"no saved connection {name!r}; saved: {sorted(entries)}")
         del entries[name]
         self._save(entries)
-
-    def fleet(self, *, refresh: bool | Sequence[str] = False) -> Fleet:
-        """Every saved target's GPUs (a row per GPU slot), driver, runtimes and cache size, as
-        last checked (kept beside this file); `refresh=True` (or a list of names) checks
-        again."""
-        from nsdl_jupyter.profiling._fleet import fleet  # profiling builds on targets
-
-        return fleet(self, refresh=refresh)
 
     def test(
         self, name: str, *, password: str | None = None, passphrase: str | None = None
