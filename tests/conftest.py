@@ -52,7 +52,17 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Modules holding `slow`-marked tests run first, the others after, each module's tests
+    in their own order: parallel workers (pytest-xdist, one module at a time) then start on
+    the long units and fill in with the short ones, instead of one worker running a long
+    module alone at the end. Every worker sorts the same collection the same way."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_modules_first(items)
     if has_nvidia_gpu():
         return
     gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
@@ -121,6 +131,19 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _collect_skips and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, None, None]:
+    """The package's settings and cache folders (NSDL_CONFIG_DIR, NSDL_CACHE_DIR) in this
+    test process's own temporary folder: the suite never touches the user's ~/.config or
+    ~/.cache, and parallel workers (pytest-xdist) never share a settings or cache file.
+    Tests that need an empty folder of their own still set theirs (`settings_dir`)."""
+    folder = tmp_path_factory.mktemp("user")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NSDL_CONFIG_DIR", str(folder / "config"))
+        patch.setenv("NSDL_CACHE_DIR", str(folder / "cache"))
+        yield folder
 
 
 @pytest.fixture(scope="session")

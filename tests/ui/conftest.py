@@ -48,7 +48,8 @@ CHROMIUM_FLAGS = [
     "--disable-dev-shm-usage",
 ]
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-TOKEN = "nsdl-ui-token"
+# one per test process: a server of another worker that got the same port refuses it
+TOKEN = f"nsdl-ui-token-{os.getpid()}"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 TIMEOUT_MS = 120_000
 
@@ -80,7 +81,6 @@ def _start_lab(state: Path) -> Lab:
     (settings / "@jupyterlab/notebook-extension/tracker.jupyterlab-settings").write_text(
         '{"windowingMode": "none"}'
     )
-    port = _free_port()
     env = dict(os.environ)
     env.update(
         JUPYTER_CONFIG_DIR=str(state / "config"),
@@ -93,6 +93,17 @@ def _start_lab(state: Path) -> Lab:
         # the kernelspec runs `python`: make it this interpreter, whatever PATH the run has
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
     )
+    # parallel test workers pick free ports at the same time: one taken between the pick and
+    # the server's bind is replaced by a fresh one (port_retries=0 makes the server exit)
+    for _attempt in range(5):
+        lab = _start_lab_on(state, root, env, _free_port())
+        if lab is not None:
+            return lab
+    raise RuntimeError("jupyter lab found no free port")
+
+
+def _start_lab_on(state: Path, root: Path, env: dict[str, str], port: int) -> Lab | None:
+    """The server on `port`, or None when that port was taken before it could bind."""
     jupyter = str(Path(sys.executable).with_name("jupyter"))
     args = [
         jupyter, "lab", "--no-browser",
@@ -115,6 +126,8 @@ def _start_lab(state: Path) -> Lab:
     deadline = time.monotonic() + 90
     while True:
         if process.poll() is not None:
+            if "already in use" in log.read_text():
+                return None
             raise RuntimeError(f"jupyter lab exited: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):
