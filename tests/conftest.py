@@ -138,11 +138,17 @@ def own_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path
     """The package's settings and cache folders (NSDL_CONFIG_DIR, NSDL_CACHE_DIR) in this
     test process's own temporary folder: the suite never touches the user's ~/.config or
     ~/.cache, and parallel workers (pytest-xdist) never share a settings or cache file.
-    Tests that need an empty folder of their own still set theirs (`settings_dir`)."""
+    Tests that need an empty folder of their own still set theirs (`settings_dir`).
+    NSDL_EXPORT_CACHE: where tests/real_exports.py keeps refilled exports during the run."""
     folder = tmp_path_factory.mktemp("user")
+    # the refilled real exports (tests/real_exports.py), once per run: a worker's temporary
+    # folder lies in the run's, which all workers share
+    run = tmp_path_factory.getbasetemp()
+    run = run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NSDL_CONFIG_DIR", str(folder / "config"))
         patch.setenv("NSDL_CACHE_DIR", str(folder / "cache"))
+        patch.setenv("NSDL_EXPORT_CACHE", str(run / "exports"))
         yield folder
 
 
