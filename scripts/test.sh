@@ -42,9 +42,11 @@ step "ruff format" ruff format --check .
 step "mypy" mypy
 mkdir -p test-output
 # In parallel, one worker per core (pytest-xdist; NSDL_TEST_WORKERS=0 runs in this process):
-# each worker runs whole modules (loadscope), so a module's fixtures are built once, and has
-# its own JupyterLab, browser, sshd servers and folders. The 15 slowest tests close the report.
-step "pytest" python -m pytest -n "${NSDL_TEST_WORKERS:-auto}" --dist loadscope --durations=15 \
+# tests go one by one to whichever worker is free, except that a module with its own module-
+# or session-scoped fixture stays on one worker (loadgroup; tests/conftest.py groups them),
+# so the fixture is built once. Each worker has its own JupyterLab, browser, sshd servers and
+# folders. The 15 slowest tests close the report.
+step "pytest" python -m pytest -n "${NSDL_TEST_WORKERS:-auto}" --dist loadgroup --durations=15 \
   --junitxml=test-output/junit.xml "$@"
 
 # The closing line, read by people and CI alike: the pytest counts from the JUnit report.

@@ -61,8 +61,22 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path not in slow)
 
 
+def _group_by_own_fixtures(items: list[pytest.Item]) -> None:
+    """The tests of a module that defines its own module- or session-scoped fixture (a wheel
+    build, the corpus run, an sshd lab) go to one pytest-xdist worker together
+    (`--dist loadgroup`), so that fixture is built once; every other test goes wherever a
+    worker is free. Fixtures of a conftest (JupyterLab, the browser) are built per worker."""
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if any(d[-1].scope != "function" and d[-1].baseid == module for d in definitions):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _slow_modules_first(items)
+    _group_by_own_fixtures(items)
     if has_nvidia_gpu():
         return
     gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
