@@ -3,6 +3,7 @@
 # format check, mypy (strict, the package) and every pytest test, UI tests included.
 # Each step runs even when an earlier one failed; the summary lists what failed.
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -m "not ui and not slow"`).
+# pytest runs on every core (NSDL_TEST_WORKERS=N sets how many workers, 0 for none).
 # Strict by default (NSDL_STRICT=1): a test skipped for a missing prerequisite FAILS;
 # NSDL_STRICT=0 bash scripts/test.sh relaxes that.
 set -uo pipefail
@@ -40,7 +41,13 @@ step "ruff check" ruff check .
 step "ruff format" ruff format --check .
 step "mypy" mypy
 mkdir -p test-output
-step "pytest" python -m pytest --junitxml=test-output/junit.xml "$@"
+# In parallel, one worker per core (pytest-xdist; NSDL_TEST_WORKERS=0 runs in this process):
+# tests go one by one to whichever worker is free, except that a module with its own module-
+# or session-scoped fixture stays on one worker (loadgroup; tests/conftest.py groups them),
+# so the fixture is built once. Each worker has its own JupyterLab, browser, sshd servers and
+# folders. The 15 slowest tests close the report.
+step "pytest" python -m pytest -n "${NSDL_TEST_WORKERS:-auto}" --dist loadgroup --durations=15 \
+  --junitxml=test-output/junit.xml "$@"
 
 # The closing line, read by people and CI alike: the pytest counts from the JUnit report.
 counts="$(python - <<'PY' 2>/dev/null || echo "0 passed, 1 failed"

@@ -44,6 +44,10 @@ def fingerprint_of(pub: Path) -> str:
     return out.split()[1]
 
 
+class PortTakenError(RuntimeError):
+    """sshd could not bind its port: another process holds it."""
+
+
 @dataclass
 class Sshd:
     folder: Path
@@ -66,6 +70,16 @@ class Sshd:
         return f"[127.0.0.1]:{self.port} {kind} {blob}\n"
 
     def start(self) -> Sshd:
+        """Start it on `port`; a port that another process took between `free_port()` and
+        sshd's bind (parallel test workers pick ports at once) is replaced by a fresh one."""
+        for _attempt in range(5):
+            try:
+                return self._start()
+            except PortTakenError:
+                self.port = free_port()
+        raise RuntimeError(f"sshd found no free port: {self.log.read_text()[-2000:]}")
+
+    def _start(self) -> Sshd:
         self.folder.mkdir(parents=True, exist_ok=True)
         if not (self.folder / "host_key").exists():
             keygen(self.folder / "host_key")
@@ -92,21 +106,34 @@ class Sshd:
                 ]
             )
         )
+        logged = self.log.stat().st_size if self.log.exists() else 0
         self.process = subprocess.Popen(
             [str(SSHD), "-D", "-f", str(config), "-E", str(self.log)],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        deadline = time.monotonic() + 10
+        pid_file = self.folder / "sshd.pid"
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"sshd exited: {self.log.read_text()[-2000:]}")
+                log = self.log.read_text()[logged:]
+                if "Address already in use" in log:
+                    raise PortTakenError(self.port)
+                raise RuntimeError(f"sshd exited: {log[-2000:]}")
+            # sshd writes its pid file once it holds the port: only then is a banner on the
+            # port ours (not another worker's server that got the same port first)
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    if s.recv(4).startswith(b"SSH-"):
-                        return self
+                ours = pid_file.read_text().strip() == str(self.process.pid)
             except OSError:
-                time.sleep(0.05)
+                ours = False
+            try:
+                if ours:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                        if s.recv(4).startswith(b"SSH-"):
+                            return self
+            except OSError:
+                pass
+            time.sleep(0.05)
         raise RuntimeError(f"sshd did not answer on port {self.port}")
 
     def session_pids(self) -> list[int]:

@@ -52,7 +52,35 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Modules holding `slow`-marked tests run first, the others after, each module's tests
+    in their own order: parallel workers (pytest-xdist, one module at a time) then start on
+    the long units and fill in with the short ones, instead of one worker running a long
+    module alone at the end. Every worker sorts the same collection the same way."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
+
+
+def _group_by_own_fixtures(items: list[pytest.Item]) -> None:
+    """The tests of a module that defines its own module- or session-scoped fixture (a wheel
+    build, the corpus run, an sshd lab) go to one pytest-xdist worker together
+    (`--dist loadgroup`), so that fixture is built once; every other test goes wherever a
+    worker is free. The browser tests (tests/ui) form one group: one JupyterLab, one Chromium,
+    and Playwright's event loop gone before that worker's next other test."""
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if "browser" in getattr(item, "fixturenames", ()):
+            # one block on one worker: Playwright stops after it (tests/ui/conftest.py)
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif any(d[-1].scope != "function" and d[-1].baseid == module for d in definitions):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_modules_first(items)
+    _group_by_own_fixtures(items)
     if has_nvidia_gpu():
         return
     gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
@@ -121,6 +149,25 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _collect_skips and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_user_folders(tmp_path_factory: pytest.TempPathFactory) -> Generator[Path, None, None]:
+    """The package's settings and cache folders (NSDL_CONFIG_DIR, NSDL_CACHE_DIR) in this
+    test process's own temporary folder: the suite never touches the user's ~/.config or
+    ~/.cache, and parallel workers (pytest-xdist) never share a settings or cache file.
+    Tests that need an empty folder of their own still set theirs (`settings_dir`).
+    NSDL_EXPORT_CACHE: where tests/real_exports.py keeps refilled exports during the run."""
+    folder = tmp_path_factory.mktemp("user")
+    # the refilled real exports (tests/real_exports.py), once per run: a worker's temporary
+    # folder lies in the run's, which all workers share
+    run = tmp_path_factory.getbasetemp()
+    run = run.parent if os.environ.get("PYTEST_XDIST_WORKER") else run
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NSDL_CONFIG_DIR", str(folder / "config"))
+        patch.setenv("NSDL_CACHE_DIR", str(folder / "cache"))
+        patch.setenv("NSDL_EXPORT_CACHE", str(run / "exports"))
+        yield folder
 
 
 @pytest.fixture(scope="session")

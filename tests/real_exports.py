@@ -24,6 +24,8 @@ No pytest here: benchmarks import it too, with the repository root on sys.path:
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import os
@@ -61,6 +63,11 @@ _DATA_FIELDS = (
     "external_data",
 )
 _INLINE_LIMIT = 1_800_000_000  # bytes of tensor data; protobuf cannot serialize 2 GiB
+# A folder where `load` keeps refilled models, named by the content of the stored file and of
+# this module (tests/conftest.py sets it to one folder per test run, shared by its workers):
+# refilling BERT or GPT-2 draws ~100 M normal numbers, reading the refilled file back is a
+# fraction of that. Unset (benchmarks, a plain import): every load refills.
+CACHE_ENV = "NSDL_EXPORT_CACHE"
 
 
 def names() -> list[str]:
@@ -69,13 +76,31 @@ def names() -> list[str]:
 
 
 def load(name: str) -> onnx.ModelProto:
-    """The export `name` with its weights refilled (same bytes on every call)."""
+    """The export `name` with its weights refilled (same bytes on every call); from the
+    cache folder named by $NSDL_EXPORT_CACHE when set and filled by an earlier load."""
     path = FOLDER / f"{name}.onnx"
     if not path.is_file():
         raise FileNotFoundError(f"no corpus export {name!r} in {FOLDER}: pick one of {names()}")
+    cache = os.environ.get(CACHE_ENV)
+    cached = Path(cache) / f"{name}-{_content_key(path)}.onnx" if cache else None
+    if cached is not None and cached.is_file():
+        return onnx.load(cached)
     model = onnx.load(path, load_external_data=False)
     refill(model)
+    if cached is not None and _data_bytes(model) <= _INLINE_LIMIT:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+        onnx.save_model(model, partial)
+        os.replace(partial, cached)  # atomic: a parallel worker reads a whole file or none
     return model
+
+
+@functools.cache
+def _content_key(path: Path) -> str:
+    """What a refilled model depends on: the stored file and the refill code (this module)."""
+    digest = hashlib.sha256(path.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def save(name: str, folder: str | Path, *, external_data: bool | None = None) -> Path:

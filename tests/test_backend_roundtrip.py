@@ -232,6 +232,7 @@ def check_case(case: Path, work: Path, progress: Any) -> dict[str, Any]:
     original = onnx.load(case / "model.onnx")
     progress("open")
     try:
+        # one scratch file per shard, replaced case after case
         saved_path = nj.open_model(case / "model.onnx").save(work / "saved.onnx", overwrite=True)
         saved = onnx.load(saved_path)
     except Exception as error:

@@ -1,4 +1,5 @@
-"""Every example notebook runs top to bottom in a real kernel without an error.
+"""Every example notebook runs top to bottom in a real kernel without an error, and shows
+what it is for (SHOWS: the quickstart's GraphView, the profiling notebook's figures and panel).
 
 Executed with nbclient (kernel `python3`: jupyter_client starts it with this interpreter,
 so the venv's packages); a cell error, or a traceback printed to stderr (e.g. by a widget
@@ -8,7 +9,9 @@ callback), fails the test. Executed copies land in test-output/notebooks/ to loo
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -29,8 +32,38 @@ def _problems(notebook: nbformat.NotebookNode) -> list[str]:
     return found
 
 
+def _outputs(notebook: nbformat.NotebookNode) -> list[dict[str, Any]]:
+    return [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+
+
+def _quickstart_shows_a_graph_view(notebook: nbformat.NotebookNode) -> None:
+    outputs = _outputs(notebook)
+    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views, "the notebook shows a GraphView"
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "groups" in text and ".svg" in text
+
+
+def _profiling_shows_figures_and_the_panel(notebook: nbformat.NotebookNode) -> None:
+    outputs = _outputs(notebook)
+    html_figures = [o for o in outputs if "plotly-graph-div" in str(o.get("data", {}))]
+    assert len(html_figures) >= 4  # timeline, top-N, share, comparison: in static HTML form
+    widgets = [
+        o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert widgets  # the ActivityPanel
+
+
+# what a notebook must show beyond running cleanly (each notebook is executed once, here)
+SHOWS: dict[str, Callable[[nbformat.NotebookNode], None]] = {
+    "quickstart": _quickstart_shows_a_graph_view,
+    "profiling": _profiling_shows_figures_and_the_panel,
+}
+
+
 def test_quickstart_notebook_exists() -> None:
     assert (REPO / "example_notebooks" / "quickstart.ipynb") in NOTEBOOKS
+    assert set(SHOWS) <= {path.stem for path in NOTEBOOKS}
 
 
 @pytest.mark.slow
@@ -40,6 +73,7 @@ def test_notebook_runs_without_errors(path: Path, tmp_path: Path, test_output_di
     folder = tmp_path / "example_notebooks"
     shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     notebook = nbformat.read(folder / path.name, as_version=4)
+    assert notebook.metadata["kernelspec"]["name"] == "python3"  # a kernel dialog would block
     client = NotebookClient(
         notebook,
         kernel_name="python3",
@@ -54,3 +88,4 @@ def test_notebook_runs_without_errors(path: Path, tmp_path: Path, test_output_di
     problems = _problems(notebook)
     assert not problems, f"{path.name} (executed copy: {out / path.name}):\n" + "\n".join(problems)
     assert all(cell.get("execution_count") for cell in notebook.cells if cell.cell_type == "code")
+    SHOWS.get(path.stem, lambda _notebook: None)(notebook)

@@ -55,7 +55,8 @@ pytestmark = pytest.mark.skipif(
 
 PASSPHRASE = "canary-passphrase-" + secrets.token_hex(8)
 PASSWORD = "canary-password-" + secrets.token_hex(8)
-TEST_USER = "nsdlsshtest"
+# one user per pytest-xdist worker: each worker's session makes and deletes its own
+TEST_USER = "nsdlsshtest" + os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 @dataclass
@@ -303,9 +304,15 @@ def test_a_changed_host_key_is_refused_showing_both(lab: Lab, tmp_path: Path) ->
 # ---- ProxyJump, ProxyCommand, ssh_config ---------------------------------------------------
 
 
-def _forwards(server: Sshd, port: int) -> int:
-    """How many direct-tcpip forwards to 127.0.0.1:port the server's log shows."""
-    return server.log.read_text().count(f"target 127.0.0.1 port {port}")
+def _forwards(server: Sshd, port: int, expect: int | None = None) -> int:
+    """How many direct-tcpip forwards to 127.0.0.1:port the server's log shows; with `expect`,
+    once it shows that many (sshd writes its log asynchronously), or after 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        count = server.log.read_text().count(f"target 127.0.0.1 port {port}")
+        if expect is None or count >= expect or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)
 
 
 def test_proxy_jump_over_two_hops(lab: Lab, tmp_path: Path) -> None:
@@ -313,9 +320,8 @@ def test_proxy_jump_over_two_hops(lab: Lab, tmp_path: Path) -> None:
     jump = f"root@127.0.0.1:{lab.jump1.port},root@127.0.0.1:{lab.jump2.port}"
     with make_target(lab, tmp_path, proxy_jump=jump) as target:
         assert target.run_command("echo far")[1].strip() == "far"
-    time.sleep(0.2)  # sshd writes its log asynchronously
-    assert _forwards(lab.jump1, lab.jump2.port) == before[0] + 1
-    assert _forwards(lab.jump2, lab.target.port) == before[1] + 1
+    assert _forwards(lab.jump1, lab.jump2.port, before[0] + 1) == before[0] + 1
+    assert _forwards(lab.jump2, lab.target.port, before[1] + 1) == before[1] + 1
 
 
 def test_a_jump_host_key_is_checked_too(lab: Lab, tmp_path: Path) -> None:
@@ -348,8 +354,7 @@ def test_proxy_command_runs_without_a_shell(lab: Lab, tmp_path: Path) -> None:
     ]
     with make_target(lab, tmp_path, proxy_command=command) as target:
         assert target.run_command("echo through")[1].strip() == "through"
-    time.sleep(0.2)
-    assert _forwards(lab.jump1, lab.target.port) == before + 1
+    assert _forwards(lab.jump1, lab.target.port, before + 1) == before + 1
     with pytest.raises(TargetConnectionError, match="cannot start"):
         make_target(lab, tmp_path, proxy_command=["/no/such/proxy", "%h"]).connect()
 
@@ -371,8 +376,7 @@ def test_ssh_config_alias_with_proxy_jump(lab: Lab, tmp_path: Path) -> None:
     assert target.name == f"root@gpu-box:{lab.target.port}"
     with target:
         assert target.run_command("echo alias")[1].strip() == "alias"
-    time.sleep(0.2)
-    assert _forwards(lab.jump1, lab.target.port) == before + 1
+    assert _forwards(lab.jump1, lab.target.port, before + 1) == before + 1
 
 
 # ---- remote runs ----------------------------------------------------------------------------
@@ -690,7 +694,10 @@ def test_no_written_file_holds_a_secret(
     ]
     assert len(written) > 5
     for path in written:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # another test worker's file under /tmp, removed since
+            continue
         assert PASSPHRASE.encode() not in data and PASSWORD.encode() not in data, path
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert PASSPHRASE not in logged and PASSWORD not in logged

@@ -118,7 +118,7 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
     random = any(n.op_type in RANDOM_OPS for n in case.model.graph.node)
     # sanitize
     try:
-        status = sanitize(source, folder / "sanitized.onnx", overwrite=True)
+        status = sanitize(source, folder / "sanitized.onnx", overwrite=True)  # scratch, per case
         result = _session(folder / "sanitized.onnx")
         kept = {i.name for i in result.get_inputs()}
         record["sanitize"] = _same(
@@ -130,7 +130,9 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
         record["sanitize"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
     # fp16
     try:
-        status = convert_to_fp16(source, folder / "fp16.onnx", validate=False, overwrite=True)
+        status = convert_to_fp16(
+            source, folder / "fp16.onnx", validate=False, overwrite=True
+        )  # compared here; scratch, per case
         converted = _session(folder / "fp16.onnx")
         rounded = {
             k: v.astype(np.float16).astype(np.float32)

@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.examples import bert_base, resnet18, resnet50, small_transformer
+from nsdl_jupyter.examples import resnet18, resnet50, small_transformer
 from nsdl_jupyter.transforms import TransformError, convert_to_fp16
 
 
@@ -312,7 +312,9 @@ def test_architectures_run_and_stay_close(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "build"), [("resnet50", resnet50), ("bert_base", bert_base)])
+# BERT-base is not repeated here: the same builder family at 5e-3 is small_transformer above,
+# and FP16 of BERT-base itself is test_transforms_fp16_exports (both real torch exports)
+@pytest.mark.parametrize(("name", "build"), [("resnet50", resnet50)])
 def test_large_architectures_run_and_stay_close(tmp_path: Path, name: str, build: object) -> None:
     source = tmp_path / f"{name}.onnx"
     onnx.save(build(), str(source))  # type: ignore[operator]

@@ -9,7 +9,8 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
   (6). Notebooks need metadata.kernelspec or a kernel dialog swallows clicks (13).
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
-Fixtures: `lab` (session: the server), `browser` (session), `notebook` (function: writes a
+Fixtures: `lab` (session: the server), `browser` (one Chromium for a run of consecutive
+browser tests), `notebook` (function: writes a
 notebook from code cells into the lab root and returns a `NotebookPage` driver).
 Screenshots go to test-output/ui/<test name>/.
 """
@@ -48,7 +49,8 @@ CHROMIUM_FLAGS = [
     "--disable-dev-shm-usage",
 ]
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-TOKEN = "nsdl-ui-token"
+# one per test process: a server of another worker that got the same port refuses it
+TOKEN = f"nsdl-ui-token-{os.getpid()}"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 TIMEOUT_MS = 120_000
 
@@ -80,7 +82,6 @@ def _start_lab(state: Path) -> Lab:
     (settings / "@jupyterlab/notebook-extension/tracker.jupyterlab-settings").write_text(
         '{"windowingMode": "none"}'
     )
-    port = _free_port()
     env = dict(os.environ)
     env.update(
         JUPYTER_CONFIG_DIR=str(state / "config"),
@@ -93,6 +94,17 @@ def _start_lab(state: Path) -> Lab:
         # the kernelspec runs `python`: make it this interpreter, whatever PATH the run has
         PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
     )
+    # parallel test workers pick free ports at the same time: one taken between the pick and
+    # the server's bind is replaced by a fresh one (port_retries=0 makes the server exit)
+    for _attempt in range(5):
+        lab = _start_lab_on(state, root, env, _free_port())
+        if lab is not None:
+            return lab
+    raise RuntimeError("jupyter lab found no free port")
+
+
+def _start_lab_on(state: Path, root: Path, env: dict[str, str], port: int) -> Lab | None:
+    """The server on `port`, or None when that port was taken before it could bind."""
     jupyter = str(Path(sys.executable).with_name("jupyter"))
     args = [
         jupyter, "lab", "--no-browser",
@@ -115,6 +127,8 @@ def _start_lab(state: Path) -> Lab:
     deadline = time.monotonic() + 90
     while True:
         if process.poll() is not None:
+            if "already in use" in log.read_text():
+                return None
             raise RuntimeError(f"jupyter lab exited: {log.read_text()[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2):
@@ -158,14 +172,60 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Generator[Lab, None, None]:
     _stop_lab(server.process)
 
 
+class _Chromium:
+    """The browser, started on first use and stopped once the tests that use it are done.
+
+    Playwright's sync API keeps an asyncio loop marked running in the main thread while it is
+    started: a test after it in the same process that calls asyncio.run() or looks for the
+    kernel's loop (the type-check runner) would find that one. The browser tests run as one
+    block per process (tests/conftest.py groups them for pytest-xdist), and the block's last
+    test stops Playwright (pytest_runtest_teardown below)."""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._instance: Any = None
+
+    def get(self) -> Any:
+        if self._instance is None:
+            playwright_api = pytest.importorskip("playwright.sync_api")
+            self._playwright = playwright_api.sync_playwright().start()
+            self._instance = self._playwright.chromium.launch(
+                executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True, timeout=60_000
+            )
+        return self._instance
+
+    def stop(self) -> None:
+        instance, playwright = self._instance, self._playwright
+        self._instance = self._playwright = None
+        try:
+            if instance is not None:
+                instance.close()
+        finally:
+            if playwright is not None:
+                playwright.stop()
+
+
+_CHROMIUM = _Chromium()
+
+
 @pytest.fixture(scope="session")
-def browser(lab: Lab) -> Generator[Any, None, None]:
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True,
-                                     timeout=60_000)  # fmt: skip
-        yield instance
-        instance.close()
+def _chromium() -> Generator[_Chromium, None, None]:
+    yield _CHROMIUM
+    _CHROMIUM.stop()
+
+
+@pytest.fixture
+def browser(lab: Lab, _chromium: _Chromium) -> Any:
+    return _chromium.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
+    yield  # the test's own fixtures (its pages and contexts) are closed first
+    if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
+        _CHROMIUM.stop()
 
 
 class NotebookPage:
