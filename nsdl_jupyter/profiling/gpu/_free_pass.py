@@ -19,7 +19,7 @@ from nsdl_jupyter.profiling._errors import TraceFormatError
 from nsdl_jupyter.profiling.gpu._kernel_alignment import KernelAlignment, align_kernels
 from nsdl_jupyter.profiling.gpu._kernels import (
     GpuTiming,
-    dims_text,
+    kernel_rows,
     read_kernel_records,
     timing_from_frame,
 )
@@ -55,18 +55,7 @@ def free_running_timing(
     n_runs = len(records.run_start_ns)
     run = np.searchsorted(records.run_start_ns, records.start_ns, side="right") - 1
     keep = run >= 0
-    frame = pd.DataFrame(
-        {
-            "kernel": np.array(records.names, dtype=object)[records.name_id[keep]],
-            "grid": dims_text(records.grid[keep]),
-            "block": dims_text(records.block[keep]),
-            "stream": records.stream[keep],
-            "run": run[keep],
-            "start_ns": records.start_ns[keep],
-            "end_ns": records.end_ns[keep],
-            "duration_ms": (records.end_ns[keep] - records.start_ns[keep]) / 1e6,
-        }
-    ).sort_values(["run", "start_ns"], kind="stable")
+    frame = kernel_rows(records, run, keep).sort_values(["run", "start_ns"], kind="stable")
     ref = reference_run(reference.frame)
     ref_keys = kernel_keys(ref)
     ref_layers = ref["layer"].to_numpy(dtype=object)

@@ -117,10 +117,16 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
     before = launch_us < first_node_us[np.clip(run, 0, max(n_runs - 1, 0))] if n_runs else run
     outside_id = np.where(before, len(windows.names), len(windows.names) + 1)
     layer_id = np.where(window >= 0, windows.name_id[np.clip(window, 0, None)], outside_id)
-    duration_ms = (records.end_ns - records.start_ns) / 1e6
-    frame = pd.DataFrame(
+    frame = kernel_rows(records, run, keep)
+    frame.insert(0, "layer", layer_names[layer_id[keep]])
+    return timing_from_frame(frame, n_runs, windows.representative)
+
+
+def kernel_rows(records: _Records, run: np.ndarray, keep: np.ndarray) -> pd.DataFrame:
+    """The kept kernel records as rows (kernel, grid, block, stream, run, start/end, duration):
+    the columns every pass's kernels share, before they are placed on layers."""
+    return pd.DataFrame(
         {
-            "layer": layer_names[layer_id[keep]],
             "kernel": np.array(records.names, dtype=object)[records.name_id[keep]],
             "grid": dims_text(records.grid[keep]),
             "block": dims_text(records.block[keep]),
@@ -128,10 +134,9 @@ def attribute_kernels(path: str | os.PathLike[str], windows: NodeWindows) -> Gpu
             "run": run[keep],
             "start_ns": records.start_ns[keep],
             "end_ns": records.end_ns[keep],
-            "duration_ms": duration_ms[keep],
+            "duration_ms": (records.end_ns[keep] - records.start_ns[keep]) / 1e6,
         }
     )
-    return timing_from_frame(frame, n_runs, windows.representative)
 
 
 def timing_from_frame(frame: pd.DataFrame, n_runs: int, representative: int) -> GpuTiming:
