@@ -91,7 +91,11 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     nb = notebook(
         [
             SETUP.format(n=1500),
-            "closed = [k for k, v in view.groups.items() if not v]; print('CLOSED', closed[0])",
+            # the first view is the outline (modules collapsed): open the first module's
+            # parents so that a group of nodes, not of modules, waits closed for the click
+            "closed = [k for k, v in view.groups.items() if not v]\n"
+            "leaf = next(k for k in closed if not any(o.startswith(k + '/') for o in closed))\n"
+            "view.expand(leaf.rsplit('/', 1)[0])\nprint('CLOSED', leaf)",
             "print('EXPANDED', view.groups[closed[0]])",
             "doc.rename_node(names[0], 'renamed_first')\n"
             "source = doc.nodes['renamed_first'].outputs[0]\n"
@@ -102,8 +106,12 @@ def test_expand_group_and_edit_patch_without_redraw(notebook: Any) -> None:
     nb.run_cell(0)
     nb.wait_for(READY)
     assert nb.error_outputs() == []
+    first = nb.page.locator(READY).first.get_attribute("data-layout-seq")
     nb.run_cell(1)
     key = nb.output(1).split("CLOSED", 1)[1].strip()
+    nb.page.wait_for_function(
+        "(s) => document.querySelector('.nsdl-graph-view').dataset.layoutSeq !== s", arg=first
+    )
     before = int(nb.page.locator(READY).first.get_attribute("data-visible-nodes") or 0)
     seq = nb.page.locator(READY).first.get_attribute("data-layout-seq")
     nb.screenshot("collapsed", VIEW)

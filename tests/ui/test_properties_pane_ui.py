@@ -24,6 +24,7 @@ folder = tempfile.mkdtemp()
 onnx.save(small_transformer(layers=2), folder + "/bert.onnx")
 doc = nj.open_model(folder + "/bert.onnx")
 view = nj.GraphView(doc, height=560)
+view.expand()  # the first view is the outline of the modules
 view
 """
 
