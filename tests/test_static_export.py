@@ -368,7 +368,7 @@ def test_nsdl_html_command(executed: Path, tmp_path: Path) -> None:
 
 
 def test_export_errors_come_before_any_file_is_written(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no notebook at"):
+    with pytest.raises(FileNotFoundError, match="no such notebook"):
         export_notebook_html(tmp_path / "missing.ipynb")
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{not json")
