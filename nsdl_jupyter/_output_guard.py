@@ -114,6 +114,20 @@ def protected_because(path: PathLike, reading: Iterable[PathLike | None] = ()) -
     return None
 
 
+def output_path(value: object, what: str = "output") -> Path:
+    """`value` as a path a file could be written at, else OutputPathError: a value that is no
+    path (an int, None) or a name no file can have (a NUL byte). Writers that work on the
+    path before `guard_output` check it here first."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise OutputPathError(
+            f"the {what} must be a path (str or os.PathLike), not {type(value).__name__}", None
+        )
+    text = os.fspath(value)
+    if not isinstance(text, str) or "\0" in text:
+        raise OutputPathError(f"{what} path {text!r} holds a NUL byte: no file can have it", None)
+    return Path(text)
+
+
 def guard_output(
     path: PathLike,
     *,
@@ -130,11 +144,7 @@ def guard_output(
     for a file that is this writer's own earlier output (replaced without `overwrite`).
     `writes_model`: the output is an ONNX model, which may replace another model's file.
     """
-    if "\0" in os.fspath(path):
-        raise OutputPathError(
-            f"{what} path {str(path)!r} holds a NUL byte: no file can have it", None
-        )
-    target = Path(os.path.abspath(Path(path).expanduser()))
+    target = Path(os.path.abspath(output_path(path, what).expanduser()))
     because = protected_because(target, reading)
     if because is not None:
         raise OutputPathError(

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._errors import NsdlError, input_path
 
 try:
     from nbconvert.exporters import HTMLExporter
@@ -30,7 +30,7 @@ except ImportError as error:  # pragma: no cover - nbconvert ships with every Ju
     ) from error
 
 from nsdl_jupyter._atomic import atomic_write_bytes
-from nsdl_jupyter._output_guard import guard_output, starts_with
+from nsdl_jupyter._output_guard import guard_output, output_path, starts_with
 from nsdl_jupyter._static_export import Replaced, replace_widget_outputs
 
 __all__ = [
@@ -123,10 +123,12 @@ def export_notebook_html(
     """
     import nbformat
 
-    source = Path(notebook_path)
-    if not source.is_file():
-        raise FileNotFoundError(f"no notebook at {source}: pass the path of an .ipynb file")
-    target = Path(html_path) if html_path is not None else source.with_suffix(".html")
+    source = input_path(notebook_path, "notebook (.ipynb file)")
+    target = (
+        output_path(html_path, "HTML path")
+        if html_path is not None
+        else source.with_suffix(".html")
+    )
     if target.resolve() == source.resolve():
         raise NotebookPathError(
             f"the HTML would overwrite the notebook {source}: choose another path"

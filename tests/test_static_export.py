@@ -364,11 +364,11 @@ def test_nsdl_html_command(executed: Path, tmp_path: Path) -> None:
         capture_output=True, text=True,
     )  # fmt: skip
     assert missing.returncode == 2
-    assert "no notebook at" in missing.stderr and "nope.ipynb" in missing.stderr
+    assert "no such notebook" in missing.stderr and "nope.ipynb" in missing.stderr
 
 
 def test_export_errors_come_before_any_file_is_written(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no notebook at"):
+    with pytest.raises(FileNotFoundError, match="no such notebook"):
         export_notebook_html(tmp_path / "missing.ipynb")
     broken = tmp_path / "broken.ipynb"
     broken.write_text("{not json")

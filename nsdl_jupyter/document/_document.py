@@ -23,7 +23,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter._errors import ArgumentError, input_path
 from nsdl_jupyter._gc import gc_paused
-from nsdl_jupyter._output_guard import guard_output
+from nsdl_jupyter._output_guard import guard_output, output_path
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._check import (
@@ -291,7 +291,7 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
         disk, so work on the result (onnx's checker) overlaps with the disk.
         """
         self._check_editable()
-        target = Path(path) if path is not None else self._path
+        target = output_path(path, "save path") if path is not None else self._path
         if target is None:
             raise ModelSaveError("this model has never been saved: give a path")
         target = target.absolute()

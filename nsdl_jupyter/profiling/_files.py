@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from nsdl_jupyter._errors import input_path
 from nsdl_jupyter.profiling._errors import ProfileFileError, ProfileSettingsError
 
 # What malformed JSON content raises inside code written for well-formed content.
@@ -27,6 +28,15 @@ _MALFORMED = (
     OverflowError,
     RecursionError,
 )
+
+
+def readable_file(value: object, what: str) -> Path:
+    """`value` as the path of a file to read, checked as `input_path` does (ArgumentError for
+    no path, MissingFileError for a missing file or an impossible name); what exists but is
+    no regular file is left to `open_regular`, which says what it is in the file kind's error."""
+    if isinstance(value, (str, os.PathLike)) and os.path.lexists(value):
+        return Path(value)
+    return input_path(value, what)
 
 
 @contextmanager
@@ -51,7 +61,7 @@ def open_regular(path: Path, error: type[ValueError]) -> Iterator[IO[bytes]]:
 
 def read_json(path: str | os.PathLike[str], error: type[ProfileFileError], what: str) -> Any:
     """The JSON content of `path`; `error` (naming `what` the file should be) when it is not."""
-    path = Path(path)
+    path = readable_file(path, what)
     try:
         with open_regular(path, error) as handle:
             return json.load(handle)

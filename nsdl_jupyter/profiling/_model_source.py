@@ -15,7 +15,7 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._errors import ArgumentError, input_path
 from nsdl_jupyter.document import external_tensors, load_model
 
 
@@ -103,12 +103,11 @@ def _is_document(obj: Any) -> bool:
 
 
 def model_source(model: Any) -> ModelSource:
-    """Resolve `model`; raises TypeError for anything that is not a model, ModelLoadError for
+    """Resolve `model`; raises ArgumentError for anything that is not a model, MissingFileError
+    for a path no file is at (a folder, a NUL byte, an empty name), ModelLoadError for
     a file that is not a readable ONNX model (as `open_model`)."""
     if isinstance(model, (str, os.PathLike)):
-        path = Path(model).expanduser().resolve()
-        if not path.is_file():
-            raise FileNotFoundError(f"no model file at {path}")
+        path = input_path(os.path.expanduser(model), "model file").resolve()
         return ModelSource(path.name.removesuffix(".onnx"), path, load_model(path), path)
     if isinstance(model, onnx.ModelProto):
         name = model.graph.name or "model"

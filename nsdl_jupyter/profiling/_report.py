@@ -22,6 +22,7 @@ import pandas as pd
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, neutralize, shown_path
+from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling._compare_nodes import compare_by_onnx_node
@@ -202,6 +203,11 @@ class ProfileReport:
         kernel_timeline: pd.DataFrame | None = None,
         gpu_metrics: pd.DataFrame | None = None,
     ) -> None:
+        if not isinstance(layers, pd.DataFrame):
+            raise ArgumentError(
+                "layers must be a pandas DataFrame (one row per layer), not "
+                f"{type(layers).__name__}; to read a saved report use ProfileReport.load(path)"
+            )
         self.layers = _normalise_layers(layers)
         self.timeline_events = _named_by_nodes(_normalise_timeline(timeline_events), self.layers)
         self.latencies_ms = np.asarray(latencies_ms, dtype=np.float64)

@@ -8,9 +8,12 @@ TensorRT, trtexec, GPUs and driver, free space in the deploy directory.
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._runners import ask_runner
 from nsdl_jupyter.targets import LocalTarget, Target, TargetError
 
@@ -138,6 +141,17 @@ def _runtime_rows(target: Target, rows: list[CheckRow]) -> list[CheckRow]:
 def check_target(target: Target | None = None, *, timeout: float = 120.0) -> TargetCheck:
     """Check what `target` (default: this machine) offers for profiling, in one runner call;
     a target with a runtime set also says what it will deploy (nothing is deployed here)."""
+    if target is not None and not callable(getattr(target, "make_workdir", None)):
+        raise ArgumentError(
+            f"target must be a target (LocalTarget(), SshTarget(...) or "
+            f"nsdl_jupyter.connections().get(name)), not {type(target).__name__}"
+        )
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < math.inf
+    ):
+        raise ProfileSettingsError(f"timeout must be a number of seconds above 0, not {timeout!r}")
     target = target or LocalTarget()
     request = {"kind": "target_check", "protocol": 1}
     return ask_runner(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._output_guard import output_path
 from nsdl_jupyter._paths import config_dir
 from nsdl_jupyter.targets._errors import (
     TargetSettingsError,
@@ -88,7 +89,11 @@ class Connections:
     """The saved connections (by name)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else config_dir() / "connections.json"
+        self.path = (
+            output_path(path, "connections file")
+            if path is not None
+            else config_dir() / "connections.json"
+        )
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if not self.path.is_file():

@@ -91,7 +91,12 @@ def load_ssh_config(ssh_config: bool | str | os.PathLike[str]) -> Any:
 def proxy_argv(command: str | Sequence[str]) -> tuple[str, ...]:
     """A ProxyCommand as an argument list: a string is split like a shell would (no shell ever
     runs it, so pipes and redirections are not available)."""
-    argv = tuple(shlex.split(command)) if isinstance(command, str) else tuple(command)
+    if isinstance(command, str):
+        argv = tuple(shlex.split(command))
+    elif isinstance(command, Sequence):
+        argv = tuple(command)
+    else:
+        argv = ()
     if not argv or not all(isinstance(arg, str) for arg in argv):
         raise TargetSettingsError("proxy_command must be a non-empty list of strings (or a str)")
     return argv
@@ -110,6 +115,10 @@ def resolve_hop(
     entry: dict[str, Any] = dict(config.lookup(alias)) if config is not None else {}
     hostname = str(entry.get("hostname", alias))
     final_port = port if port is not None else int(entry.get("port", 22))
+    if isinstance(final_port, bool) or not isinstance(final_port, int):
+        raise TargetSettingsError(
+            f"port of {alias} must be an int, e.g. port=22, not {type(final_port).__name__}"
+        )
     if not 0 < final_port < 65536:
         raise TargetSettingsError(f"port {final_port} of {alias} is out of range 1..65535")
     command: Sequence[str] | str | None = proxy_command

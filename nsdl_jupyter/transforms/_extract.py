@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import list_argument
 from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
@@ -154,6 +155,7 @@ def extract_subgraph(
     """
     if isinstance(inputs, str) or isinstance(outputs, str):
         raise TransformError("inputs and outputs take lists of tensor names, not a str")
+    inputs, outputs = list_argument(inputs, "inputs"), list_argument(outputs, "outputs")
     if not outputs:
         raise TransformError("give at least one output tensor name (outputs=[...])")
     target = check_output_path(output)

@@ -17,20 +17,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import onnx_ir as ir
 
-from nsdl_jupyter.document import ChangeEvent
+from nsdl_jupyter._errors import ArgumentError, list_argument
+from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.transforms._dtypes import DtypeInference, formal_index, node_schema
 from nsdl_jupyter.transforms._passes import EditPass, register, transform_document
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import TransformError, data_type
-
-if TYPE_CHECKING:
-    from nsdl_jupyter.document import ModelDocument
 
 TensorKind = Literal["initializer", "attribute"]
 _LIST_TYPES = {
@@ -95,6 +93,11 @@ Selection = str | Iterable[str] | Callable[[TensorRef], bool]
 
 def list_tensors(doc: ModelDocument, dtype: ir.DataType | str | None = None) -> list[TensorRef]:
     """Every convertible tensor of the main graph (optionally only those of `dtype`)."""
+    if not isinstance(doc, ModelDocument):
+        raise ArgumentError(
+            f"list_tensors takes a ModelDocument, not {type(doc).__name__}: "
+            "list_tensors(nsdl_jupyter.open_model(path))"
+        )
     return _tensors_of(doc.graph, dtype)
 
 
@@ -134,7 +137,7 @@ def _select(graph: ir.Graph, selection: Selection) -> list[TensorRef]:
     refs = _tensors_of(graph)
     if callable(selection):
         return [ref for ref in refs if selection(ref)]
-    names = [selection] if isinstance(selection, str) else list(selection)
+    names = [selection] if isinstance(selection, str) else list_argument(selection, "tensor names")
     by_name = {ref.name: ref for ref in refs}
     chosen = []
     for name in names:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter._atomic import atomic_write_bytes
 from nsdl_jupyter._display import html_text, shown_path
+from nsdl_jupyter._output_guard import output_path
 from nsdl_jupyter._paths import config_dir
 from nsdl_jupyter._process import Stream, end_session, run_to_end, start_session
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -136,7 +137,9 @@ class ToolStore:
     """The saved tools (a JSON file, written atomically)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else config_dir() / "tools.json"
+        self.path = (
+            output_path(path, "tools file") if path is not None else config_dir() / "tools.json"
+        )
 
     def load(self) -> list[UserTool]:
         if not self.path.exists():

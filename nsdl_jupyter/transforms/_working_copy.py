@@ -17,7 +17,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import NsdlError
-from nsdl_jupyter._output_guard import guard_output
+from nsdl_jupyter._output_guard import guard_output, output_path
 from nsdl_jupyter._tensor_bytes import tensor_bytes
 from nsdl_jupyter._walk import graphs_in
 
@@ -91,7 +91,7 @@ def check_output_path(output: str | os.PathLike[str]) -> Path:
     """The absolute output path, checked before any work is done."""
     if output is None or str(output) == "":
         raise TransformError("give an output path for the modified model, e.g. 'model_fp16.onnx'")
-    path = Path(output).expanduser().absolute()
+    path = output_path(output).expanduser().absolute()
     if path.is_dir():
         raise TransformError(f"output {path} is a folder: give a file name such as model.onnx")
     if not path.parent.is_dir():

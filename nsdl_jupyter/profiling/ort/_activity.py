@@ -24,6 +24,7 @@ from nsdl_jupyter.profiling._errors import (
     RunnerCrashError,
     TargetLostError,
 )
+from nsdl_jupyter.profiling._files import readable_file
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
@@ -395,7 +396,7 @@ def load_ort_profile(
     records the trace's file name (or path relative to the working folder) unless
     `full_paths` is set.
     """
-    trace_path = Path(trace_path)
+    trace_path = readable_file(trace_path, "onnxruntime trace")
     source = model_source(model) if model is not None else None
     mapping = None
     if optimized_model is not None:

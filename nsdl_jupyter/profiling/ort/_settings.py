@@ -16,6 +16,10 @@ from nsdl_jupyter.profiling._report import recorded_path
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
+# The most inferences (timed or warm-up) one run takes: more is a typo, not a measurement
+# (long runs that are cancelled, as the tests' 10_000_000, stay possible).
+MAX_RUNS = 100_000_000
+
 # Short names users type -> onnxruntime provider names.
 PROVIDER_ALIASES = {
     "cpu": "CPUExecutionProvider",
@@ -147,10 +151,14 @@ class OrtProfileSettings:
         return replace_known(base or cls(), kwargs)
 
     def validate(self) -> None:
-        if not isinstance(self.iterations, int) or self.iterations < 1:
-            raise ProfileSettingsError(f"iterations={self.iterations!r}: use an integer >= 1")
-        if not isinstance(self.warmup, int) or self.warmup < 0:
-            raise ProfileSettingsError(f"warmup={self.warmup!r}: use an integer >= 0")
+        if not isinstance(self.iterations, int) or not 1 <= self.iterations <= MAX_RUNS:
+            raise ProfileSettingsError(
+                f"iterations={self.iterations!r}: use an integer from 1 to {MAX_RUNS:_}"
+            )
+        if not isinstance(self.warmup, int) or not 0 <= self.warmup <= MAX_RUNS:
+            raise ProfileSettingsError(
+                f"warmup={self.warmup!r}: use an integer from 0 to {MAX_RUNS:_}"
+            )
         for dim, size in self.dim_sizes.items():
             if not isinstance(size, int) or size < 1:
                 raise ProfileSettingsError(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsdl_jupyter._output_guard import guard_output, starts_with
+from nsdl_jupyter._output_guard import guard_output, output_path, starts_with
 from nsdl_jupyter.document import ModelDocument, external_tensors
 from nsdl_jupyter.profiling._errors import (
     EngineBuildError,
@@ -279,7 +279,7 @@ def start_export_engine(
     settings = TrtSettings.from_kwargs(settings, **kwargs)
     if isinstance(model, ModelDocument):
         settings = settings.with_model_properties(model.tensorrt)
-    output = Path(output).expanduser().resolve()
+    output = output_path(output, "engine path").expanduser().resolve()
     if output.is_dir():
         raise TrtSettingsError(f"output {output} is a folder: give the engine's file path")
     source = model_source(model)

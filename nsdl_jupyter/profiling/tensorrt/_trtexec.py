@@ -21,7 +21,7 @@ import pandas as pd
 from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter.graph import precision_of, trt_layer_nodes
 from nsdl_jupyter.profiling._errors import TrtexecFormatError
-from nsdl_jupyter.profiling._files import malformed_as, read_json
+from nsdl_jupyter.profiling._files import malformed_as, read_json, readable_file
 from nsdl_jupyter.profiling._model_source import model_source
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
 
@@ -131,7 +131,11 @@ def load_trtexec(
         raise ArgumentError(
             "load_trtexec needs profile=, layer_info= or times= (trtexec JSON exports)"
         )
-    profile_path = Path(profile) if profile is not None else None
+    profile_path = readable_file(profile, "trtexec profile") if profile is not None else None
+    if layer_info is not None:
+        layer_info = readable_file(layer_info, "trtexec layer info")
+    if times is not None:
+        times = readable_file(times, "trtexec times")
     graph_nodes = model_source(model).node_names if model is not None else None
 
     files = ", ".join(str(p) for p in (profile, layer_info, times) if p is not None)
