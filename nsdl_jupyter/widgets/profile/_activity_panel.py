@@ -23,6 +23,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text, shown_path
+from nsdl_jupyter._paths import output_folder, safe_file_name
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import (
@@ -418,8 +419,9 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.trt_form = TrtSettingsForm(settings)
         self._trt_title = widgets.HTML("")
         self._trt_title.add_class("nsdl-trt-title")
+        engine = output_folder(name) / f"{safe_file_name(name)}.engine"
         self._engine_path = widgets.Text(
-            f"{name}.engine", description="Engine file", layout=widgets.Layout(width="70%")
+            shown_path(engine), description="Engine file", layout=widgets.Layout(width="70%")
         )
         self._model_note = widgets.HTML(f"<small>{html_text(note)}</small>" if note else "")
         self._export = widgets.Button(description="Export", button_style="primary", icon="cogs")
@@ -498,7 +500,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._message.value = ""
         try:
             settings = self.trt_settings()
-            output = Path(self._engine_path.value.strip() or "model.engine").expanduser()
+            text = self._engine_path.value.strip()
+            output = Path(text).expanduser() if text else output_folder() / "model.engine"
             job = start_export_engine(self.model, output, settings, target=self.target,
                                       progress=self._on_progress)  # fmt: skip
         except Exception as exc:  # a settings error: nothing started
