@@ -77,7 +77,7 @@ def test_a_saved_sweep_saves_and_loads_again(saved: Path, tmp_path: Path) -> Non
 
 
 def test_a_folder_that_is_not_a_saved_sweep_is_refused(saved: Path, tmp_path: Path) -> None:
-    with pytest.raises(SweepSettingsError, match="written by SweepResult.save"):
+    with pytest.raises(SweepSettingsError, match=r"written by SweepResult\.save"):
         SweepResult.load(tmp_path)
     shutil.copy(next((saved / "bert" / "runs").iterdir()), tmp_path / "sweep.json")
     with pytest.raises(SweepSettingsError, match="is not a saved sweep"):
