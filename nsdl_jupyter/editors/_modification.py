@@ -161,14 +161,13 @@ def make_pass(name: str, values: dict[str, OptionValue]) -> TransformPass:
             validate=False,  # the run compares the outputs itself
         )
     if name == "sanitize":
-        flags = (
-            "fold_constants",
-            "simplify",
-            "remove_dead_nodes",
-            "infer_shapes",
-            "fuse_batchnorm",
+        return SanitizePass(
+            fold_constants=bool(values["fold_constants"]),
+            simplify=bool(values["simplify"]),
+            remove_dead_nodes=bool(values["remove_dead_nodes"]),
+            infer_shapes=bool(values["infer_shapes"]),
+            fuse_batchnorm=bool(values["fuse_batchnorm"]),
         )
-        return SanitizePass(**{flag: bool(values[flag]) for flag in flags})
     if name == "opset":
         return OpsetPass(
             int(values["target"]),
