@@ -329,9 +329,10 @@ class ModificationRun:
             return outcome.model if outcome.modified else None
         assert self._tool is not None
         run = run_tool(self._tool, source)
-        while not run.wait(0.1):
+        while not run.done:
             if self._cancelled.is_set():
                 run.cancel()
+            run.wait(0.1)
         self.result.status = run.status
         if self._cancelled.is_set():
             raise _CancelledError
