@@ -5,8 +5,6 @@ Cancel; the result lands on the document as one undoable edit and a summary says
 
 from __future__ import annotations
 
-from typing import Any
-
 import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
@@ -22,21 +20,39 @@ from nsdl_jupyter.editors._modification import (
 from nsdl_jupyter.widgets.designer._tool_window import ToolWindow, button, style_widget
 from nsdl_jupyter.widgets.profile._failure import failure_html
 
-_WIDE = {"description_width": "initial"}
+_FULL = "100%"
+# narrow panes: fields take the pane's width under their label; the summary wraps
+_STYLE = """<style>
+.nsdl-global-modifications .nsdl-modify-label { font-size: 12px; line-height: 16px; }
+.nsdl-global-modifications .widget-checkbox { height: auto !important; }
+.nsdl-global-modifications .widget-checkbox label { white-space: normal; line-height: 16px; }
+.nsdl-modify-result .widget-html-content, .nsdl-modify-result div { white-space: normal;
+  overflow-wrap: anywhere; line-height: 16px; }
+.nsdl-modify-result table { margin-top: 4px; }
+</style>"""
 
 
 def _control(spec: OptionSpec) -> widgets.Widget:
-    layout = widgets.Layout(width="auto", min_width="120px")
-    common: dict[str, Any] = {"description": spec.label, "style": _WIDE, "layout": layout}
-    if spec.help:
-        common["tooltip"] = spec.help
+    """The value widget of `spec`: a checkbox with its label, else a full-width field."""
+    layout = widgets.Layout(width=_FULL)
+    tooltip = {"tooltip": spec.help} if spec.help else {}
     if isinstance(spec.default, bool):
-        return widgets.Checkbox(spec.default, indent=False, **common)
+        return widgets.Checkbox(spec.default, description=spec.label, indent=False,
+                                layout=layout, **tooltip)  # fmt: skip
     if spec.choices or spec.name == "tool":
-        return widgets.Dropdown(options=list(spec.choices), value=spec.default or None, **common)
+        return widgets.Dropdown(options=list(spec.choices), value=spec.default or None,
+                                layout=layout, **tooltip)  # fmt: skip
     if isinstance(spec.default, int):
-        return widgets.IntText(spec.default, **common)
-    return widgets.Text(spec.default, placeholder=spec.help, **common)
+        return widgets.IntText(spec.default, layout=layout, **tooltip)
+    return widgets.Text(spec.default, placeholder=spec.help, layout=layout, **tooltip)
+
+
+def _row(spec: OptionSpec, control: widgets.Widget) -> widgets.Widget:
+    """`control` under its label (a checkbox carries its own)."""
+    if isinstance(control, widgets.Checkbox):
+        return control
+    label = widgets.HTML(f"<span class='nsdl-modify-label'>{html_text(spec.label)}</span>")
+    return widgets.VBox([label, control], layout=widgets.Layout(width=_FULL))
 
 
 def summary_html(result: ModificationResult) -> str:
@@ -80,9 +96,7 @@ class GlobalModifications(ToolWindow):
         self.choices: dict[str, Modification] = {m.name: m for m in modifications(doc)}
         self.choice = widgets.Dropdown(
             options=[(m.label, m.name) for m in self.choices.values()],
-            description="modification",
-            style=_WIDE,
-            layout=widgets.Layout(width="auto"),
+            layout=widgets.Layout(width=_FULL),
         )
         self.choice.add_class("nsdl-modify-choice")
         self.help = widgets.HTML()
@@ -97,7 +111,7 @@ class GlobalModifications(ToolWindow):
         self.progress = widgets.FloatProgress(0.0, min=0.0, max=1.0,
                                               layout=widgets.Layout(width="120px"))  # fmt: skip
         self.phase = widgets.Label("")
-        self.result = widgets.HTML()
+        self.result = widgets.HTML(layout=widgets.Layout(width=_FULL))
         self.result.add_class("nsdl-modify-result")
         self.current: ModificationRun | None = None
         self.choice.observe(lambda _c: self._show_options(), names="value")
@@ -105,6 +119,7 @@ class GlobalModifications(ToolWindow):
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.children = [
             style_widget(),
+            widgets.HTML(_STYLE, layout=widgets.Layout(display="none")),
             self.choice,
             self.help,
             self.options_box,
@@ -122,11 +137,13 @@ class GlobalModifications(ToolWindow):
 
     def _show_options(self) -> None:
         chosen = self.modification
-        self.help.value = f"<span class='nsdl-note'>{html_text(chosen.help)}</span>"
+        self.help.value = f"<div class='nsdl-note'>{html_text(chosen.help)}</div>"
         self.controls = {spec.name: _control(spec) for spec in chosen.options}
         for name, control in self.controls.items():
             control.add_class(f"nsdl-modify-{name.replace('_', '-')}")
-        self.options_box.children = list(self.controls.values())
+        self.options_box.children = [
+            _row(spec, self.controls[spec.name]) for spec in chosen.options
+        ]
 
     def values(self) -> dict[str, OptionValue]:
         return {name: control.value for name, control in self.controls.items()}
