@@ -33,6 +33,7 @@ from nsdl_jupyter.transforms import (
     OPSET_TOLERANCE,
     Fp16Pass,
     OpsetPass,
+    OutputError,
     SanitizePass,
     TensorDtypePass,
     ToolError,
@@ -40,11 +41,12 @@ from nsdl_jupyter.transforms import (
     TransformPass,
     TransformStatus,
     UserTool,
+    ValidationResult,
+    Validator,
+    data_type,
+    replace_document_model,
     run_tool,
 )
-from nsdl_jupyter.transforms._passes import replace_document_model
-from nsdl_jupyter.transforms._validate import OutputError, ValidationResult, Validator
-from nsdl_jupyter.transforms._working_copy import data_type
 
 OptionValue = bool | int | str
 RunState = Literal["running", "done", "failed", "cancelled"]

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ModelDocument
-from nsdl_jupyter.editors._modification import (
+from nsdl_jupyter.editors import (
     Modification,
     ModificationResult,
     ModificationRun,

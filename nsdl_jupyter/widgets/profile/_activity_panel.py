@@ -29,6 +29,7 @@ from nsdl_jupyter._display import html_text, shown_path
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import (
+    ENGINE_SUFFIXES,
     EngineExport,
     EngineJob,
     InputFolderError,
@@ -49,7 +50,6 @@ from nsdl_jupyter.profiling import (
     start_profile_trt,
     trt_backends,
 )
-from nsdl_jupyter.profiling.tensorrt._profile import ENGINE_SUFFIXES
 from nsdl_jupyter.targets import Target
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 from nsdl_jupyter.widgets.profile._failure import failure_html
