@@ -1,4 +1,4 @@
-"""The Designer's whole-model actions in a real JupyterLab + headless Chromium at 1280×800:
+"""The Designer's whole-model actions in a real JupyterLab + headless Chromium at 1280x800:
 each toolbar button opens its dialog in the right pane, and Global Modifications' FP16 runs
 end to end from a click (progress, summary, the document changed as one undoable edit)."""
 
