@@ -32,6 +32,7 @@ from nsdl_jupyter.editors._initializers import (
     initializer_rows,
     input_slots,
     parse_shape,
+    set_initializer_value,
 )
 from nsdl_jupyter.editors._layers import (
     COMPARISONS,
@@ -156,6 +157,7 @@ __all__ = [
     "profile_rows",
     "rename",
     "reset_attribute",
+    "set_initializer_value",
     "set_setting",
     "settings_path",
     "summary_of",
