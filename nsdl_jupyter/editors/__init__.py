@@ -36,6 +36,7 @@ from nsdl_jupyter.editors._initializers import (
 )
 from nsdl_jupyter.editors._layers import (
     COMPARISONS,
+    LAYER_SORTS,
     AttributeCondition,
     LayerExplorerState,
     LayerFilter,
@@ -53,11 +54,13 @@ from nsdl_jupyter.editors._modification import (
     modifications,
 )
 from nsdl_jupyter.editors._palette import (
+    PALETTE_SORTS,
     PaletteEntry,
     PaletteIndex,
     add_operator,
     entry_for_text,
     explain_missing,
+    operator_counts,
 )
 from nsdl_jupyter.editors._parameters import (
     AttributeRow,
@@ -71,6 +74,7 @@ from nsdl_jupyter.editors._parameters import (
     reset_attribute,
 )
 from nsdl_jupyter.editors._settings import get_setting, load_settings, set_setting, settings_path
+from nsdl_jupyter.editors._sorting import SortOrder, sort_choices
 from nsdl_jupyter.editors._tensor_view import (
     GridPage,
     TensorEditError,
@@ -97,6 +101,8 @@ __all__ = [
     "COMPARISONS",
     "CREATE_DTYPES",
     "FILL_METHODS",
+    "LAYER_SORTS",
+    "PALETTE_SORTS",
     "AttributeCondition",
     "AttributeRow",
     "EditorError",
@@ -118,6 +124,7 @@ __all__ = [
     "PaletteEntry",
     "PaletteIndex",
     "ProfileRow",
+    "SortOrder",
     "TensorEditError",
     "TensorGrid",
     "TensorStats",
@@ -152,6 +159,7 @@ __all__ = [
     "marks_of",
     "model_info",
     "modifications",
+    "operator_counts",
     "parse_dims",
     "parse_shape",
     "profile_rows",
@@ -160,6 +168,7 @@ __all__ = [
     "set_initializer_value",
     "set_setting",
     "settings_path",
+    "sort_choices",
     "summary_of",
     "tensor_stats",
 ]

@@ -11,6 +11,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownNodeError
 from nsdl_jupyter.editors._errors import EditorError
+from nsdl_jupyter.editors._sorting import SortOrder, check_sort
 from nsdl_jupyter.ops import (
     OpSchemaInfo,
     UnknownOperatorError,
@@ -23,6 +24,8 @@ from nsdl_jupyter.ops import (
 GroupBy = Literal["category", "domain", "name"]
 GROUPINGS: tuple[GroupBy, ...] = ("category", "domain", "name")
 FUNCTIONS = "local functions"  # the category of the model's local functions
+PALETTE_SORTS = ("name", "category", "domain", "count")  # count: nodes of the model using it
+BY_NAME = SortOrder("name")
 
 
 @dataclass(frozen=True)
@@ -87,11 +90,18 @@ class PaletteIndex:
         ]
 
     def groups(
-        self, by: GroupBy = "category", text: str = ""
+        self,
+        by: GroupBy = "category",
+        text: str = "",
+        order: SortOrder = BY_NAME,
+        counts: Mapping[str, int] | None = None,
     ) -> list[tuple[str, list[PaletteEntry]]]:
-        """(group title, entries sorted by name) for the entries matching `text`."""
+        """(group title, entries in `order`) for the entries matching `text`; groups follow
+        the same order (by title, or by their total count). `counts`: nodes per entry key."""
         if by not in GROUPINGS:
             raise EditorError(f"group by {by!r}: use one of {', '.join(GROUPINGS)}")
+        check_sort(order, PALETTE_SORTS)
+        used = counts or {}
         grouped: dict[str, list[PaletteEntry]] = {}
         for entry in self.filtered(text):
             if by == "category":
@@ -101,10 +111,24 @@ class PaletteIndex:
             else:
                 title = entry.op_type[:1].upper()
             grouped.setdefault(title, []).append(entry)
-        return [
-            (title, sorted(items, key=lambda e: (e.op_type.lower(), e.domain)))
-            for title, items in sorted(grouped.items())
-        ]
+
+        def value(entry: PaletteEntry) -> str | int:
+            if order.key == "count":
+                return used.get(entry.key, 0)
+            if order.key == "category":
+                return entry.category
+            return entry.domain_label if order.key == "domain" else entry.op_type
+
+        def by_name(entry: PaletteEntry) -> tuple[str, str]:
+            return (entry.op_type.lower(), entry.domain)
+
+        def group_value(item: tuple[str, list[PaletteEntry]]) -> str | int:
+            if order.key == "count":
+                return sum(used.get(e.key, 0) for e in item[1])
+            return item[0]
+
+        ordered = [(title, order.apply(items, value, by_name)) for title, items in grouped.items()]
+        return order.apply(ordered, group_value, lambda item: (item[0].lower(),))
 
     def search(self, text: str, limit: int = 20) -> list[PaletteEntry]:
         """Quick-add ranking: exact name, then name prefix, then word start, then substring."""
@@ -187,6 +211,16 @@ def _word_start(op_type: str, needle: str) -> bool:
         for i, char in enumerate(op_type)
         if i and char.isupper()
     )
+
+
+def operator_counts(doc: ModelDocument) -> dict[str, int]:
+    """Nodes per palette key (``Conv``, ``com.microsoft::Attention``) in the main graph."""
+    counts: dict[str, int] = {}
+    for node in doc.graph:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        key = f"{domain}::{node.op_type}" if domain else node.op_type
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def add_operator(
