@@ -131,27 +131,36 @@ class PaletteIndex:
         return order.apply(ordered, group_value, lambda item: (item[0].lower(),))
 
     def search(self, text: str, limit: int = 20) -> list[PaletteEntry]:
-        """Quick-add ranking: exact name, then name prefix, then word start, then substring."""
-        needle = text.strip().lower()
-        if not needle:
-            return []
-        scored = []
-        for entry in self.entries:
-            name = entry.op_type.lower()
-            key = entry.key.lower()
-            if needle in (name, key):
-                rank = 0
-            elif name.startswith(needle) or key.startswith(needle):
-                rank = 1
-            elif _word_start(entry.op_type, needle):
-                rank = 2
-            elif needle in key:
-                rank = 3
-            else:
-                continue
-            scored.append((rank, entry.domain != "", len(name), name, entry))
-        scored.sort(key=lambda item: item[:4])
-        return [item[4] for item in scored[:limit]]
+        """Quick-add ranking (`rank_keys`) over the entries."""
+        return [self._by_key[key] for key in rank_keys(list(self._by_key), text, limit)]
+
+
+def rank_keys(keys: Sequence[str], text: str, limit: int = 20) -> list[str]:
+    """Quick-add ranking of palette keys: exact name, then name prefix, then word start
+    (``norm`` -> LayerNormalization), then substring; ties: the default domain first, then
+    shorter names, then A→Z. The canvas's quick add ranks the same way in the browser
+    (js/src/graph_view/suggest.ts; js/test/quick_add_ranking.json holds the cases both pass)."""
+    needle = text.strip().lower()
+    if not needle:
+        return []
+    scored = []
+    for key in keys:
+        domain, _, op_type = key.rpartition("::")
+        name = op_type.lower()
+        lowered = key.lower()
+        if needle in (name, lowered):
+            rank = 0
+        elif name.startswith(needle) or lowered.startswith(needle):
+            rank = 1
+        elif _word_start(op_type, needle):
+            rank = 2
+        elif needle in lowered:
+            rank = 3
+        else:
+            continue
+        scored.append((rank, domain != "", len(name), name, key))
+    scored.sort(key=lambda item: item[:4])
+    return [item[4] for item in scored[:limit]]
 
 
 def entry_for_text(

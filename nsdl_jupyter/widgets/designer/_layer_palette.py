@@ -1,6 +1,7 @@
 """LayerPalette: every operator of the model's imported opsets (ORT contrib ops when their
 domain is imported) and its local functions, grouped by category, domain or name and
-filterable and sortable (name, category, domain, or how many nodes use it); adding one places
+filterable and sortable (name, category, domain, or how many nodes use it); adding one (Add,
+a double-click, or a drag onto the canvas, which places it where it is dropped) places
 a new node with a generated unique name and selects it, so the graph view centres on it.
 The quick-add box finds an operator by typing (Enter adds the best match)."""
 
@@ -22,6 +23,7 @@ from nsdl_jupyter.editors import (
     explain_missing,
     operator_counts,
 )
+from nsdl_jupyter.widgets.designer._operator_list import OperatorList
 from nsdl_jupyter.widgets.designer._tool_window import (
     MessageLine,
     ToolWindow,
@@ -44,7 +46,7 @@ class LayerPalette(ToolWindow):
         self.current: PaletteEntry | None = None
         self._functions = self._known()
         self.added: list[str] = []
-        self._lists: list[widgets.Select] = []
+        self._lists: list[OperatorList] = []
         self._binding = False
         self.filter_box = widgets.Text(
             placeholder="filter operators",
@@ -129,9 +131,8 @@ class LayerPalette(ToolWindow):
             old.close()
         lists = []
         for _title, entries in groups:
-            choice = widgets.Select(
+            choice = OperatorList(
                 options=[(e.op_type if not e.domain else e.key, e.key) for e in entries],
-                value=None,
                 rows=min(8, max(2, len(entries))),
                 layout=widgets.Layout(width="auto"),
             )
