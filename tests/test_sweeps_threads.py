@@ -35,8 +35,10 @@ def test_cpu_runs_side_by_side_share_the_cores_and_a_grid_value_wins(tmp_path: P
     share = max(1, _cores() // 2)
     assert list(frame["intra_op_threads"]) == [share, 3]
     # what the runner was asked for, as the run's report records it
-    asked = [result.report(i).metadata["settings"]["intra_op_threads"] for i in (0, 1)]
-    assert asked == [share, 3]
+    settings = [result.report(i).metadata["settings"] for i in (0, 1)]
+    assert [s["intra_op_threads"] for s in settings] == [share, 3]
+    # the shared run's idle threads sleep; the run with its own thread count keeps the default
+    assert [s["spin_wait"] for s in settings] == [False, True]
 
 
 def _check(gpus: int, cores: int) -> dict[str, Any]:
@@ -59,6 +61,7 @@ def test_an_ssh_target_s_slots_share_its_cores_among_cpu_runs_only() -> None:
         with_threads(c, cores=box.cores, concurrent=box.slots) for c in (cpu, gpu, own, default)
     ]
     assert [c["intra_op_threads"] for c in planned] == [16, None, 5, 0]
+    assert [c.get("spin_wait", True) for c in planned] == [False, True, True, True]
     # alone on its machine (one slot), or cores unknown: onnxruntime's default
     alone = identity_from_check("one", _check(gpus=1, cores=64))
     assert with_threads(cpu, cores=alone.cores, concurrent=alone.slots)["intra_op_threads"] == 0

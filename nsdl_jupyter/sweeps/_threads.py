@@ -6,7 +6,8 @@ fight over the same cores and the sweep is hardly faster than one run after anot
 that shares its machine with `concurrent - 1` others gets `max(1, cores // concurrent)` threads
 unless its configuration sets `intra_op_threads` itself; the value applied stays in the
 configuration, hence in the row, the report's settings and the cache key, so figures taken with
-different thread counts are never mixed up.
+different thread counts are never mixed up. Runs given a share also sleep when idle
+(`spin_wait=False`): onnxruntime's spinning threads would burn the cores the other runs need.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ def with_threads(config: Mapping[str, Any], *, cores: int, concurrent: int) -> d
     threads = config.get("intra_op_threads")
     if threads is not None or config.get("backend") not in CPU_BACKENDS:
         return dict(config)
-    alone = concurrent <= 1 or cores <= 0
-    return {
-        **config,
-        "intra_op_threads": ORT_DEFAULT if alone else thread_share(cores, concurrent),
-    }
+    if concurrent <= 1 or cores <= 0:
+        return {**config, "intra_op_threads": ORT_DEFAULT}
+    return {**config, "intra_op_threads": thread_share(cores, concurrent), "spin_wait": False}

@@ -106,6 +106,7 @@ class ProfileJob(StagedJob):
                 "iterations": settings.iterations,
                 "warmup": settings.warmup,
                 "intra_op_threads": settings.intra_op_threads,
+                "spin_wait": settings.spin_wait,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
                 "io_binding": settings.io_binding,

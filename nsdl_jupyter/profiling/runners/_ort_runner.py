@@ -313,6 +313,8 @@ def _session(
     threads = request.get("intra_op_threads")
     if threads:
         so.intra_op_num_threads = int(threads)
+    if request.get("spin_wait") is False:  # runs that share the cores: idle threads sleep
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if profile_prefix is not None:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
