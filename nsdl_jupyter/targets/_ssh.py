@@ -39,18 +39,8 @@ from nsdl_jupyter.targets._errors import (
     TargetSettingsError,
 )
 from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts, user_known_hosts
-from nsdl_jupyter.targets._runtimes import (
-    INSTALL_SCRIPT,
-    PIP_TIMEOUT_S,
-    PLATFORM_PROBE,
-    RuntimePlan,
-    RuntimeSetError,
-    TargetPlatform,
-    WheelCache,
-    check_requirements,
-    full_set,
-    set_key,
-)
+from nsdl_jupyter.targets._runtimes import RuntimePlan, WheelCache, check_requirements
+from nsdl_jupyter.targets._ssh_caches import TargetCaches
 from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
@@ -66,18 +56,9 @@ from nsdl_jupyter.targets._ssh_files import (
     RemoteFiles,
     SftpFiles,
     StreamFiles,
-    sh_command,
     sha256_file,
 )
-from nsdl_jupyter.targets._target_cache import (
-    LIST_SCRIPT,
-    CacheEntry,
-    CacheInfo,
-    check_kinds,
-    check_limit,
-    evictions,
-    inside,
-)
+from nsdl_jupyter.targets._target_cache import check_limit
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
     RUNNER_PREFIX,
@@ -105,7 +86,7 @@ def _check_deploy_dir(deploy_dir: object) -> None:
         )
 
 
-class SshTarget:
+class SshTarget(TargetCaches):
     """A machine reached over SSH. Paths in requests are paths on that machine.
 
     `host` may be an ssh_config alias (HostName, User, Port, IdentityFile, ProxyJump and
@@ -392,128 +373,6 @@ class SshTarget:
         return folder
 
     # ---- Target -----------------------------------------------------------------------------
-
-    # ---- runtime sets -------------------------------------------------------------------------
-
-    def _run_python(self, script: str, *args: str) -> tuple[int, str]:
-        """Run `script` with the target's `python`, `args` as its sys.argv[1:]."""
-        launch = 'py=$1; shift; exec "$py" -c "$@"'
-        return self.run_command(sh_command(launch, self.python, script, *args))
-
-    def read_platform(self) -> TargetPlatform:
-        """The target's architecture, libc and Python (of `python`), which pick its wheels."""
-        code, output = self._run_python(PLATFORM_PROBE)
-        try:
-            return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
-        except (ValueError, LookupError, TypeError):
-            raise RuntimeSetError(
-                f"{self.python} on {self.name} did not say its platform ({output.strip()[-300:]}"
-                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
-            ) from None
-
-    def runtime_plan(self) -> RuntimePlan:
-        """What the runtime set (`runtimes`) needs: its wheels (fetched into the host's cache
-        when missing there), which of them the target holds, and whether its venv is ready.
-        Changes nothing on the target."""
-        with self._lock:
-            if self._plan is not None and self.connected:
-                return self._plan
-            self.connect()
-            platform = self.read_platform()
-            wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
-            venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
-            remote = {
-                posixpath.join(self._deploy_root, "wheels", w.sha256, w.path.name): w
-                for w in wheels
-            }
-            ready = posixpath.join(venv, ".nsdl-ready")
-            with self._remote_files() as files:
-                missing = set(files.missing([*remote, ready]))
-            self._plan = RuntimePlan(
-                platform,
-                {path: wheel for path, wheel in remote.items() if path not in missing},
-                {path: wheel for path, wheel in remote.items() if path in missing},
-                venv,
-                ready not in missing,
-            )
-            return self._plan
-
-    def _runtime_python(self, deploy: bool) -> str:
-        """The interpreter runners run with: `python`, or the runtime set's venv (deployed
-        first when `deploy`; else used only when it is ready)."""
-        if not self.runtimes:
-            return self.python
-        if not deploy:
-            with suppress(RuntimeSetError):
-                plan = self.runtime_plan()
-                return plan.python if plan.ready else self.python
-            return self.python
-        with self._lock:
-            plan = self.runtime_plan()
-            if plan.ready:
-                return plan.python
-            self._ensure_files({path: w.path for path, w in plan.to_upload.items()})
-            wheels = [*plan.on_target, *plan.to_upload]
-            code, output = self.run_command(
-                sh_command(INSTALL_SCRIPT, self.python, plan.venv, *sorted(wheels)),
-                timeout=PIP_TIMEOUT_S,
-            )
-            if code != 0:
-                raise RuntimeSetError(
-                    f"the runtime set {', '.join(self.runtimes)} could not be installed on "
-                    f"{self.name} ({output.strip()[-500:] or f'exit code {code}'}): the target "
-                    f"needs {self.python} with its venv module (Debian: the python3-venv package)"
-                )
-            self._plan = dataclasses.replace(
-                plan, on_target={**plan.on_target, **plan.to_upload}, to_upload={}, ready=True
-            )
-            if self.cache_limit_bytes is not None:
-                self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
-            return plan.python
-
-    # ---- caches on the target --------------------------------------------------------------
-
-    def cache_info(self, kinds: str | Sequence[str] | None = None) -> CacheInfo:
-        """What the deploy folder keeps: models and files by hash, runner files, wheels and
-        runtime venvs, each entry with its size and last use."""
-        chosen = check_kinds(kinds)
-        self.connect()
-        code, output = self._run_python(LIST_SCRIPT, self._deploy_root, *chosen)
-        try:
-            rows = json.loads(output.strip().splitlines()[-1])
-            entries = [CacheEntry(k, n, p, int(b), float(t)) for k, n, p, b, t in rows]
-        except (ValueError, LookupError, TypeError):
-            raise TargetError(
-                f"{self.python} on {self.name} could not list the caches ({output.strip()[-300:]}"
-                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
-            ) from None
-        entries.sort(key=lambda entry: entry.last_used)
-        return CacheInfo(self.name, entries, self.cache_limit_bytes)
-
-    def clear_cache(
-        self,
-        kinds: str | Sequence[str] | None = None,
-        *,
-        keep_bytes: int = 0,
-        keep_in_use: bool = False,
-    ) -> int:
-        """Remove cache entries of `kinds` (default: all), least recently used first, until at
-        most `keep_bytes` of them remain; `keep_in_use` spares what this connection deployed.
-        Returns the bytes freed (a later run deploys again what it needs)."""
-        check_limit(keep_bytes)
-        info = self.cache_info(kinds)
-        used = [*self._deployed, *([self._plan.venv + "/"] if self._plan else [])]
-        chosen = evictions(info.entries, keep_bytes, used if keep_in_use else ())
-        if not chosen:
-            return 0
-        paths = [entry.path for entry in chosen]
-        code, output = self.run_command(sh_command('rm -rf -- "$@"', *paths))
-        if code != 0:
-            raise TargetError(f"{self.name}: the caches could not be removed ({output.strip()})")
-        self._deployed -= set(inside(self._deployed, paths))
-        if any(entry.kind in ("wheels", "runtimes") for entry in chosen):
-            self._plan = None
-        return sum(entry.bytes for entry in chosen)
 
     def make_workdir(self) -> str:
         """A fresh folder under jobs/. Without SFTP, where each command costs sshd a process,
