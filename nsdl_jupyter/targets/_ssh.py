@@ -327,19 +327,15 @@ class SshTarget(TargetCaches):
         path = self.deploy_dir
         if path == "~" or path.startswith("~/"):
             path = path[2:] or "."
-        quoted = shlex.quote(path)
-        code, output = self.run_command(
-            f"mkdir -p -- {quoted} && test -w {quoted} && test -x {quoted} && cd -- {quoted} "
-            "&& pwd -P"
-        )
-        lines = output.strip().splitlines()
-        if code != 0 or not lines:
+        assert self._files is not None
+        try:
+            return self._files.prepare_dir(path)
+        except OSError as exc:
             raise DeployDirError(
                 f"the deploy directory {self.deploy_dir} on {self.name} cannot be created or "
-                f"written by {self.user} ({output.strip() or f'exit code {code}'}): give "
-                "deploy_dir= a folder that user can write (relative paths are under its home)"
-            )
-        return lines[-1]
+                f"written by {self.user} ({exc}): give deploy_dir= a folder that user can "
+                "write (relative paths are under its home)"
+            ) from None
 
     # ---- files ----------------------------------------------------------------------------
 
@@ -436,7 +432,10 @@ class SshTarget(TargetCaches):
             f"(umask 077 && mkdir -p -- {shlex.quote(workdir)} && printf '%s' "
             f"{shlex.quote(data.decode())} > {shlex.quote(request_path)}) || exit 125"
         )
-        python = shlex.quote(self._runtime_python(request.get("kind") != "target_check"))
+        # a check runs with the base python: the runner moves into the runtime set's venv
+        # itself when that is ready there (check_fields), which spares asking for the platform
+        check = request.get("kind") == "target_check"
+        python = shlex.quote(self.python if check else self._runtime_python())
         missing = {
             "event": "error",
             "type": "TargetError",

@@ -12,9 +12,9 @@ import json
 import posixpath
 import threading
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, suppress
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter.targets._errors import TargetError
 from nsdl_jupyter.targets._runtimes import (
@@ -24,7 +24,9 @@ from nsdl_jupyter.targets._runtimes import (
     RuntimePlan,
     RuntimeSetError,
     TargetPlatform,
+    Wheel,
     WheelCache,
+    check_driver,
     full_set,
     set_key,
 )
@@ -38,6 +40,11 @@ from nsdl_jupyter.targets._target_cache import (
     evictions,
     inside,
 )
+
+
+def _wheel_path(wheel: Wheel) -> str:
+    """Where a wheel lives in the deploy folder: once per content hash."""
+    return posixpath.join("wheels", wheel.sha256, wheel.path.name)
 
 
 class TargetCaches:
@@ -73,10 +80,12 @@ class TargetCaches:
         return self.run_command(sh_command(launch, self.python, script, *args))
 
     def read_platform(self) -> TargetPlatform:
-        """The target's architecture, libc and Python (of `python`), which pick its wheels."""
-        code, output = self._run_python(PLATFORM_PROBE)
+        """The target's architecture, libc and Python (of `python`), which pick its wheels,
+        and its NVIDIA driver with the CUDA version it runs."""
+        code, output = self._run_python(PLATFORM_PROBE, self._deploy_root)
         try:
-            return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
+            raw = json.loads(output.strip().splitlines()[-1])
+            return TargetPlatform.from_probe(raw["platform"], raw.get("nvidia_smi"))
         except (ValueError, LookupError, TypeError):
             raise RuntimeSetError(
                 f"{self.python} on {self.name} did not say its platform ({output.strip()[-300:]}"
@@ -86,39 +95,68 @@ class TargetCaches:
     def runtime_plan(self) -> RuntimePlan:
         """What the runtime set (`runtimes`) needs: its wheels (fetched into the host's cache
         when missing there), which of them the target holds, and whether its venv is ready.
-        Changes nothing on the target."""
+        Changes nothing on the target; RuntimeSetError when the set cannot be deployed there
+        (no wheel for its platform, a driver too old for the CUDA a wheel needs)."""
         with self._lock:
             if self._plan is not None and self.connected:
                 return self._plan
             self.connect()
-            platform = self.read_platform()
-            wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
-            venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
-            remote = {
-                posixpath.join(self._deploy_root, "wheels", w.sha256, w.path.name): w
-                for w in wheels
-            }
-            ready = posixpath.join(venv, ".nsdl-ready")
+            return self._make_plan(self.read_platform(), None)
+
+    def check_fields(self) -> dict[str, Any]:
+        """What a `target_check` request carries so that its one runner call also answers for
+        the runtime set: for each platform the host has the set's wheels for, their hashes
+        (the runner picks the venv of its own platform when it is ready) and remote paths."""
+        if not self.runtimes:
+            return {}
+        sets: dict[str, list[str]] = {}
+        paths: list[str] = []
+        for key, wheels in self.wheel_cache.known(full_set(self.runtimes)).items():
+            sets[key] = [w.sha256 for w in wheels]
+            paths += [_wheel_path(w) for w in wheels]
+        return {"deploy_root": self._deploy_root, "runtime_sets": {"sets": sets, "paths": paths}}
+
+    def plan_from_check(self, raw: Mapping[str, Any]) -> RuntimePlan:
+        """The runtime plan from a `target_check` answer (see `check_fields`): no further
+        question to the target when it already said what it holds."""
+        with self._lock:
+            try:
+                answer = raw["runtime_sets"]
+                platform = TargetPlatform.from_probe(answer["platform"], raw.get("nvidia_smi"))
+                seen = (set(answer["asked"]), set(answer["present"]), answer["ready_venv"])
+            except (LookupError, TypeError, ValueError):
+                return self.runtime_plan()
+            return self._make_plan(platform, seen)
+
+    def _make_plan(
+        self, platform: TargetPlatform, seen: tuple[set[str], set[str], str | None] | None
+    ) -> RuntimePlan:
+        """The plan for `platform`; `seen`: (paths asked, paths present, the ready venv) from
+        a check, else the target is asked (and the wheels it holds are touched)."""
+        wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
+        check_driver(platform, wheels, self.name)
+        venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
+        remote = {posixpath.join(self._deploy_root, _wheel_path(w)): w for w in wheels}
+        ready = posixpath.join(venv, ".nsdl-ready")
+        if seen is not None and all(_wheel_path(w) in seen[0] for w in wheels):
+            missing = {p for p, w in remote.items() if _wheel_path(w) not in seen[1]}
+            missing |= set() if seen[2] == venv else {ready}
+        else:
             with self._remote_files() as files:
                 missing = set(files.missing([*remote, ready]))
-            self._plan = RuntimePlan(
-                platform,
-                {path: wheel for path, wheel in remote.items() if path not in missing},
-                {path: wheel for path, wheel in remote.items() if path in missing},
-                venv,
-                ready not in missing,
-            )
-            return self._plan
+        self._plan = RuntimePlan(
+            platform,
+            {path: wheel for path, wheel in remote.items() if path not in missing},
+            {path: wheel for path, wheel in remote.items() if path in missing},
+            venv,
+            ready not in missing,
+        )
+        return self._plan
 
-    def _runtime_python(self, deploy: bool) -> str:
-        """The interpreter runners run with: `python`, or the runtime set's venv (deployed
-        first when `deploy`; else used only when it is ready)."""
+    def _runtime_python(self) -> str:
+        """The interpreter runners run with: `python`, or the runtime set's venv, deployed
+        first when it is not ready."""
         if not self.runtimes:
-            return self.python
-        if not deploy:
-            with suppress(RuntimeSetError):
-                plan = self.runtime_plan()
-                return plan.python if plan.ready else self.python
             return self.python
         with self._lock:
             plan = self.runtime_plan()

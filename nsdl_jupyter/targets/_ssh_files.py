@@ -41,6 +41,7 @@ _GET = (
     'printf "%s %s\\n" $n "${h%% *}"; exec cat -- "$1"'
 )
 _EXISTS = 'test -e "$1"'
+_PREPARE = 'mkdir -p -- "$1" && test -w "$1" && test -x "$1" && cd -- "$1" && pwd -P'
 _MISSING = 'for p; do if [ -e "$p" ]; then touch -c -- "$p"; else printf "%s\\0" "$p"; fi; done'
 _MKDIRS = 'umask 077; mkdir -p -- "$1"'
 _REMOVE_TREE = 'rm -rf -- "$1"'
@@ -72,6 +73,11 @@ class RemoteFiles(Protocol):
         ...
 
     def makedirs(self, path: str) -> None: ...
+
+    def prepare_dir(self, path: str) -> str:
+        """Make the folder `path` (relative: under the home folder) when missing, check that
+        it can be written, and return its absolute path; OSError (with why) if it cannot."""
+        ...
 
     def upload(self, local_path: Path, remote_path: str) -> int:
         """Place `local_path` at `remote_path` atomically; returns the bytes sent."""
@@ -123,6 +129,16 @@ class SftpFiles:
                 self._sftp.mkdir(folder, 0o700)
             except OSError:
                 self._sftp.stat(folder)  # made meanwhile by another job: fine; else raise
+
+    def prepare_dir(self, path: str) -> str:
+        """Over SFTP: no remote command (each costs the login shell's start-up)."""
+        self.makedirs(path)
+        absolute = str(self._sftp.normalize(path))
+        probe = posixpath.join(absolute, f".nsdl-write-{secrets.token_hex(4)}")
+        with self._sftp.open(probe, "w"):
+            pass
+        self._sftp.remove(probe)
+        return absolute
 
     def upload(self, local_path: Path, remote_path: str) -> int:
         self.makedirs(posixpath.dirname(remote_path))
@@ -210,6 +226,13 @@ class StreamFiles:
         code, out, err = self._call(sh_command(_MKDIRS, path))
         if code != 0:
             raise self._fail(f"making {path}", (out + err).decode("utf-8", "replace"))
+
+    def prepare_dir(self, path: str) -> str:
+        code, out, err = self._call(sh_command(_PREPARE, path))
+        lines = out.decode("utf-8", "surrogateescape").strip().splitlines()
+        if code != 0 or not lines:
+            raise OSError((out + err).decode("utf-8", "replace").strip() or f"exit code {code}")
+        return lines[-1]
 
     def _put(self, remote_path: str, data: bytes | Path, size: int, sha: str) -> int:
         partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
