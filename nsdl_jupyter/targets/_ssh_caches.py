@@ -133,8 +133,10 @@ class TargetCaches:
     ) -> RuntimePlan:
         """The plan for `platform`; `seen`: (paths asked, paths present, the ready venv) from
         a check, else the target is asked (and the wheels it holds are touched)."""
-        wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
-        check_driver(platform, wheels, self.name)
+        wheels: list[Wheel] = []
+        for requirement in full_set(self.runtimes):  # refused before fetching the rest
+            wheels += self.wheel_cache.wheels([requirement], platform)
+            check_driver(platform, wheels[-1:], self.name)
         venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
         remote = {posixpath.join(self._deploy_root, _wheel_path(w)): w for w in wheels}
         ready = posixpath.join(venv, ".nsdl-ready")
