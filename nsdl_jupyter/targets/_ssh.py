@@ -53,6 +53,7 @@ from nsdl_jupyter.targets._ssh_connect import (
     resolve_hop,
 )
 from nsdl_jupyter.targets._ssh_files import (
+    Progress,
     RemoteFiles,
     SftpFiles,
     StreamFiles,
@@ -176,6 +177,8 @@ class SshTarget(TargetCaches):
         self._deployed: set[str] = set()  # remote paths known to exist in this connection
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        # told (remote path, bytes there, total) as an upload goes: a progress bar's hook
+        self.upload_progress: Progress | None = None
 
     def __repr__(self) -> str:
         return f"SshTarget({self.name!r})"
@@ -274,16 +277,23 @@ class SshTarget(TargetCaches):
 
     def _open_files(self, connection: Connection) -> RemoteFiles:
         """SFTP where the server offers it; else files stream over exec channels."""
+        files: RemoteFiles
         try:
-            return SftpFiles(connection.transport.open_sftp_client(), self.run_command)
+            files = SftpFiles(connection.transport.open_sftp_client(), self.run_command)
         except _import_paramiko().SSHException:  # 'Channel closed.': no SFTP subsystem
             if not connection.active:
                 raise
-            return StreamFiles(
+            files = StreamFiles(
                 lambda: connection.transport.open_session(timeout=self.connect_timeout),
                 self.name,
                 COMMAND_TIMEOUT_S,
             )
+        files.progress = self._upload_progressed
+        return files
+
+    def _upload_progressed(self, remote_path: str, sent: int, total: int) -> None:
+        if self.upload_progress is not None:
+            self.upload_progress(remote_path, sent, total)
 
     @property
     def transfer(self) -> str:
@@ -297,10 +307,12 @@ class SshTarget(TargetCaches):
             assert self._files is not None
             try:
                 yield self._files
-            except OSError as exc:
-                if not self.connected:
+            except (OSError, EOFError, _import_paramiko().SSHException, TargetError) as exc:
+                # paramiko says a dropped link with any of these, mid-transfer
+                if not self.connected and not isinstance(exc, TargetConnectionError):
                     raise TargetConnectionError(
-                        f"the connection to {self.name} dropped ({exc}); run again to reconnect"
+                        f"the connection to {self.name} dropped ({exc or type(exc).__name__});"
+                        " run again to reconnect (a big upload resumes where it stopped)"
                     ) from None
                 raise
 
