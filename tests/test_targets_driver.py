@@ -22,6 +22,7 @@ from nsdl_jupyter.profiling import check_target, profile_ort
 from nsdl_jupyter.targets import RuntimeSetError
 from nsdl_jupyter.targets._runtimes import TargetPlatform, Wheel, WheelCache, cuda_major_needed
 from nsdl_jupyter.targets._target_probe import platform_facts
+from tests._nvidia_smi import driver, fake_nvidia_smi
 from tests._sshd import SshLab, ssh_lab
 from tests.test_targets_ssh import small_model
 
@@ -30,38 +31,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs OpenSSH's sshd (bash scripts/setup.sh installs it) and root to run it",
 )
 
-SMI = """#!/bin/sh
-# nvidia-smi as the target's driver answers: the CSV query, or the `-q` report
-here=$(dirname "$0")
-case "$1" in
-  --query-gpu=*) cat "$here/query.csv" ;;
-  -q) cat "$here/report.txt" ;;
-  *) echo "unknown option $1" >&2; exit 2 ;;
-esac
-"""
-REPORT = """
-==============NVSMI LOG==============
-
-Timestamp                                 : Wed Dec  2 03:40:11 2026
-Driver Version                            : {driver}
-CUDA Version                              : {cuda}
-
-Attached GPUs                             : 2
-GPU 00000000:17:00.0
-    Compute Mode                          : Default
-
-GPU 00000000:65:00.0
-    Compute Mode                          : Default
-
-"""
-QUERY = "NVIDIA A100-SXM4-80GB, {driver}, 81920 MiB\nNVIDIA A100-SXM4-80GB, {driver}, 81920 MiB\n"
 RUNTIME = "onnxruntime-gpu==1.31.1"
-
-
-def driver(folder: Path, version: str, cuda: str) -> None:
-    """What the fake target's nvidia-smi says from now on."""
-    (folder / "report.txt").write_text(REPORT.format(driver=version, cuda=cuda))
-    (folder / "query.csv").write_text(QUERY.format(driver=version))
 
 
 def gpu_wheel(folder: Path, cuda_major: int) -> Path:
@@ -102,12 +72,7 @@ def cache_with(root: Path, platform: TargetPlatform, wheel: Path) -> WheelCache:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SshLab, Path]]:
     folder = tmp_path_factory.mktemp("driver")
     bin_dir = folder / "gpu-bin"
-    bin_dir.mkdir()
-    smi = bin_dir / "nvidia-smi"
-    smi.write_text(SMI)
-    smi.chmod(0o755)
-    driver(bin_dir, "535.104.05", "12.2")
-    path = f"{bin_dir}:/usr/local/bin:/usr/bin:/bin"
+    path = fake_nvidia_smi(bin_dir, "535.104.05", "12.2")
     with ssh_lab(folder / "lab", {"env": {"PATH": path}}) as started:
         yield started, bin_dir
 

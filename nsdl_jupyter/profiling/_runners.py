@@ -12,11 +12,11 @@ from nsdl_jupyter.profiling._errors import ProfileError, RunnerProtocolError
 from nsdl_jupyter.profiling.runners import ORT_RUNNER, TRT_RUNNER
 from nsdl_jupyter.targets import (
     MALFORMED,
+    PROBE_FILE,
     EventListener,
     JobResult,
     RunnerJob,
     Target,
-    _target_probe,
 )
 
 _Read = TypeVar("_Read")
@@ -32,7 +32,7 @@ RUNNER_FILES = (
     TRT_RUNNER,
     RUNNER.with_name("_ort_gpu_passes.py"),
     RUNNER.with_name("_trt_profile_runner.py"),
-    Path(_target_probe.__file__),
+    PROBE_FILE,
 )
 
 

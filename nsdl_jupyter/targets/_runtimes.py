@@ -38,8 +38,10 @@ _REQUIREMENT = re.compile(
 # always in a set: the runners load numpy beside the runtime
 BASE_PACKAGES = ("numpy",)
 
-# sent to the target's python as `-c`, the deploy folder as its argument: one JSON line
-PLATFORM_PROBE = Path(_target_probe.__file__).read_text(encoding="utf-8")
+# the probe's file: deployed beside the runner files (their target check loads it), and sent
+# to the target's python as `-c` text, the deploy folder as its argument: one JSON line
+PROBE_FILE = Path(_target_probe.__file__)
+PLATFORM_PROBE = PROBE_FILE.read_text(encoding="utf-8")
 # the driver branch each CUDA major needs at least (CUDA's minor version compatibility)
 MIN_DRIVER = {11: 450, 12: 525, 13: 580}
 

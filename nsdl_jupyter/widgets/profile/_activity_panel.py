@@ -11,6 +11,7 @@ With TensorRT, the TrtSettingsForm shows every engine setting (defaults of the s
 the TensorRT the target has (probed when TensorRT is first chosen); Export builds the engine
 with progress and cancel. The settings are kept per model in its companion file.
 A second tab, Sweep, holds a SweepPanel of the same model: axes, saved targets, run, table.
+A third, Fleet, the saved targets' GPU slots, drivers, runtimes and caches (FleetView).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from nsdl_jupyter.widgets.profile._failure import failure_html
 from nsdl_jupyter.widgets.profile._log_view import LogView
 from nsdl_jupyter.widgets.profile._profile_view import ProfileView
 from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.targets._fleet_view import FleetView
 from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 if TYPE_CHECKING:
@@ -229,9 +231,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         first shown)."""
         self._sweep: SweepPanel | None = None
         self._sweep_tab = widgets.VBox([])
-        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab])
+        self.fleet_view = FleetView()  # checks the fleet only when Refresh is pressed
+        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab, self.fleet_view])
         self.tabs.set_title(0, "Profile")
         self.tabs.set_title(1, "Sweep")
+        self.tabs.set_title(2, "Fleet")
         self.tabs.observe(self._on_tab, names="selected_index")
         return self.tabs
 
