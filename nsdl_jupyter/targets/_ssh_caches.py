@@ -185,6 +185,13 @@ class TargetCaches:
 
     # ---- caches on the target ------------------------------------------------------------
 
+    def cache_folder(self, kind: str) -> str:
+        """The folder of one cache kind in the deploy folder (where runners keep what they make
+        there: TensorRT engines, timing caches), covered by cache_info and clear_cache."""
+        (chosen,) = check_kinds(kind)
+        self.connect()
+        return posixpath.join(self._deploy_root, chosen)
+
     def cache_info(self, kinds: str | Sequence[str] | None = None) -> CacheInfo:
         """What the deploy folder keeps: models and files by hash, runner files, wheels and
         runtime venvs, each entry with its size and last use."""
