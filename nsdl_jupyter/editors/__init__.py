@@ -43,6 +43,14 @@ from nsdl_jupyter.editors._layers import (
     apply_filter,
     layer_rows,
 )
+from nsdl_jupyter.editors._modification import (
+    Modification,
+    ModificationResult,
+    ModificationRun,
+    OptionSpec,
+    OptionValue,
+    modifications,
+)
 from nsdl_jupyter.editors._palette import (
     PaletteEntry,
     PaletteIndex,
@@ -100,7 +108,12 @@ __all__ = [
     "LayerRow",
     "ListEntry",
     "ModelInfo",
+    "Modification",
+    "ModificationResult",
+    "ModificationRun",
     "NodeForm",
+    "OptionSpec",
+    "OptionValue",
     "PaletteEntry",
     "PaletteIndex",
     "ProfileRow",
@@ -137,6 +150,7 @@ __all__ = [
     "load_settings",
     "marks_of",
     "model_info",
+    "modifications",
     "parse_dims",
     "parse_shape",
     "profile_rows",
