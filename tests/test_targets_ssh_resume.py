@@ -1,7 +1,7 @@
 """Resumable uploads (issue 27, item 1): a big upload cut off by a dropped connection (the
 server's session processes killed mid-file) resumes on the next try from what reached the
 target, sending only the rest, with and without the SFTP subsystem; the file that lands has the
-sha256 of the one sent."""
+sha256 of the one sent. And the commands a check costs (issue 27, benchmark goal)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from nsdl_jupyter.profiling import check_target
 from nsdl_jupyter.targets import TargetError
 from nsdl_jupyter.targets._ssh_files import RESUMABLE_BYTES
-from tests._sshd import SshLab, ssh_lab
+from tests._sshd import Sshd, SshLab, ssh_lab
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0,
@@ -87,3 +88,29 @@ def test_a_partial_that_is_not_a_prefix_is_sent_again_whole(
     assert sent == wheel.stat().st_size
     assert sha256(remote) == sha256(wheel)
     assert not partial.exists()
+
+
+def commands(server: Sshd) -> int:
+    """Exec sessions the server has started (each costs the login shell's start-up)."""
+    return server.log.read_text().count("Starting session: command")
+
+
+@pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "no-sftp"])
+def test_a_warm_check_is_one_command_and_leaves_no_job_folder(
+    lab: SshLab, tmp_path: Path, sftp: bool
+) -> None:
+    """check_target asks everything in the runner's one command; without SFTP the job folder
+    it used goes with the next launcher (or close), not with a command of its own."""
+    server = lab.servers[0 if sftp else 1]
+    deploy = tmp_path / "deploy"
+    before = commands(server)
+    with lab.target(server, deploy_dir=str(deploy)) as target:
+        connecting = commands(server) - before
+        check_target(target)  # deploys the runner files
+        before = commands(server)
+        check_target(target)
+        check_target(target)
+        warm = commands(server) - before
+    assert connecting == (0 if sftp else 1)  # the deploy folder: over SFTP, or one command
+    assert warm == 2
+    assert not list((deploy / "jobs").iterdir())

@@ -53,10 +53,12 @@ from nsdl_jupyter.targets._ssh_connect import (
     resolve_hop,
 )
 from nsdl_jupyter.targets._ssh_files import (
+    REMOVE,
     Progress,
     RemoteFiles,
     SftpFiles,
     StreamFiles,
+    sh_command,
     sha256_file,
 )
 from nsdl_jupyter.targets._target_cache import check_limit
@@ -175,6 +177,7 @@ class SshTarget(TargetCaches):
         self._lock = threading.RLock()
         self._deploy_root = ""
         self._deployed: set[str] = set()  # remote paths known to exist in this connection
+        self._to_remove: list[str] = []  # job folders the next launcher removes (no SFTP)
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
         # told (remote path, bytes there, total) as an upload goes: a progress bar's hook
@@ -239,6 +242,10 @@ class SshTarget(TargetCaches):
     def close(self) -> None:
         """Close the connection (a running job's remote runner then ends itself)."""
         with self._lock:
+            if self._to_remove and self.connected:
+                with suppress(Exception):  # best effort: the folders stay under jobs/
+                    self.run_command(sh_command(REMOVE, *self._to_remove))
+            self._to_remove = []
             if self._files is not None:
                 self._files.close()
             if self._connection is not None:
@@ -308,7 +315,11 @@ class SshTarget(TargetCaches):
             try:
                 yield self._files
             except (OSError, EOFError, _import_paramiko().SSHException, TargetError) as exc:
-                # paramiko says a dropped link with any of these, mid-transfer
+                # paramiko says a dropped link with any of these, mid-transfer; EOFError and
+                # SSHException can come before the transport marks itself inactive
+                link = isinstance(exc, (EOFError, _import_paramiko().SSHException))
+                if link:
+                    self.close()
                 if not self.connected and not isinstance(exc, TargetConnectionError):
                     raise TargetConnectionError(
                         f"the connection to {self.name} dropped ({exc or type(exc).__name__});"
@@ -414,8 +425,12 @@ class SshTarget(TargetCaches):
             partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
-        """Best effort: with the connection gone, the folder stays (under jobs/)."""
+        """Best effort: with the connection gone, the folder stays (under jobs/). Without SFTP
+        the next runner's launcher (or close()) removes it: a command less per run."""
         if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
+            return
+        if self.transfer == "stream":
+            self._to_remove.append(workdir)
             return
         with suppress(TargetError, OSError, EOFError), self._remote_files() as files:
             files.remove_tree(workdir)
@@ -455,9 +470,11 @@ class SshTarget(TargetCaches):
             "onnxruntime and numpy there, or give SshTarget(python=) the interpreter's path",
         }
         token = secrets.token_hex(16)
+        self._to_remove, removed = [], self._to_remove
         script = "\n".join(
             [
                 f"printf '{pid_line(token)}\\n' \"$$\"",
+                *([sh_command(REMOVE, *removed)] if removed else []),
                 *([prepare] if inline else []),
                 f"cd -- {shlex.quote(workdir)} || exit 125",
                 f"if ! command -v {python} >/dev/null 2>&1; then",

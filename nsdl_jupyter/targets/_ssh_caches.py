@@ -30,7 +30,7 @@ from nsdl_jupyter.targets._runtimes import (
     full_set,
     set_key,
 )
-from nsdl_jupyter.targets._ssh_files import RemoteFiles, sh_command
+from nsdl_jupyter.targets._ssh_files import REMOVE, RemoteFiles, sh_command
 from nsdl_jupyter.targets._target_cache import (
     LIST_SCRIPT,
     CacheEntry,
@@ -226,7 +226,7 @@ class TargetCaches:
         if not chosen:
             return 0
         paths = [entry.path for entry in chosen]
-        code, output = self.run_command(sh_command('rm -rf -- "$@"', *paths))
+        code, output = self.run_command(sh_command(REMOVE, *paths))
         if code != 0:
             raise TargetError(f"{self.name}: the caches could not be removed ({output.strip()})")
         self._deployed -= set(inside(self._deployed, paths))

@@ -63,7 +63,7 @@ _EXISTS = 'test -e "$1"'
 _PREPARE = 'mkdir -p -- "$1" && test -w "$1" && test -x "$1" && cd -- "$1" && pwd -P'
 _MISSING = 'for p; do if [ -e "$p" ]; then touch -c -- "$p"; else printf "%s\\0" "$p"; fi; done'
 _MKDIRS = 'umask 077; mkdir -p -- "$1"'
-_REMOVE_TREE = 'rm -rf -- "$1"'
+REMOVE = 'rm -rf -- "$@"'  # the paths given, folders with what they hold
 
 
 def sha256_file(path: Path) -> str:
@@ -245,7 +245,7 @@ class SftpFiles:
             else:
                 self._sftp.remove(posixpath.join(path, entry.filename))
         if nested:
-            self._run(sh_command(_REMOVE_TREE, path))
+            self._run(sh_command(REMOVE, path))
         else:
             self._sftp.rmdir(path)
 
@@ -392,7 +392,7 @@ class StreamFiles:
         return received
 
     def remove_tree(self, path: str) -> None:
-        self._call(sh_command(_REMOVE_TREE, path))
+        self._call(sh_command(REMOVE, path))
 
     def close(self) -> None:
         pass
