@@ -120,5 +120,13 @@ def test_the_cuda_a_wheel_needs_comes_from_its_name_or_its_metadata(tmp_path: Pa
     assert cuda_major_needed(Wheel("tensorrt-cu12", named, "")) == 12
     wheel = gpu_wheel(tmp_path / "w", 13)
     assert cuda_major_needed(Wheel(RUNTIME, wheel, "")) == 13
+    both = tmp_path / "cupti_python-13.0.1-py3-none-any.whl"  # extras for either CUDA
+    with zipfile.ZipFile(both, "w") as archive:
+        archive.writestr(
+            "cupti_python-13.0.1.dist-info/METADATA",
+            "Name: cupti-python\nRequires-Dist: nvidia-cuda-cupti-cu12; extra == 'cu12'\n"
+            "Requires-Dist: nvidia-cuda-cupti-cu13; extra == 'cu13'\n",
+        )
+    assert cuda_major_needed(Wheel("cupti-python", both, "")) == 12
     plain = TargetPlatform("x86_64", (2, 36), (3, 11), "cpython", "/usr/bin/python3")
     assert plain.cuda is None  # no nvidia-smi: nothing to check against

@@ -304,7 +304,8 @@ def cuda_major_needed(wheel: Wheel) -> int | None:
             if line.startswith("Requires-Dist:"):
                 name = re.split(r"[\s;<>=!~\[(]", line.split(":", 1)[1].strip(), maxsplit=1)[0]
                 found += [int(m) for m in _CUDA_NAME.findall(name)]
-    return max(found) if found else None
+    # a wheel whose extras name several CUDA majors (cu12 and cu13 variants) runs with the lowest
+    return min(found) if found else None
 
 
 def check_driver(platform: TargetPlatform, wheels: Sequence[Wheel], target: str) -> None:
