@@ -32,7 +32,12 @@ from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes, shapes_settled
-from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
+from nsdl_jupyter.transforms._simplify import (
+    NONDETERMINISTIC,
+    Simplifier,
+    fuse_batchnorm,
+    new_initializer,
+)
 from nsdl_jupyter.transforms._small_ops import evaluate_small
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
@@ -443,18 +448,7 @@ class _Sanitizer:
                 [0 if i in copied else -1 if dim is None else dim for i, dim in enumerate(dims)],
                 dtype=np.int64,
             )
-            shape_value = node.inputs[1]
-            name = f"{shape_value.name}_pinned"
-            while name in graph.initializers:
-                name += "_"
-            tensor = ir.Tensor(target, name=name)
-            constant = ir.Value(
-                name=name,
-                type=ir.TensorType(tensor.dtype),
-                shape=ir.Shape([len(dims)]),
-                const_value=tensor,
-            )
-            graph.register_initializer(constant)
+            constant = new_initializer(graph, f"{node.inputs[1].name}_pinned", target)
             node.replace_input_with(1, constant)
             constants[constant] = target
             pinned.append(node.name or "Reshape")

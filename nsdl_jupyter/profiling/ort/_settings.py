@@ -67,6 +67,7 @@ class OrtSettingsKwargs(TypedDict, total=False):
     trace_path: str | os.PathLike[str] | None
     seed: int
     intra_op_threads: int | None
+    spin_wait: bool
     full_paths: bool
     gpu_timing: bool
     metrics_interval_ms: float
@@ -91,6 +92,9 @@ class OrtProfileSettings:
     - `dim_sizes`: sizes of named free dimensions for random inputs (others = 1), or
       `input_folder`: one TensorProto `<input name>.pb` per input;
     - `trace_path`: where the raw onnxruntime trace is kept (default from the model name);
+    - `intra_op_threads`: onnxruntime's intra-op threads (None: one per core); `spin_wait`:
+      idle threads spin for work (onnxruntime's default, the lowest latency) or, False, sleep,
+      which runs sharing one machine's cores want (a sweep's side-by-side CPU runs set it);
     - `full_paths`: record absolute paths and the host name in the report's metadata (off: file
       names, or paths relative to the working folder, and no host name, so a shared report or
       notebook does not carry the user's home folder or machine name);
@@ -121,6 +125,7 @@ class OrtProfileSettings:
     trace_path: Path | None = None
     seed: int = 0
     intra_op_threads: int | None = None
+    spin_wait: bool = True
     full_paths: bool = False
     gpu_timing: bool = True
     metrics_interval_ms: float = 10.0

@@ -312,6 +312,8 @@ def _session(
     threads = request.get("intra_op_threads")
     if threads:
         so.intra_op_num_threads = int(threads)
+    if request.get("spin_wait") is False:  # runs that share the cores: idle threads sleep
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if profile_prefix is not None:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
@@ -774,6 +776,14 @@ def _os_name() -> str:
     return f"{platform.system()} {platform.release()}"
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container can narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 0
+
+
 def target_check(request: dict[str, Any]) -> dict[str, Any]:
     """What this machine offers for profiling; never raises for a missing piece."""
     runtime_set = _runtime_set(request)
@@ -790,6 +800,7 @@ def target_check(request: dict[str, Any]) -> dict[str, Any]:
         "os": _os_name(),
         "system": platform.system(),
         "arch": platform.machine(),
+        "cores": _cores(),
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "onnxruntime": ort,

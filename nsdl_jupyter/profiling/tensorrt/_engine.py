@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,7 +153,7 @@ def _raise_for(
     return result.result
 
 
-class EngineJob(StagedJob):
+class EngineJob(StagedJob[EngineExport]):
     """A running engine build: `progress`, `cancel()`, `wait()` -> EngineExport."""
 
     def __init__(
@@ -169,10 +168,6 @@ class EngineJob(StagedJob):
         super().__init__(target)
         self.source, self.output, self.settings = source, output, settings
         self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._export: EngineExport | None = None
-        self._error: BaseException | None = None
-        self._result: JobResult | None = None
         try:
             self._workdir = target.make_workdir()
             remote_model = _put_model(target, source, self._stage, self._workdir)
@@ -215,24 +210,10 @@ class EngineJob(StagedJob):
 
     def wait(self, timeout: float | None = None) -> EngineExport:
         """The export once the build has ended; TimeoutError when `timeout` passes first."""
-        with self._lock:
-            if self._export is not None:
-                return self._export
-            if self._error is not None:
-                raise self._error
-            try:
-                self._result = self._job.wait(timeout)
-            except TimeoutError:
-                raise
-            try:
-                with reading_answer(self._result, "build the engine"):
-                    self._export = self._finish(_raise_for(self._result, self.source, "build"))
-                return self._export
-            except BaseException as exc:
-                self._error = exc
-                raise
-            finally:
-                self._cleanup()
+        return self._wait_once(timeout, "build the engine")
+
+    def _answer_from(self, result: JobResult) -> EngineExport:
+        return self._finish(_raise_for(result, self.source, "build"))
 
     def _finish(self, answer: dict[str, Any]) -> EngineExport:
         self.target.get(answer["engine"], self.output)
