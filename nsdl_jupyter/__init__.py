@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets import (
         ActivityPanel,
         Designer,
+        FleetView,
         GraphView,
         InitializerEditor,
         LayerExplorer,
@@ -112,6 +113,7 @@ _LAZY: dict[str, str] = {
     "TypeCheckPanel": "nsdl_jupyter.widgets",
     "ProfileView": "nsdl_jupyter.widgets",
     "SweepPanel": "nsdl_jupyter.widgets",
+    "FleetView": "nsdl_jupyter.widgets",
     "export_notebook_html": "nsdl_jupyter.nbconvert",
 }
 
@@ -165,6 +167,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "TypeCheckPanel",
     "ProfileView",
     "SweepPanel",
+    "FleetView",
     "export_notebook_html",
 ]
 

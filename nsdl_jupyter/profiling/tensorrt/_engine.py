@@ -9,6 +9,7 @@ rejects. Nothing here imports TensorRT.
 
 from __future__ import annotations
 
+import posixpath
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +49,8 @@ class EngineExport:
     optimization level, aux streams, workspace, profiles...) and `ignored` names the settings it
     does not hold although they were set (TensorRT-RTX 1.7 keeps its own hardware
     compatibility level, for one); `timing_cache` says whether a
-    cache was loaded and saved, `build_s` is TensorRT's build time alone. `inspector` is the
+    cache was loaded and saved (`answer["engine_cache"]`: whether an SshTarget's engine cache
+    gave the engine, `hit`), `build_s` is TensorRT's build time alone. `inspector` is the
     engine inspector's layer JSON, None where the engine could not be loaded (no GPU).
     """
 
@@ -175,7 +177,7 @@ class EngineJob(StagedJob[EngineExport]):
                 "model": remote_model,
                 "output": _remote_output(self._workdir, output.name, source, remote_model),
                 "settings": settings.to_request(),
-                "cache_dir": settings.cache_dir,
+                **target_caches(target, settings, remote_model),
                 "workdir": self._workdir,
             }
             self._job = self._start(RUNNER, request, debug_crash_at)
@@ -321,6 +323,21 @@ def _remote_output(workdir: str, name: str, source: ModelSource, remote_model: s
     while name in taken or any(f"{name}{suffix}" in taken for suffix in _SIDE_FILES):
         name = f"engine-{name}"
     return f"{workdir}/{name}"
+
+
+def target_caches(target: Target, settings: TrtSettings, model: str | None) -> dict[str, Any]:
+    """The request fields that keep TensorRT's timing caches and the engines built from `model`
+    (its path on the target) in a target's own cache folders, where it has them (SshTarget:
+    its deploy folder, so cache_info, clear_cache and the size cap cover them); an identical
+    build later reuses the stored engine. Elsewhere: the settings' cache_dir alone."""
+    folder_of = getattr(target, "cache_folder", None)
+    if folder_of is None:
+        return {"cache_dir": settings.cache_dir}
+    fields: dict[str, Any] = {"cache_dir": settings.cache_dir or folder_of("tensorrt")}
+    if model is not None:  # deployed into a folder named by the model's content hash
+        digest = posixpath.basename(posixpath.dirname(model))
+        fields["engine_cache"] = {"folder": folder_of("engines"), "model": digest}
+    return fields
 
 
 def _put_model(target: Target, source: ModelSource, stage: Path, workdir: str) -> str:

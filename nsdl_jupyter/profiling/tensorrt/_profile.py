@@ -22,7 +22,7 @@ from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, recorded_path
-from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for
+from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for, target_caches
 from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings
 from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
@@ -168,7 +168,7 @@ class TrtProfileJob(StagedJob[ProfileReport]):
                 "kind": "trt_profile",
                 "protocol": 1,
                 "settings": settings.to_request(),
-                "cache_dir": settings.cache_dir,
+                **target_caches(target, settings, None),
                 "workdir": self._workdir,
                 "passes": options.passes,
                 "iterations": options.iterations,
@@ -184,6 +184,7 @@ class TrtProfileJob(StagedJob[ProfileReport]):
             }
             if source is not None:
                 request["model"] = _put_model(target, source, self._stage, self._workdir)
+                request.update(target_caches(target, settings, request["model"]))
             if engine is not None:
                 request["engine"] = target.put(engine, self._workdir)
             else:

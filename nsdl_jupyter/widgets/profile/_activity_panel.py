@@ -14,6 +14,7 @@ iterations and warm-up, a prebuilt engine instead of a build, lock clocks, hide 
 the controls the ONNX Runtime side has are the same widgets). The settings are kept per model
 in its companion file.
 A second tab, Sweep, holds a SweepPanel of the same model: axes, saved targets, run, table.
+A third, Fleet, the saved targets' GPU slots, drivers, runtimes and caches (FleetView).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from nsdl_jupyter.widgets.profile._failure import failure_html
 from nsdl_jupyter.widgets.profile._log_view import LogView
 from nsdl_jupyter.widgets.profile._profile_view import ProfileView
 from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.targets._fleet_view import FleetView
 from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 if TYPE_CHECKING:
@@ -234,9 +236,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         first shown)."""
         self._sweep: SweepPanel | None = None
         self._sweep_tab = widgets.VBox([])
-        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab])
+        self.fleet_view = FleetView()  # checks the fleet only when Refresh is pressed
+        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab, self.fleet_view])
         self.tabs.set_title(0, "Profile")
         self.tabs.set_title(1, "Sweep")
+        self.tabs.set_title(2, "Fleet")
         self.tabs.observe(self._on_tab, names="selected_index")
         return self.tabs
 
