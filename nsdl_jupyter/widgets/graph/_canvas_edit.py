@@ -27,8 +27,6 @@ from nsdl_jupyter.document import (
     layout_coordinate,
 )
 from nsdl_jupyter.document.edits import SetMapping
-from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
-from nsdl_jupyter.transforms import carried_nodes, extract_subgraph
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
@@ -188,6 +186,9 @@ class CanvasEdits:
     def add_at(self, payload: AddAt) -> Done:
         """Quick add at the pointer: the operator typed, fed from the selected node like the
         Designer's quick add, its box where the pointer is."""
+        # imported on use: the editors and transforms packages would slow the first view
+        from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
+
         doc = self._doc()
         _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
@@ -274,6 +275,8 @@ def extract_nodes(
 ) -> tuple[Path, int]:
     """Write nodes `names` (with `downstream`, and everything they feed) as a model beside the
     document's file, named after the first node; its path and the node count."""
+    from nsdl_jupyter.transforms import extract_subgraph  # on use: see add_at
+
     chosen = [doc.node(n) for n in names]
     if not chosen:
         raise WidgetError("nothing to extract: select nodes first")
@@ -348,6 +351,8 @@ def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
 def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
     """Tensors a set of nodes reads from outside (cut there) and those it hands on. The
     constants and shape arithmetic they read come along, so only activations are cut."""
+    from nsdl_jupyter.transforms import carried_nodes  # on use: see add_at
+
     carried = carried_nodes(nodes)
     inputs: dict[str, None] = {}
     outputs: dict[str, None] = {}
