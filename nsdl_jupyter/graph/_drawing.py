@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsdl_jupyter.graph import _vocabulary
-from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO
+from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, PSEUDO_OPS
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import KIND_GROUP, LayoutResult
 from nsdl_jupyter.ops import UnknownDomainError, UnknownOperatorError, get_schema
@@ -29,6 +29,8 @@ COLORMAPS: tuple[str, ...] = tuple(VOCABULARY["colormaps"])
 def op_category(op: str) -> str:
     """Category (ops/_categories.py) of an op label as the graph table writes it
     (``Conv``, ``com.microsoft::FusedMatMul``); "Other" for unknown operators."""
+    if op in PSEUDO_OPS.values():  # no schema: the lookup's error message would load onnxruntime
+        return "Other"
     domain, _, op_type = op.rpartition("::")
     try:
         return get_schema(op_type, domain, allow_deprecated=True).category

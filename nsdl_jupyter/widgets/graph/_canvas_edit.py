@@ -14,7 +14,7 @@ import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import onnx_ir as ir
 
@@ -27,8 +27,6 @@ from nsdl_jupyter.document import (
     layout_coordinate,
 )
 from nsdl_jupyter.document.edits import SetMapping
-from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
-from nsdl_jupyter.transforms import carried_nodes, extract_subgraph
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
@@ -45,6 +43,9 @@ from nsdl_jupyter.widgets._messages import (
     Unlink,
 )
 from nsdl_jupyter.widgets._protocol import Handler
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.editors import PaletteIndex
 
 _MAX_TERMINAL_NODES = 2000  # the canvas asks only for boxes on screen at a readable zoom
 _MAX_PART = 100  # of a node name in an extracted file's name: file names end at 255 bytes
@@ -192,6 +193,9 @@ class CanvasEdits:
         """Quick add at the pointer, or an operator dropped from the palette: the operator
         typed (or dragged), its box where the pointer is; quick add (`link`) feeds it from the
         selected node like the Designer's quick add."""
+        # imported on use: the editors and transforms packages would slow the first view
+        from nsdl_jupyter.editors import add_operator, entry_for_text
+
         doc = self._doc()
         _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
@@ -240,6 +244,8 @@ class CanvasEdits:
 
 
 def _palette(doc: ModelDocument) -> PaletteIndex:
+    from nsdl_jupyter.editors import PaletteIndex  # on use: see add_at
+
     return PaletteIndex(doc.opset_imports, doc.functions.values())
 
 
@@ -288,6 +294,8 @@ def extract_nodes(
 ) -> tuple[Path, int]:
     """Write nodes `names` (with `downstream`, and everything they feed) as a model beside the
     document's file, named after the first node; its path and the node count."""
+    from nsdl_jupyter.transforms import extract_subgraph  # on use: see add_at
+
     chosen = [doc.node(n) for n in names]
     if not chosen:
         raise WidgetError("nothing to extract: select nodes first")
@@ -362,6 +370,8 @@ def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
 def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
     """Tensors a set of nodes reads from outside (cut there) and those it hands on. The
     constants and shape arithmetic they read come along, so only activations are cut."""
+    from nsdl_jupyter.transforms import carried_nodes  # on use: see add_at
+
     carried = carried_nodes(nodes)
     inputs: dict[str, None] = {}
     outputs: dict[str, None] = {}
