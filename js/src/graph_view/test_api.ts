@@ -57,8 +57,9 @@ export function testApi(
       const slots = names.map((n) => store.slotOf(n)).filter((s): s is number => s !== undefined);
       renderer.fit(slots);
     },
-    /** The toolbar's Fit (readable; a second call shows the whole graph). */
-    fitReadable: () => renderer.fitReadable(),
+    /** The toolbar's Fit (readable, collapsing deeper levels when needed; a second call
+     *  shows the whole graph). */
+    fitReadable: () => renderer.fitReadable(undefined, true),
     camera: () => ({ ...renderer.camera }),
     /** Node `name`'s precision or custom badge: its text and the client coordinates of its
      *  centre; null when none is drawn. */

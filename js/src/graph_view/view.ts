@@ -77,6 +77,7 @@ export class GraphViewElement {
       if (message === null) delete root.dataset.error;
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
+    renderer.collapse = (groups) => void requests.send("collapse", { groups });
     const selection = new Selection(model, store, renderer, requests);
     const pane = new PropertiesPane(
       root,
