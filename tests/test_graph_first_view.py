@@ -200,7 +200,7 @@ def test_edge_labels_never_lie_on_boxes_titles_or_each_other(name: str, expand: 
 
 # the default GraphView (560 px) in JupyterLab at 1280x800 with the file browser open: its
 # canvas, and what Fit keeps free (renderer.ts READABLE: margins, the breadcrumb)
-CANVAS_W, CANVAS_H, MARGIN, BREADCRUMB = 860.0, 528.0, 24.0, 24.0
+CANVAS_W, CANVAS_H, MARGIN, BREADCRUMB = 845.0, 505.0, 24.0, 24.0
 LEGIBLE_PX = 10.0
 LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
 
@@ -236,7 +236,7 @@ def test_whole_outline_fits_the_default_view_legibly(name: str) -> None:
     result = scene.layout()
     assert whole_fit_scale(result) * LABEL_PX >= LEGIBLE_PX, (name, result.width, result.height)
     assert not box_overlaps(result)
-    drawn, bad = label_collisions(scene)
+    _, bad = label_collisions(scene)
     assert not bad, bad[:5]
     groups = [label for label, kind, _ in drawn_labels(scene) if kind == KIND_GROUP]
     assert groups == OUTLINES[name]

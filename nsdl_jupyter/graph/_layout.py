@@ -35,11 +35,11 @@ GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
 # the top level of a long graph is cut into bands (TB: columns side by side) that fit a box of
-# WRAP_W x WRAP_H: the default view's canvas (560 px high, ~860 px wide in JupyterLab at
-# 1280x800) less its margins and breadcrumb, in layout units at the legible scale (10/11)
-WRAP_W, WRAP_H = 880.0, 500.0
+# WRAP_W x WRAP_H: the default view's canvas (560 px high, 845 x 505 px for its canvas in JupyterLab at
+# 1280x800, toolbar on two rows) less margins and breadcrumb, in layout units at the legible scale
+WRAP_W, WRAP_H = 870.0, 470.0
 GAP_BAND = GAP_LAYER  # between bands: the edges from one band to the next run there
-GAP_BAND_LAYER = 30.0  # between the layers of a band: an edge's shape label still fits
+GAP_BAND_LAYER = 26.0  # between the layers of a band: an edge's shape label still fits
 MIN_BANDED_LAYERS, MAX_BANDS = 4, 12
 
 # kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
@@ -397,7 +397,7 @@ class LayoutEngine:
         for k in range(1, min(MAX_BANDS, len(layers)) + 1):
             gap = GAP_BAND_LAYER if k > 1 else GAP_LAYER
             total = sum(thickness) + gap * (len(layers) - 1)
-            bands = _cut(layers, thickness, total / k, gap)
+            bands = _cut(layers, thickness, _shortest_cap(thickness, k, gap, total), gap)
             length = along = 0.0
             for band in bands:
                 _, band_length, extent = _place_layers(band, units, leaf, lr, k > 1)
@@ -407,6 +407,21 @@ class LayoutEngine:
             if min(scale, 1.0) > best_scale + 1e-6:
                 best, best_scale = bands, min(scale, 1.0)
         return best
+
+
+def _shortest_cap(thickness: list[float], k: int, gap: float, total: float) -> float:
+    """The least band length that cuts layers of `thickness` into at most `k` bands (greedy
+    filling is optimal for consecutive cuts: bisect on the length)."""
+    low, high = max(thickness), total
+    for _ in range(32):
+        cap = (low + high) / 2
+        bands, length = 1, 0.0
+        for t in thickness:
+            if length and length + t > cap:
+                bands, length = bands + 1, 0.0
+            length += t + gap
+        low, high = (cap, high) if bands > k else (low, cap)
+    return high
 
 
 def _cut(

@@ -102,6 +102,7 @@ export class Renderer {
 
   /** A new layout: the first one decides the first view. */
   layoutChanged(): void {
+    this.readableView = null; // a new drawing: the next Fit is a first one
     if (this.collapsingToFit > 0) this.fitReadable(undefined, true);
     else if (!this.fitted && this.width > 0) this.initialView();
   }

@@ -108,6 +108,10 @@ export function testApi(
       return slotsInside(layout, worldViewport(renderer.camera, renderer.width, renderer.height))
         .length;
     },
+    /** Leaves (nodes, collapsed groups) in the layout, on screen or not. */
+    leaves: () => store.layout?.kind.filter((k) => k !== KIND_FRAME).length ?? 0,
+    /** Groups drawn open (frames). */
+    frames: () => store.layout?.kind.filter((k) => k === KIND_FRAME).length ?? 0,
     breadcrumb: () => nav.breadcrumb.parts(),
     minimap: () => nav.minimap.probe(),
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],
