@@ -262,6 +262,21 @@ def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None
     assert min(xs) >= last[0] + last[2] and max(xs) <= first[0]  # within the gap
 
 
+def test_bands_only_while_the_top_level_is_an_outline() -> None:
+    """Once a module is open the top level is one flow again (the view keeps the opened
+    module where it was on screen): h.0 … h.11 one under the other."""
+    scene = GraphScene(graph_of("gpt2_dynamo"))
+    h = scene.hierarchy
+    scene.expand([g for g, group in enumerate(h.groups) if group.label == "h.8"])
+    rects = scene.layout().rect_of()
+    blocks = [
+        rects[~g] for g, group in enumerate(h.groups) if group.parent == 0 and ~g in rects
+    ]
+    tops = [y for _, y, _, _ in blocks]
+    assert len(blocks) == 12 and tops == sorted(tops)  # h.0 … h.11 down one flow
+    assert max(y for _, y, _, _ in blocks) > 2000  # h.8 open: taller than a screen
+
+
 def test_a_small_graph_is_not_cut_into_bands() -> None:
     """Graphs edited box by box keep one flow: a new layer must not move the cuts."""
     scene = GraphScene(graph_of("resnet50_dynamo"))

@@ -90,8 +90,8 @@ class LayoutEngine:
         # says (the widget sets it from the document's companion "moved" entry)
         self.placed: Mapping[str, Sequence[float]] = {}
         self._computed: LayoutResult | None = None  # the last packing, before `placed`
-        # cut the top level into bands to fit the first screen (a module export's outline);
-        # off for graphs that are edited box by box, where a new layer would move the cuts
+        # cut the top level into bands to fit the first screen while it is a module export's
+        # outline; off for graphs edited box by box, where a new layer would move the cuts
         self.band_top = False
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
@@ -360,7 +360,10 @@ class LayoutEngine:
         for ref, (layer, _) in units.items():
             by_layer.setdefault(layer, []).append(ref)
         layers = [sorted(by_layer[k], key=lambda r: units[r][1]) for k in sorted(by_layer)]
-        bands = self._bands(layers, units, lr) if g == 0 and self.band_top else [layers]
+        # bands while the top level is an outline: once a module is open, one flow again (the
+        # view keeps the opened module where it was, renderer.ts `anchor`)
+        outline = g == 0 and self.band_top and not any(~r in expanded for r in units if r < 0)
+        bands = self._bands(layers, units, lr) if outline else [layers]
         # bands side by side across the flow (TB: columns, LR: rows), each from the start
         positions: dict[int, tuple[float, float]] = {}
         along = across = 0.0
@@ -385,8 +388,7 @@ class LayoutEngine:
     ) -> list[list[list[int]]]:
         """The top level's layers cut into consecutive bands (TB: columns, LR: rows) so that
         its outline fits the first screen at a legible scale (GPT-2's h.0 … h.11 in three
-        columns, not one 2000 px column): the fewest bands that fit, else the best fit. Cut
-        from every box's collapsed size, so expanding a module never moves the cuts."""
+        columns, not one 2000 px column): the fewest bands that fit, else the best fit."""
         if len(layers) < MIN_BANDED_LAYERS:
             return [layers]
         leaf = {r: self._leaf_size(r) for layer in layers for r in layer}

@@ -74,17 +74,20 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
             k,
         )
 
+    def settled(expression: str) -> None:
+        for _ in range(120):
+            if gpt2(expression):
+                return
+            nb.page.wait_for_timeout(250)
+        raise AssertionError(f"never true: {expression}")
+
     assert gpt2("(a) => a.request('expand_all', {})")["ok"]
-    nb.page.wait_for_function(
-        f"(k) => document.querySelectorAll('{NB} {VIEW}')[k].__nsdl.frames() > 12", arg=k
-    )
+    settled("(a) => a.frames() > 12")
     opened = gpt2("(a) => a.frames()")
     gpt2("(a) => a.fitReadable()")
-    nb.page.wait_for_function(
-        f"""(k) => {{ const a = document.querySelectorAll('{NB} {VIEW}')[k].__nsdl;
-            const l = a.labelPx(); return l.now >= l.legible && a.boxesInView() === a.leaves(); }}""",
-        arg=k,
-        timeout=60_000,
+    settled(
+        "(a) => { const l = a.labelPx(); return l.now >= l.legible"
+        " && a.boxesInView() === a.leaves(); }"
     )
     nb.two_frames()
     frames = gpt2("(a) => a.frames()")
@@ -92,4 +95,20 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
     assert frames < opened  # deeper levels closed (a user action: expanding undoes it)
     assert gpt2("(a) => a.breadcrumb()") == ["graph"]
     view.screenshot(path=str(nb.shots / "fit_after_expand_all_gpt2_dynamo.png"))
+
+    # a click opens h.8 where it is: the top level becomes one flow, h.8 stays on screen
+    before = gpt2("(a) => a.corner('/h.8')")
+    at = gpt2("(a) => a.locate('/h.8')")
+    seq = view.get_attribute("data-layout-seq")
+    nb.page.mouse.click(at[0], at[1])
+    nb.page.wait_for_function(
+        f"([k, s]) => document.querySelectorAll('{NB} {VIEW}')[k].dataset.layoutSeq !== s",
+        arg=[k, seq],
+    )
+    nb.two_frames()
+    after = gpt2("(a) => a.corner('/h.8')")
+    left, top, width, _ = gpt2(CANVAS.replace("(a, arg, root)", "(a, root)"))
+    assert abs(after[1] - before[1]) < 1, (before, after)  # the same height on screen
+    assert left < after[0] < left + width / 2, (after, left, width)  # the pane narrowed it
+    view.screenshot(path=str(nb.shots / "opened_h8_gpt2_dynamo.png"))
     assert nb.error_outputs() == []

@@ -52,6 +52,9 @@ export class Renderer {
    *  when the whole drawing would not be legible, as Model Explorer does. */
   collapse: ((groups: number[]) => void) | null = null;
   private collapsingToFit = 0; // rounds left while a Fit waits for a collapsed layout
+  // a group being opened or closed and where its box's corner is on screen: kept there when
+  // the new layout moves it (an outline in bands becomes one flow when a module opens)
+  private anchored: { group: number; sx: number; sy: number } | null = null;
   /** Run after every paint (the breadcrumb and the minimap follow the camera). */
   readonly afterPaint: (() => void)[] = [];
   private frame = 0;
@@ -103,6 +106,7 @@ export class Renderer {
   /** A new layout: the first one decides the first view. */
   layoutChanged(): void {
     this.readableView = null; // a new drawing: the next Fit is a first one
+    this.keepAnchor();
     if (this.collapsingToFit > 0) this.fitReadable(undefined, true);
     else if (!this.fitted && this.width > 0) this.initialView();
   }
@@ -221,6 +225,33 @@ export class Renderer {
     }
     this.fitted = true;
     this.readableView = { camera: this.camera, of };
+    this.invalidate();
+  }
+
+  /** Keep group `g`'s box where it is on screen through the next layout (opening or
+   *  closing it by a click). */
+  anchor(g: number): void {
+    const slot = this.store.layout?.groupSlot.get(g);
+    if (slot === undefined || !this.store.layout) return;
+    const { scale, tx, ty } = this.camera;
+    const { x, y } = this.store.layout;
+    this.anchored = { group: g, sx: x[slot] * scale + tx, sy: y[slot] * scale + ty };
+  }
+
+  private keepAnchor(): void {
+    const a = this.anchored;
+    this.anchored = null;
+    const layout = this.store.layout;
+    if (!a || !layout) return;
+    const slot = layout.groupSlot.get(a.group);
+    if (slot === undefined) return;
+    // the canvas may have narrowed meanwhile (the properties pane opened): as much of the box
+    // as fits stays on it, its corner first
+    const { scale } = this.camera;
+    const m = READABLE.margin;
+    const sx = Math.max(m, Math.min(a.sx, this.width - m - layout.w[slot] * scale));
+    const sy = Math.max(READABLE.top + m, Math.min(a.sy, this.height - 4 * m));
+    this.camera = { scale, tx: sx - layout.x[slot] * scale, ty: sy - layout.y[slot] * scale };
     this.invalidate();
   }
 

@@ -116,7 +116,10 @@ export class GraphViewElement {
       boxZoom: () => toolbar.boxZoom,
       selected: () => selection.current(),
       select: (names) => selection.select(names),
-      toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      toggleGroup: (kind, group) => {
+        renderer.anchor(group);
+        void requests.send(kind, { groups: [group] });
+      },
       badgeClick: (x, y) => badges.click(x, y),
       inspect: (target) => pane.show(target),
       openBody: (slot) => {
