@@ -28,7 +28,8 @@ from nsdl_jupyter.graph._layout import KIND_FRAME, LayoutResult  # noqa: E402
 from tests import real_exports  # noqa: E402
 
 MODELS = ("bert_base_torchscript", "bert_base_dynamo", "gpt2_dynamo", "resnet50_torchscript",
-          "resnet50_dynamo", "vit_b_16_torchscript", "efficientnet_b0_dynamo")  # fmt: skip
+          "resnet50_dynamo", "convnext_tiny_torchscript", "convnext_tiny_dynamo",
+          "vit_b_16_torchscript", "efficientnet_b0_dynamo")  # fmt: skip
 CANVAS_W, CANVAS_H, MARGIN, TOP = 846.0, 507.0, 24.0, 24.0  # renderer.ts READABLE
 LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
 LEGIBLE = 10.0 / LABEL_PX

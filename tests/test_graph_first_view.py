@@ -82,6 +82,8 @@ OUTLINES = {
     "gpt2_dynamo": [f"h.{i}" for i in range(12)],  # wte, wpe: a Gather each, drawn inline
     "resnet50_torchscript": ["layer1", "layer2", "layer3", "layer4"],
     "resnet50_dynamo": ["layer1", "layer2", "layer3", "layer4"],
+    "convnext_tiny_torchscript": ["features", "classifier"],  # avgpool: one node, drawn inline
+    "convnext_tiny_dynamo": ["features", "avgpool", "classifier"],
 }
 Rect = tuple[float, float, float, float]
 
@@ -269,9 +271,7 @@ def test_bands_only_while_the_top_level_is_an_outline() -> None:
     h = scene.hierarchy
     scene.expand([g for g, group in enumerate(h.groups) if group.label == "h.8"])
     rects = scene.layout().rect_of()
-    blocks = [
-        rects[~g] for g, group in enumerate(h.groups) if group.parent == 0 and ~g in rects
-    ]
+    blocks = [rects[~g] for g, group in enumerate(h.groups) if group.parent == 0 and ~g in rects]
     tops = [y for _, y, _, _ in blocks]
     assert len(blocks) == 12 and tops == sorted(tops)  # h.0 … h.11 down one flow
     assert max(y for _, y, _, _ in blocks) > 2000  # h.8 open: taller than a screen

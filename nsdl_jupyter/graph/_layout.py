@@ -34,9 +34,9 @@ GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
-# the top level of a long graph is cut into bands (TB: columns side by side) that fit a box of
-# WRAP_W x WRAP_H: the default view's canvas (560 px high, 845 x 505 px for its canvas in JupyterLab at
-# 1280x800, toolbar on two rows) less margins and breadcrumb, in layout units at the legible scale
+# a module outline's top level is cut into bands (TB: columns side by side) that fit WRAP_W x
+# WRAP_H: the default view's canvas (846 x 507 px: 560 px high, toolbar on two rows, JupyterLab
+# at 1280x800 with the file browser open) less margins and breadcrumb, at the legible scale
 WRAP_W, WRAP_H = 870.0, 470.0
 GAP_BAND = GAP_LAYER  # between bands: the edges from one band to the next run there
 GAP_BAND_LAYER = 26.0  # between the layers of a band: an edge's shape label still fits

@@ -21,6 +21,7 @@ OUTLINE = {
     "bert_base_dynamo": ("/embeddings", "/encoder", "/pooler"),
     "gpt2_dynamo": tuple(f"/h.{i}" for i in range(12)),
     "resnet50_torchscript": ("/layer1", "/layer2", "/layer3", "/layer4"),
+    "convnext_tiny_dynamo": ("/features", "/avgpool", "/classifier"),
 }
 CANVAS = "(a, arg, root) => { const r = root.querySelector('canvas').getBoundingClientRect();"
 CANVAS += " return [r.left, r.top, r.width, r.height]; }"

@@ -117,7 +117,8 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     nb.page.locator(f"{VISIBLE_VIEW} .nsdl-gv-fit").click()
     nb.page.wait_for_function(
         f"""() => {{ const a = document.querySelector('{VISIBLE_VIEW}').__nsdl;
-            const l = a.labelPx(); return l.now >= l.legible && a.boxesInView() === a.leaves(); }}"""
+            const l = a.labelPx();
+            return l.now >= l.legible && a.boxesInView() === a.leaves(); }}"""
     )
     nb.two_frames()
     assert graph_api(nb, "(a) => a.breadcrumb()") == ["graph"]
