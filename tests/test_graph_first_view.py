@@ -4,6 +4,7 @@ Constants toggle, exporter artefacts are gone, and no top level is cut into rang
 
 from __future__ import annotations
 
+import itertools
 from xml.etree import ElementTree
 
 import onnx
@@ -284,3 +285,19 @@ def test_a_small_graph_is_not_cut_into_bands() -> None:
     assert scene.engine.band_top  # the module export's top level...
     tiny = GraphScene(graph_of("control_flow_torchscript"))
     assert not tiny.engine.band_top  # ...not a graph read whole
+
+
+def test_left_to_right_outline_wraps_into_rows_with_room_for_shapes() -> None:
+    """LR: the outline runs in rows (left to right, then the next row); the tensor shape
+    written in the gap after a box keeps the full layer gap."""
+    scene = GraphScene(graph_of("resnet50_torchscript"))
+    scene.direction = "LR"
+    result = scene.layout()
+    assert whole_fit_scale(result) * LABEL_PX >= LEGIBLE_PX
+    rows: dict[int, list[tuple[float, float]]] = {}
+    for x, y, w, h in result.rects.tolist():
+        rows.setdefault(round(y + h / 2), []).append((x, x + w))
+    lines = [sorted(r) for r in rows.values() if len(r) > 1]
+    assert len(lines) >= 2
+    gaps = [b[0] - a[1] for line in lines for a, b in itertools.pairwise(line)]
+    assert min(gaps) >= VOCABULARY["gap"]["layer"] - 1e-3

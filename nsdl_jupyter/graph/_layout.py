@@ -39,7 +39,9 @@ MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
 # at 1280x800 with the file browser open) less margins and breadcrumb, at the legible scale
 WRAP_W, WRAP_H = 870.0, 470.0
 GAP_BAND = GAP_LAYER  # between bands: the edges from one band to the next run there
-GAP_BAND_LAYER = 26.0  # between the layers of a band: an edge's shape label still fits
+# between the layers of a top-down band: the shape label under a box still fits (left to right,
+# the label is written in that gap: it keeps GAP_LAYER)
+GAP_BAND_LAYER = 26.0
 MIN_BANDED_LAYERS, MAX_BANDS = 4, 12
 
 # kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
@@ -397,7 +399,7 @@ class LayoutEngine:
         best: list[list[list[int]]] = [layers]
         best_scale = -1.0
         for k in range(1, min(MAX_BANDS, len(layers)) + 1):
-            gap = GAP_BAND_LAYER if k > 1 else GAP_LAYER
+            gap = GAP_BAND_LAYER if k > 1 and not lr else GAP_LAYER
             total = sum(thickness) + gap * (len(layers) - 1)
             bands = _cut(layers, thickness, _shortest_cap(thickness, k, gap, total), gap)
             length = along = 0.0
@@ -454,7 +456,7 @@ def _place_layers(
     Sugiyama orders there zig-zag around the long edges of the whole graph (GPT-2's mask feeds
     every block), which would make each band as wide as the graph."""
     unit_across = (NODE_H if lr else NODE_W) + GAP_ORDER
-    gap = GAP_BAND_LAYER if banded else GAP_LAYER
+    gap = GAP_BAND_LAYER if banded and not lr else GAP_LAYER
     positions: dict[int, tuple[float, float]] = {}
     along = 0.0
     for members in layers:
