@@ -79,6 +79,7 @@ export class GraphViewElement {
       if (message === null) delete root.dataset.error;
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
+    renderer.collapse = (groups) => void requests.send("collapse", { groups });
     const selection = new Selection(model, store, renderer, requests);
     const pane = new PropertiesPane(
       root,
@@ -117,7 +118,10 @@ export class GraphViewElement {
       boxZoom: () => toolbar.boxZoom,
       selected: () => selection.current(),
       select: (names) => selection.select(names),
-      toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      toggleGroup: (kind, group) => {
+        renderer.anchor(group);
+        void requests.send(kind, { groups: [group] });
+      },
       badgeClick: (x, y) => badges.click(x, y),
       inspect: (target) => pane.show(target),
       openBody: (slot) => {
