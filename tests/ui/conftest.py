@@ -229,14 +229,14 @@ _CHROMIUM = _Chromium()
 
 
 @pytest.fixture(scope="session")
-def _chromium() -> Generator[_Chromium, None, None]:
+def chromium() -> Generator[_Chromium, None, None]:
     yield _CHROMIUM
     _CHROMIUM.stop()
 
 
 @pytest.fixture
-def browser(lab: Lab, _chromium: _Chromium) -> Any:
-    return _chromium.get()
+def browser(lab: Lab, chromium: _Chromium) -> Any:
+    return chromium.get()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -16,7 +16,7 @@ async def _answer() -> int:
 
 
 def test_parked_playwright_leaves_no_running_loop_and_comes_back(
-    browser: Any, _chromium: Any
+    browser: Any, chromium: Any
 ) -> None:
     """After a browser test the next test of the process may call asyncio.run() (the
     type-check runner does): Playwright's loop, marked running while it is started, is
@@ -25,9 +25,9 @@ def test_parked_playwright_leaves_no_running_loop_and_comes_back(
     with pytest.raises(RuntimeError, match="cannot be called from a running event loop"):
         asyncio.run(pending)  # what a test after a browser test met before the parking
     pending.close()
-    _chromium.park()
+    chromium.park()
     assert asyncio.run(_answer()) == 42
-    again = _chromium.get()
+    again = chromium.get()
     assert again is browser
     page = again.new_page()
     try:
