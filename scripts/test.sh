@@ -4,7 +4,7 @@
 # Each step runs even when an earlier one failed; the summary lists what failed, and each
 # step's wall time and the whole run's CPU time.
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -m "not ui and not slow"`).
-# pytest runs on every core (NSDL_TEST_WORKERS=N sets how many workers, 0 for none).
+# pytest runs one worker more than there are cores (NSDL_TEST_WORKERS=N: N, 0: no workers).
 # Strict by default (NSDL_STRICT=1): a test skipped for a missing prerequisite FAILS;
 # NSDL_STRICT=0 bash scripts/test.sh relaxes that.
 set -uo pipefail
@@ -61,12 +61,15 @@ trap 'rm -rf "$checks"' EXIT
 checks_pid=$!
 renice -n 10 -p "$checks_pid" >/dev/null 2>&1 || true
 mkdir -p test-output
-# In parallel, one worker per core (pytest-xdist; NSDL_TEST_WORKERS=0 runs in this process):
-# tests go one by one to whichever worker is free, except that a module with its own module-
+# In parallel, one worker more than there are cores (pytest-xdist; NSDL_TEST_WORKERS=N sets
+# the number, 0 runs in this process): a worker spends a good part of its time waiting on a
+# browser, a kernel or a child process, and two workers kept two cores only 70 % busy.
+# Tests go one by one to whichever worker is free, except that a module with its own module-
 # or session-scoped fixture stays on one worker (loadgroup; tests/conftest.py groups them),
 # so the fixture is built once. Each worker has its own JupyterLab, browser, sshd servers and
 # folders. The 15 slowest tests close the report.
-step "pytest" python -m pytest -n "${NSDL_TEST_WORKERS:-auto}" --dist loadgroup --durations=15 \
+workers="${NSDL_TEST_WORKERS:-$(($(nproc) + 1))}"
+step "pytest" python -m pytest -n "$workers" --dist loadgroup --durations=15 \
   --junitxml=test-output/junit.xml "$@"
 wait "$checks_pid" || failed+=("ruff/mypy runner")
 cat "$checks/output"
