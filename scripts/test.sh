@@ -53,13 +53,13 @@ fi
 checks="$(mktemp -d -t nsdl-checks.XXXXXX)"
 trap 'rm -rf "$checks"' EXIT
 (
+  renice -n 10 -p "$BASHPID" >/dev/null 2>&1 || true
   step "ruff check" ruff check .
   step "ruff format" ruff format --check .
   step "mypy" mypy
   printf '%s\n' "${failed[@]}" >"$checks/failed"
 ) >"$checks/output" 2>&1 &
 checks_pid=$!
-renice -n 10 -p "$checks_pid" >/dev/null 2>&1 || true
 mkdir -p test-output
 # In parallel, one worker more than there are cores (pytest-xdist; NSDL_TEST_WORKERS=N sets
 # the number, 0 runs in this process): a worker spends a good part of its time waiting on a
