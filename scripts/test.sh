@@ -27,9 +27,11 @@ step() {
   fi
   echo "--- $name: $((SECONDS - began)) s"
 }
-# user + system CPU seconds of this script's finished children (bash's `times`, 2nd line)
+# user + system CPU seconds of this script's finished children: the 2nd line of bash's
+# `times`, which must run in this shell (in a $(...) subshell it sees no children)
 cpu_seconds() {
-  times | tail -n 1 | awk '{ total = 0
+  times >"$1"
+  tail -n 1 "$1" | awk '{ total = 0
     for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); total += t[1] * 60 + t[2] }
     printf "%.0f", total }'
 }
@@ -87,7 +89,8 @@ failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
 print(f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped")
 PY
 )"
-echo "test.sh: $((SECONDS - started)) s wall, $(cpu_seconds) s CPU (user + system, every step)"
+cpu_seconds "$checks/times" >"$checks/cpu"
+echo "test.sh: $((SECONDS - started)) s wall, $(<"$checks/cpu") s CPU (user + system, every step)"
 if ((${#failed[@]})); then
   echo "test.sh: FAILED steps: ${failed[*]}"
   echo "tests: $counts"
