@@ -44,6 +44,7 @@ def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:
         "nsdl_jupyter.graph._scene.NeedsRebuild",
         "nsdl_jupyter.transforms._small_ops._NotSmallError",
         "nsdl_jupyter.profiling.analysis._node_work._UnknownShape",
+        "nsdl_jupyter.editors._modification._CancelledError",
     }
     loose = []
     for info in pkgutil.walk_packages(nsdl_jupyter.__path__, "nsdl_jupyter."):

@@ -4,8 +4,9 @@ this machine and installed on the target without the target needing network or r
 The host's wheel cache (`<cache dir>/wheels/<platform key>/`) is filled once per target
 platform (architecture, glibc, Python version, read from the target) with
 `pip download --only-binary=:all: --no-deps --platform ... --python-version ...`, run without a
-shell. Which wheel a requirement resolved to is recorded (`resolved.json`), so later sets of the
-same requirements ask no registry. On the target, wheels live once per content hash
+shell, unless a wheel that meets the requirement was put into that folder (an offline host).
+Which wheel a requirement resolved to is recorded (`resolved.json`), so later sets of the same
+requirements ask no registry. On the target, wheels live once per content hash
 (`wheels/<sha256>/<file>`) and each set gets its own venv (`runtimes/<set key>/`), made by the
 target's Python and filled by `pip install --no-index --no-deps` from those wheels.
 """
@@ -159,7 +160,7 @@ class WheelCache:
             entry = resolved.get(requirement)
             path = self.folder(platform) / entry["file"] if entry else None
             if entry is None or path is None or not path.is_file():
-                entry = self._download(requirement, platform)
+                entry = self._placed(requirement, platform) or self._download(requirement, platform)
                 resolved[requirement] = entry
                 self._save(platform, resolved)
                 path = self.folder(platform) / entry["file"]
@@ -171,6 +172,31 @@ class WheelCache:
         partial = index.with_suffix(".partial")
         partial.write_text(json.dumps(resolved, indent=1, sort_keys=True))
         partial.replace(index)
+
+    def _placed(self, requirement: str, platform: TargetPlatform) -> dict[str, str] | None:
+        """A wheel someone put into the platform's folder that meets `requirement` (the highest
+        version), so that an offline host needs no registry; None when there is none."""
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+        try:
+            wanted = Requirement(requirement)
+        except InvalidRequirement:
+            return None
+        found = []
+        for path in self.folder(platform).glob("*.whl"):
+            try:
+                name, version, _build, _tags = parse_wheel_filename(path.name)
+            except InvalidWheelFilename:
+                continue
+            if name == canonicalize_name(wanted.name) and wanted.specifier.contains(
+                version, prereleases=True
+            ):
+                found.append((version, path))
+        if not found:
+            return None
+        path = max(found)[1]
+        return {"file": path.name, "sha256": sha256_file(path)}
 
     def _download(self, requirement: str, platform: TargetPlatform) -> dict[str, str]:
         folder = self.folder(platform)

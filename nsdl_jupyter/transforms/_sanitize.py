@@ -14,6 +14,7 @@ more at the end so the result carries every shape it can.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -589,8 +590,7 @@ class _Sanitizer:
             # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
             tensor = ir.Tensor(np.array(array, order="C"), name=name)
         else:
-            tensor = array
-            tensor.name = name
+            tensor = _named(array, name)
         constant = ir.Value(
             name=name,
             type=ir.TensorType(tensor.dtype),
@@ -807,3 +807,17 @@ def _remove_unused_initializers(graph: ir.Graph) -> list[str]:
             graph.initializers.pop(name)
             removed.append(name)
     return removed
+
+
+def _named(tensor: ir.TensorProtocol, name: str) -> ir.TensorProtocol:
+    """`tensor` under `name`, never renamed in place: a Constant's tensor is shared with the
+    model the pass's copy was cloned from (a document, whose undo must give it back as it was).
+    In-memory and external tensors are copied shallowly; a proto-backed one keeps its name in
+    the shared proto, so its values are copied (a Constant's: small)."""
+    if tensor.name == name:
+        return tensor
+    if isinstance(tensor, (ir.Tensor, ir.ExternalTensor)):
+        renamed = copy.copy(tensor)
+        renamed.name = name
+        return renamed
+    return ir.Tensor(tensor.numpy(), name=name)

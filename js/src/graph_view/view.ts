@@ -53,6 +53,7 @@ export class GraphViewElement {
       scene: (scene) => {
         status.textContent = `${scene.graph.nameIndex.size.toLocaleString()} nodes · ${scene.layout.ref.length.toLocaleString()} boxes shown`;
         renderer.sceneChanged();
+        tooltip.hide(); // what it named may be gone (a deleted node): the next hover says anew
       },
       layout: () => {
         renderer.layoutChanged();
@@ -60,6 +61,7 @@ export class GraphViewElement {
       },
       paint: () => renderer.invalidate(),
       patched: () => {
+        tooltip.hide();
         renderer.patched();
         editor.invalidate();
       },

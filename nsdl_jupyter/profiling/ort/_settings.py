@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._paths import output_folder, safe_file_name
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._report import recorded_path
 
@@ -191,10 +192,9 @@ class OrtProfileSettings:
             raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")
 
     def default_trace_path(self, model_name: str) -> Path:
-        """`<cwd>/<model>_<provider>_profile.json`: beside the notebook, named after the model."""
+        """`<model>_<provider>_profile.json` in the model's output folder (`output_folder`)."""
         short = self.provider.removesuffix("ExecutionProvider").lower()
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name) or "model"
-        return Path(os.getcwd()) / f"{safe}_{short}_profile.json"
+        return output_folder(model_name) / f"{safe_file_name(model_name)}_{short}_profile.json"
 
     def to_json(self) -> dict[str, Any]:
         """The settings as a report's metadata records them (paths as `full_paths` says)."""

@@ -729,6 +729,14 @@ def _os_name() -> str:
     return f"{platform.system()} {platform.release()}"
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container can narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 0
+
+
 def target_check(request: dict[str, Any]) -> dict[str, Any]:
     """What this machine offers for profiling; never raises for a missing piece."""
     try:
@@ -744,6 +752,7 @@ def target_check(request: dict[str, Any]) -> dict[str, Any]:
         "os": _os_name(),
         "system": platform.system(),
         "arch": platform.machine(),
+        "cores": _cores(),
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "onnxruntime": ort,

@@ -33,10 +33,12 @@ from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
     Done,
+    Empty,
     Extract,
     Link,
     Move,
     Nodes,
+    Operators,
     Precision,
     Rename,
     Terminals,
@@ -76,6 +78,7 @@ class CanvasEdits:
             "extract": self.extract,
             "profile": self.profile,
             "add_at": self.add_at,
+            "operators": self.operators,
         }
 
     def _doc(self) -> ModelDocument:
@@ -186,20 +189,27 @@ class CanvasEdits:
         return _done(doc)
 
     def add_at(self, payload: AddAt) -> Done:
-        """Quick add at the pointer: the operator typed, fed from the selected node like the
-        Designer's quick add, its box where the pointer is."""
+        """Quick add at the pointer, or an operator dropped from the palette: the operator
+        typed (or dragged), its box where the pointer is; quick add (`link`) feeds it from the
+        selected node like the Designer's quick add."""
         doc = self._doc()
         _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
-        entry, problem = entry_for_text(PaletteIndex(imports), payload["text"], imports)
+        entry, problem = entry_for_text(_palette(doc), payload["text"], imports)
         if entry is None:
             raise WidgetError(problem)
+        link_from = self.selected()[:1] if payload["link"] else []
         with doc.batch(f"add {entry.op_type}"):
-            name, problem = add_operator(doc, entry, link_from=self.selected()[:1])
+            name, problem = add_operator(doc, entry, link_from=link_from)
             if name is None:
                 raise WidgetError(problem)
             self._place(doc, {name: (payload["x"], payload["y"])}, "place")
         return {"message": name}
+
+    def operators(self, _payload: Empty) -> Operators:
+        """Quick add's suggestions come from this list, sent once each time it opens."""
+        entries = _palette(self._doc()).entries
+        return {"keys": [e.key for e in entries], "categories": [e.category for e in entries]}
 
     # ------------------------------------------------------------------ not edits
     def extract(self, payload: Extract) -> Done:
@@ -227,6 +237,10 @@ class CanvasEdits:
         for callback in list(self._profile_callbacks):
             callback(list(payload["nodes"]))
         return {"message": f"profiling from {', '.join(payload['nodes'])}"}
+
+
+def _palette(doc: ModelDocument) -> PaletteIndex:
+    return PaletteIndex(doc.opset_imports, doc.functions.values())
 
 
 def _canvas_point(x: float, y: float) -> list[float]:
