@@ -9,9 +9,9 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
   (6). Notebooks need metadata.kernelspec or a kernel dialog swallows clicks (13).
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
-Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test
-process), `notebook` (function: writes a
-notebook from code cells into the lab root and returns a `NotebookPage` driver).
+Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test process),
+`notebook` (function: writes a notebook from code cells into the lab root and returns a
+`NotebookPage` driver).
 Screenshots go to test-output/ui/<test name>/.
 """
 
@@ -180,9 +180,9 @@ class _Chromium:
     is started that loop is marked running in the thread: a test after a browser test that
     calls asyncio.run() or looks for the kernel's loop (the type-check runner) would find
     Playwright's. So the mark is parked (`park`, after each browser test whose successor
-    uses no browser) and put back before Playwright is used again
-    (`get`): the other tests of the process see no running loop, and the browser tests mix
-    freely with them on every pytest-xdist worker."""
+    uses no browser) and put back before Playwright is used again (`get`): the other tests
+    of the process see no running loop, and the browser tests mix freely with them on every
+    pytest-xdist worker (tests/ui/test_harness_ui.py checks it)."""
 
     def __init__(self) -> None:
         self._playwright: Any = None
