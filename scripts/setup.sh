@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # All set-up for development, tests and the lab, on a fresh Debian machine that has only
-# Python 3.10+, Node and npm: the .venv, `pip install -e ".[dev]"` (whose build hook bundles
-# js/ into nsdl_jupyter/static/), a rebuild of the widget bundles when js/ changed, and the
+# Python 3.10+, Node and npm: the .venv, `pip install -e ".[dev]"`, the widget bundles (js/
+# into nsdl_jupyter/static/, built beside the .venv when missing or older than js/), and the
 # Debian packages the tests drive for real (chromium for the UI tests, openssh-server for
 # the SSH target tests). Idempotent: a second run only checks and prints one line.
 # Environment: PYTHON (interpreter for a new .venv, default python3), NSDL_SKIP_APT=1.
@@ -11,7 +11,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 venv="$repo/.venv"
 log="$(mktemp -t nsdl-setup.XXXXXX)"
-trap 'rm -f "$log"' EXIT
+bundles_log="$(mktemp -t nsdl-setup-npm.XXXXXX)"
+trap 'rm -f "$log" "$bundles_log"' EXIT
 did=()
 
 say() { echo "setup: $*"; }
@@ -62,6 +63,40 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt_install nodejs npm || die "Node and npm are needed to build the widgets: install them"
 fi
 
+# --- widget bundles: rebuilt when js/ is newer than what was built -----------------------
+# In the background while the virtual environment is made; the package's build hook then
+# finds them and skips npm.
+bundle=nsdl_jupyter/static/graph_view.js
+bundles_pid=""
+build_bundles() {
+  if [[ ! -d js/node_modules || js/package-lock.json -nt js/node_modules/.package-lock.json ]]; then
+    npm --prefix js install --no-audit --no-fund || return 1
+  fi
+  npm --prefix js run build && [[ -f "$bundle" ]]
+}
+wait_bundles() {
+  [[ -n "$bundles_pid" ]] || return 0
+  if ! wait "$bundles_pid"; then
+    tail -n 60 "$bundles_log" >&2
+    die "building the widget bundles (npm install, npm run build) failed (output above)"
+  fi
+  bundles_pid=""
+}
+if [[ -f js/package.json ]]; then
+  stale=0
+  if [[ ! -f "$bundle" ]]; then
+    stale=1
+  elif [[ -n "$(find js -path js/node_modules -prune -o -type f -newer "$bundle" -print -quit)" ]]; then
+    stale=1
+  fi
+  if ((stale)); then
+    say "building the widget bundles (npm run build) beside the Python set-up"
+    build_bundles >"$bundles_log" 2>&1 &
+    bundles_pid=$!
+    did+=("npm run build")
+  fi
+fi
+
 # --- Python virtual environment -----------------------------------------------------------
 if [[ ! -x "$venv/bin/python" ]]; then
   python="${PYTHON:-python3}"
@@ -85,32 +120,14 @@ installed="$(cd / && "$py" -c 'import nsdl_jupyter, os; print(os.path.dirname(ns
 if [[ "$installed" != "$repo/nsdl_jupyter" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   say "pip install -e \".[dev]\" (first time: a few minutes)"
   quiet "$py" -m pip install -q --disable-pip-version-check --upgrade pip
+  wait_bundles  # built: the build hook skips npm (skip-if-exists in pyproject.toml)
   quiet "$py" -m pip install -q --disable-pip-version-check -e ".[dev]"
   echo "$want" >"$stamp"
   did+=("pip install -e .[dev]")
 fi
 # TensorRT's type stubs for mypy, beside site-packages, not in it (the script says why)
 quiet "$py" scripts/tensorrt_stubs.py "$venv/typing-stubs"  # a no-op once installed
-
-# --- widget bundles: rebuild when js/ is newer than what was built ----------------------
-bundle=nsdl_jupyter/static/graph_view.js
-if [[ -f js/package.json ]]; then
-  stale=0
-  if [[ ! -f "$bundle" ]]; then
-    stale=1
-  elif [[ -n "$(find js -path js/node_modules -prune -o -type f -newer "$bundle" -print -quit)" ]]; then
-    stale=1
-  fi
-  if ((stale)); then
-    if [[ ! -d js/node_modules || js/package-lock.json -nt js/node_modules/.package-lock.json ]]; then
-      quiet npm --prefix js install --no-audit --no-fund
-    fi
-    say "building the widget bundles (npm run build)"
-    quiet npm --prefix js run build
-    [[ -f "$bundle" ]] || die "npm run build did not write $bundle"
-    did+=("npm run build")
-  fi
-fi
+wait_bundles
 
 if ((${#did[@]})); then
   say "done: $(IFS=';'; echo "${did[*]}")"

@@ -63,18 +63,15 @@ def _slow_modules_first(items: list[pytest.Item]) -> None:
 
 def _group_by_own_fixtures(items: list[pytest.Item]) -> None:
     """The tests of a module that defines its own module- or session-scoped fixture (a wheel
-    build, the corpus run, an sshd lab) go to one pytest-xdist worker together
-    (`--dist loadgroup`), so that fixture is built once; every other test goes wherever a
-    worker is free. The browser tests (tests/ui) form one group: one JupyterLab, one Chromium,
-    and Playwright's event loop gone before that worker's next other test."""
+    build, an sshd lab) go to one pytest-xdist worker together (`--dist loadgroup`), so that
+    fixture is built once; every other test goes wherever a worker is free. The browser tests
+    too: each worker has its own JupyterLab and Chromium (tests/ui/conftest.py), and Playwright
+    leaves no event loop behind for the other tests."""
     for item in items:
         module = item.nodeid.split("::")[0]
         info = getattr(item, "_fixtureinfo", None)
         definitions = info.name2fixturedefs.values() if info is not None else ()
-        if "browser" in getattr(item, "fixturenames", ()):
-            # one block on one worker: Playwright stops after it (tests/ui/conftest.py)
-            item.add_marker(pytest.mark.xdist_group("browser"))
-        elif any(d[-1].scope != "function" and d[-1].baseid == module for d in definitions):
+        if any(d[-1].scope != "function" and d[-1].baseid == module for d in definitions):
             item.add_marker(pytest.mark.xdist_group(module))
 
 

@@ -1,9 +1,10 @@
 """FP16 and sanitize on every ONNX backend node test case (~1,900 models).
 
-A child process (this file run as a script) converts and sanitizes each case and runs the
+A child process (this file run as a script) converts or sanitizes each case and runs the
 results in onnxruntime, one JSON line per case, so a crash inside onnxruntime costs one
-case and names it instead of ending the test session. Cases onnxruntime cannot run in the
-original are skipped. Checked:
+case and names it instead of ending the test session. Each test has its own child, one per
+transform, so parallel workers (pytest-xdist) run the two at once. Cases onnxruntime cannot
+run in the original are skipped. Checked:
 
 - FP16: the converted model loads and runs; its float outputs stay within 1e-2 of the
   float32 model run on the same (float16-representable) inputs, relative to the output's
@@ -98,10 +99,8 @@ def _same(a: list[Any], b: list[Any], random: bool) -> str:
     return verdict
 
 
-def _case(case: Any, folder: Path) -> dict[str, Any]:
+def _case(case: Any, folder: Path, transform: str) -> dict[str, Any]:
     import onnx
-
-    from nsdl_jupyter.transforms import convert_to_fp16, sanitize
 
     record: dict[str, Any] = {"name": case.name}
     inputs = case.data_sets[0][0]
@@ -116,7 +115,25 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
     source = folder / "model.onnx"
     onnx.save(case.model, str(source))
     random = any(n.op_type in RANDOM_OPS for n in case.model.graph.node)
-    # sanitize
+    if transform == "sanitize":
+        _sanitize_case(record, case, source, (feeds, expected), random)
+    else:
+        _fp16_case(record, original, source, feeds, random)
+    record["status"] = "ran"
+    return record
+
+
+def _sanitize_case(
+    record: dict[str, Any],
+    case: Any,
+    source: Path,
+    run: tuple[dict[str, Any], list[Any]],
+    random: bool,
+) -> None:
+    feeds, expected = run
+    from nsdl_jupyter.transforms import sanitize
+
+    folder = source.parent
     try:
         status = sanitize(source, folder / "sanitized.onnx", overwrite=True)  # scratch, per case
         result = _session(folder / "sanitized.onnx")
@@ -128,7 +145,14 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
         record["sanitize_warnings"] = len(status.warnings)
     except Exception as error:
         record["sanitize"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
-    # fp16
+
+
+def _fp16_case(
+    record: dict[str, Any], original: Any, source: Path, feeds: dict[str, Any], random: bool
+) -> None:
+    from nsdl_jupyter.transforms import convert_to_fp16
+
+    folder = source.parent
     try:
         status = convert_to_fp16(
             source, folder / "fp16.onnx", validate=False, overwrite=True
@@ -148,8 +172,6 @@ def _case(case: Any, folder: Path) -> dict[str, Any]:
         record["fp16_error"] = 0.0 if random else _fp16_error(reference, outputs)
     except Exception as error:
         record["fp16"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
-    record["status"] = "ran"
-    return record
 
 
 def _count(path: Path) -> int:
@@ -158,7 +180,7 @@ def _count(path: Path) -> int:
     return len(onnx.load(str(path)).graph.node)
 
 
-def worker(output: Path) -> None:
+def worker(output: Path, transform: str) -> None:
     from onnx.backend.test.case import node
 
     with warnings.catch_warnings():
@@ -171,19 +193,19 @@ def worker(output: Path) -> None:
             stream.flush()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                stream.write(json.dumps(_case(case, folder)) + "\n")
+                stream.write(json.dumps(_case(case, folder, transform)) + "\n")
             stream.flush()
 
 
 # -------------------------------------------------------------------- tests
-@pytest.fixture(scope="module")
-def corpus(test_output_dir: Path) -> dict[str, dict[str, Any]]:
+def _corpus(test_output_dir: Path, transform: str) -> dict[str, dict[str, Any]]:
+    """Every case through `transform` in a child process: name -> record."""
     folder = test_output_dir / "transforms_corpus"
     folder.mkdir(exist_ok=True)
-    lines = folder / "cases.jsonl"
+    lines = folder / f"{transform}_cases.jsonl"
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, __file__, "--out", str(lines)],
+        [sys.executable, __file__, "--out", str(lines), "--transform", transform],
         capture_output=True,
         text=True,
         timeout=900,
@@ -201,14 +223,13 @@ def corpus(test_output_dir: Path) -> dict[str, dict[str, Any]]:
     assert done.returncode == 0 and last is None, (
         f"the corpus worker died in case {last} (exit {done.returncode}): {done.stderr[-2000:]}"
     )
-    print(f"corpus: {len(records)} cases in {time.perf_counter() - started:.0f} s")
+    print(f"corpus ({transform}): {len(records)} cases in {time.perf_counter() - started:.0f} s")
     return records
 
 
 @pytest.mark.slow
-def test_fp16_every_backend_case_runs_and_stays_close(
-    corpus: dict[str, dict[str, Any]], test_output_dir: Path
-) -> None:
+def test_fp16_every_backend_case_runs_and_stays_close(test_output_dir: Path) -> None:
+    corpus = _corpus(test_output_dir, "fp16")
     ran = [r for r in corpus.values() if r["status"] == "ran"]
     failed = {r["name"]: r["fp16"] for r in ran if str(r["fp16"]).startswith("failed")}
     errors = {r["name"]: r.get("fp16_error", 0.0) for r in ran if "fp16_error" in r}
@@ -231,9 +252,8 @@ def test_fp16_every_backend_case_runs_and_stays_close(
 
 
 @pytest.mark.slow
-def test_sanitize_every_backend_case_runs_with_identical_outputs(
-    corpus: dict[str, dict[str, Any]], test_output_dir: Path
-) -> None:
+def test_sanitize_every_backend_case_runs_with_identical_outputs(test_output_dir: Path) -> None:
+    corpus = _corpus(test_output_dir, "sanitize")
     ran = [r for r in corpus.values() if r["status"] == "ran"]
     verdicts = Counter(
         r["sanitize"] if r["sanitize"] in ("identical", "close") else "other" for r in ran
@@ -261,4 +281,6 @@ def test_sanitize_every_backend_case_runs_with_identical_outputs(
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, required=True)
-    worker(parser.parse_args().out)
+    parser.add_argument("--transform", choices=["fp16", "sanitize"], required=True)
+    arguments = parser.parse_args()
+    worker(arguments.out, arguments.transform)

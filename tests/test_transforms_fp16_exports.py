@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 import pytest
 
-from nsdl_jupyter._isolated import IsolatedRunError, run_isolated
+from nsdl_jupyter._isolated import run_isolated
 from nsdl_jupyter.transforms import convert_opset, convert_to_fp16
 from tests import real_exports
 
@@ -78,20 +78,6 @@ def test_vit_that_crashes_onnxruntime_in_float16_is_fixed_by_bisection(tmp_path:
     real_exports.refill(model)
     source = tmp_path / "vit.onnx"
     onnx.save(model, str(source))
-    unchecked = tmp_path / "unchecked.onnx"
-    assert convert_to_fp16(source, unchecked, validate=False).ok
-    try:  # onnxruntime 1.32 segfaults here; a later one may have fixed its bug
-        run_isolated(run_both, str(source), str(unchecked), timeout=600)
-        crashes = False
-    except IsolatedRunError as error:
-        crashes = error.crashed
-        if not crashes:
-            raise
-    import onnxruntime
-
-    if onnxruntime.__version__.startswith("1.32."):
-        assert crashes, "the fixture no longer reproduces onnxruntime 1.32's float16 crash"
-
     out = tmp_path / "vit_fp16.onnx"
     status = convert_to_fp16(source, out)
     print(status)
@@ -99,14 +85,23 @@ def test_vit_that_crashes_onnxruntime_in_float16_is_fixed_by_bisection(tmp_path:
     ((output, error, magnitude),) = run_isolated(run_both, str(source), str(out), timeout=600)
     assert error <= 2e-2 * max(1.0, magnitude), (output, error, magnitude)
     assert status.counts["nodes_converted"] > 500
+    # onnxruntime 1.32 segfaults on the whole conversion; a later one may have fixed its bug.
+    # The validator's first round runs it in a child of its own and says so when it crashed
+    # (a second child here, running it again, was 10 % of this test's time).
+    crashes = any("crashed on the result" in w for w in status.warnings)
+    import onnxruntime
+
+    if onnxruntime.__version__.startswith("1.32."):
+        assert crashes, "the fixture no longer reproduces onnxruntime 1.32's float16 crash"
     if not crashes:
         assert status.counts["validation_rounds"] == 1, status
         return
     kept = status.counts["nodes_kept_by_validation"]
     assert 0 < kept <= 24, status  # a few nodes, not the model
-    assert any("crashed on the result" in w for w in status.warnings), status
 
     # the crashing model as a source: validation says it cannot validate, and stops there
+    unchecked = tmp_path / "unchecked.onnx"
+    assert convert_to_fp16(source, unchecked, validate=False).ok
     again = convert_opset(unchecked, tmp_path / "same.onnx", 18)
     assert any("crashed on the source model" in w for w in again.warnings), again
     assert again.counts["validation_rounds"] == 1

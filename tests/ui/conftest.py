@@ -9,14 +9,15 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
   (6). Notebooks need metadata.kernelspec or a kernel dialog swallows clicks (13).
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
-Fixtures: `lab` (session: the server), `browser` (one Chromium for a run of consecutive
-browser tests), `notebook` (function: writes a
-notebook from code cells into the lab root and returns a `NotebookPage` driver).
+Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test process),
+`notebook` (function: writes a notebook from code cells into the lab root and returns a
+`NotebookPage` driver).
 Screenshots go to test-output/ui/<test name>/.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -173,19 +174,23 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Generator[Lab, None, None]:
 
 
 class _Chromium:
-    """The browser, started on first use and stopped once the tests that use it are done.
+    """The browser, started on a process's first browser test and stopped at its end.
 
-    Playwright's sync API keeps an asyncio loop marked running in the main thread while it is
-    started: a test after it in the same process that calls asyncio.run() or looks for the
-    kernel's loop (the type-check runner) would find that one. The browser tests run as one
-    block per process (tests/conftest.py groups them for pytest-xdist), and the block's last
-    test stops Playwright (pytest_runtest_teardown below)."""
+    Playwright's sync API runs its asyncio loop in a greenlet of the main thread, so while it
+    is started that loop is marked running in the thread: a test after a browser test that
+    calls asyncio.run() or looks for the kernel's loop (the type-check runner) would find
+    Playwright's. So the mark is parked (`park`, after each browser test whose successor
+    uses no browser) and put back before Playwright is used again (`get`): the other tests
+    of the process see no running loop, and the browser tests mix freely with them on every
+    pytest-xdist worker (tests/ui/test_harness_ui.py checks it)."""
 
     def __init__(self) -> None:
         self._playwright: Any = None
         self._instance: Any = None
+        self._parked: asyncio.AbstractEventLoop | None = None
 
     def get(self) -> Any:
+        self._unpark()
         if self._instance is None:
             playwright_api = pytest.importorskip("playwright.sync_api")
             self._playwright = playwright_api.sync_playwright().start()
@@ -194,7 +199,22 @@ class _Chromium:
             )
         return self._instance
 
+    def park(self) -> None:
+        """Hide Playwright's loop from the thread until the next `get`."""
+        loop = asyncio.events._get_running_loop()
+        if self._playwright is not None and loop is not None and self._parked is None:
+            self._parked = loop
+            asyncio.events._set_running_loop(None)
+
+    def _unpark(self) -> None:
+        if self._parked is not None:
+            other = asyncio.events._get_running_loop()
+            assert other is None, f"a loop is running where Playwright's was parked: {other}"
+            asyncio.events._set_running_loop(self._parked)
+            self._parked = None
+
     def stop(self) -> None:
+        self._unpark()
         instance, playwright = self._instance, self._playwright
         self._instance = self._playwright = None
         try:
@@ -209,14 +229,14 @@ _CHROMIUM = _Chromium()
 
 
 @pytest.fixture(scope="session")
-def _chromium() -> Generator[_Chromium, None, None]:
+def chromium() -> Generator[_Chromium, None, None]:
     yield _CHROMIUM
     _CHROMIUM.stop()
 
 
 @pytest.fixture
-def browser(lab: Lab, _chromium: _Chromium) -> Any:
-    return _chromium.get()
+def browser(lab: Lab, chromium: _Chromium) -> Any:
+    return chromium.get()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -225,7 +245,7 @@ def pytest_runtest_teardown(
 ) -> Generator[None, None, None]:
     yield  # the test's own fixtures (its pages and contexts) are closed first
     if nextitem is None or "browser" not in getattr(nextitem, "fixturenames", ()):
-        _CHROMIUM.stop()
+        _CHROMIUM.park()
 
 
 class NotebookPage:
