@@ -43,6 +43,8 @@ from nsdl_jupyter.widgets.designer._keys import DesignerKeys
 from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
 from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets.designer._profile_dock import STYLE as DOCK_STYLE
+from nsdl_jupyter.widgets.designer._profile_dock import ProfileDock
 from nsdl_jupyter.widgets.designer._side_pane import STYLE as PANE_STYLE
 from nsdl_jupyter.widgets.designer._side_pane import Side, SidePane
 from nsdl_jupyter.widgets.designer._tool_window import (
@@ -131,17 +133,22 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.bodies = BodyTabs(self)
         self.functions.on_open(self.bodies.open_function)
         self.activity: ActivityPanel | None = None  # "Profile from here" on the canvas
+        self.dock = ProfileDock()  # ... shows it below the canvas, across the whole width
         self._remove_profile = self.graph.on_profile(self.profile_from)
         body = widgets.HBox([self.left, self.bodies.tabs, self.right])
         body.add_class("nsdl-designer-body")
         super().__init__(
             [
                 style_widget(),
-                widgets.HTML(PANE_STYLE, layout=widgets.Layout(display="none")),
+                widgets.HTML(
+                    PANE_STYLE + f"<style>{DOCK_STYLE}</style>",
+                    layout=widgets.Layout(display="none"),
+                ),
                 self.toolbar,
                 self.status,
                 self.palette.quick_message,
                 body,
+                self.dock,
                 self.type_check,
                 self.shortcuts,
             ],
@@ -344,7 +351,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     def profile_from(self, nodes: list[str]) -> ActivityPanel | None:
         """The canvas menu's "Profile from here": the model from `nodes` on, written beside
-        this one, profiled with ONNX Runtime in the right pane's Profile tab; its per-node
+        this one, profiled with ONNX Runtime in the Profile dock below the canvas; its per-node
         times colour this canvas. None when the extraction is refused (the status says why)."""
         from nsdl_jupyter.widgets.profile._activity_panel import (
             ActivityPanel,  # imports pandas: late
@@ -356,17 +363,10 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.status.show(str(error))
             return None
         panel = ActivityPanel(path, graph_view=self.graph)
-        tabs = self.right.tabs
-        if self.activity is None:
-            index = self.right.add("Profile", panel)
-        else:
-            index = tabs.children.index(self.activity)
+        if self.activity is not None:
             self.activity.close()
-            tabs.children = (*tabs.children[:index], panel, *tabs.children[index + 1 :])
-            tabs.set_title(index, "Profile")
         self.activity = panel
-        tabs.selected_index = index
-        self.right.expanded = True
+        self.dock.show(panel, f"Profile from {nodes[0]}")
         self.status.show(f"profiling {count} nodes from {nodes[0]} ({path.name})", "note")
         panel.run()
         return panel
