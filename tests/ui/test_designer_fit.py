@@ -43,7 +43,8 @@ print("PROFILED=" + panel.status)
 # ellipsis or without their full text as a tooltip; in what is shown of the Designer now.
 TEXT_AND_FIELDS = f"""() => {{
   const root = document.querySelector('{ROOT}');
-  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  const shown = (el) => el.getClientRects().length > 0
+    && getComputedStyle(el).visibility !== 'hidden';
   const name = (el) => {{ const own = (e) => [...(e?.classList ?? [])]
       .filter(c => c.startsWith('nsdl-') || c.startsWith('widget-')).join('.');
     return (own(el.closest('[class*="nsdl-"]')) + ' ' + own(el)).slice(0, 80); }};
@@ -59,7 +60,7 @@ TEXT_AND_FIELDS = f"""() => {{
     const el = t.parentElement;
     if (!el || el.closest('svg, option, .js-plotly-plot, .nsdl-gv-tooltip') || !shown(el))
       continue;
-    for (const m of t.data.matchAll(/\\S+/g)) {{
+    for (const m of t.data.matchAll(/[^\\s-]+/g)) {{  // a break after a hyphen is no split
       const range = document.createRange();
       range.setStart(t, m.index); range.setEnd(t, m.index + m[0].length);
       const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
@@ -68,7 +69,8 @@ TEXT_AND_FIELDS = f"""() => {{
     }}
   }}
   const cut = [];
-  for (const el of root.querySelectorAll('.widget-label, .widget-label-basic, label, button, th')) {{
+  const labels = '.widget-label, .widget-label-basic, label, button, th, td, .nsdl-note';
+  for (const el of root.querySelectorAll(labels)) {{
     if (!shown(el) || el.scrollWidth <= el.clientWidth + 1) continue;
     const text = el.textContent.trim();
     el.dispatchEvent(new PointerEvent('pointerover', {{bubbles: true}}));  // as a user points
@@ -133,9 +135,9 @@ def overlaps(nb: Any) -> list[str]:
     hits = []
     for css, left, top, right, bottom in covers:
         for b in boxes:
-            if b["x"] < right - 1 and b["x"] + b["w"] > left + 1:
-                if b["y"] < bottom - 1 and b["y"] + b["h"] > top + 1:
-                    hits.append(f"{css} over a box at {round(b['x'])},{round(b['y'])}")
+            across = b["x"] < right - 1 and b["x"] + b["w"] > left + 1
+            if across and b["y"] < bottom - 1 and b["y"] + b["h"] > top + 1:
+                hits.append(f"{css} over a box at {round(b['x'])},{round(b['y'])}")
     return hits[:10]
 
 

@@ -1,9 +1,10 @@
 // Text cut with an ellipsis in the Designer (labels, table cells, notes: the CSS rules in
 // nsdl_jupyter/widgets/designer/_side_pane.py) shows its full text as a tooltip. Set when the
-// pointer comes over it, so text that changed or stopped being cut is read fresh; a title the
-// widget set itself is left alone.
+// pointer comes over it, so text that changed or stopped being cut is read fresh; a tooltip
+// the widget set itself (ipywidgets puts it on the label) follows the full text.
 
 const OURS = "nsdlCut";
+const OWN = "nsdlTitle"; // the widget's own title, kept
 
 /** Whether `el` shows only part of its text behind an ellipsis. */
 export function isCut(el: Element): boolean {
@@ -19,16 +20,20 @@ export function explain(el: Element | null, root: HTMLElement): void {
   for (let at = el, up = 0; at && at !== root && up < 3; at = at.parentElement, up++) {
     if (!(at instanceof HTMLElement)) continue;
     const ours = at.dataset[OURS] === "1";
-    if (at.hasAttribute("title") && !ours) return;
+    if (!ours && at.hasAttribute("title")) at.dataset[OWN] = at.title;
+    const own = at.dataset[OWN] ?? "";
     if (isCut(at)) {
-      at.title = (at.textContent ?? "").trim();
+      const text = (at.textContent ?? "").trim();
+      at.title = own && own !== text ? `${text}\n${own}` : text;
       at.dataset[OURS] = "1";
       return;
     }
     if (ours) {
-      at.removeAttribute("title");
+      if (own) at.title = own;
+      else at.removeAttribute("title");
       delete at.dataset[OURS];
     }
+    if (own) return;
   }
 }
 

@@ -60,7 +60,7 @@ class ProfileDock(widgets.VBox):  # type: ignore[misc]
 
     @property
     def shown(self) -> bool:
-        return self.layout.display != "none"
+        return bool(self.layout.display != "none")
 
     @traitlets.observe("tall")
     def _on_tall(self, change: dict[str, object]) -> None:

@@ -44,10 +44,11 @@ FORM_STYLE = f"""
 .nsdl-designer {_FIELD} > {_BOX} {{ flex: 1 1 {FIELD_MIN_WIDTH}px;
   min-width: {FIELD_MIN_WIDTH}px; }}
 .nsdl-designer {_FIELD} > .widget-label {{ flex: 0 1 auto; }}
-.nsdl-designer :is({_TEXT}) {{ overflow-wrap: normal; word-break: normal; }}
+.nsdl-designer :is({_TEXT}, pre) {{ overflow-wrap: normal; word-break: normal; }}
 .nsdl-designer :is(.nsdl-info-table td, .widget-label, .widget-label-basic) {{
   overflow: hidden; text-overflow: ellipsis; }}
 .nsdl-designer .widget-label-basic > span {{ white-space: nowrap; }}
+.nsdl-designer pre {{ white-space: pre; }}
 @container nsdl-pane (max-width: {NARROW}px) {{
   .nsdl-designer {_FIELD} {{ flex-direction: column; align-items: stretch;
     width: auto !important; }}
