@@ -54,6 +54,18 @@ TEXT_AND_FIELDS = f"""() => {{
     .filter(shown).map(e => [e, e.getBoundingClientRect().width])
     .filter(([, w]) => w < {MIN_FIELD} - 0.5)
     .map(([e, w]) => name(e) + ' ' + e.tagName + ' ' + Math.round(w) + 'px');
+  // a field cut by an ancestor that hides its overflow (scrolling ones let it be reached)
+  for (const e of root.querySelectorAll('input:not([type=checkbox]):not([type=radio]), select')) {{
+    if (!shown(e)) continue;
+    const r = e.getBoundingClientRect();
+    for (let a = e.parentElement; a && a !== root; a = a.parentElement) {{
+      if (getComputedStyle(a).overflowX !== 'hidden') continue;
+      const c = a.getBoundingClientRect();
+      if (r.right > c.right + 1 || r.left < c.left - 1)
+        narrow.push(name(e) + ' ' + e.tagName + ' cut by ' + name(a));
+      break;
+    }}
+  }}
   const split = [];
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   for (let t = walker.nextNode(); t; t = walker.nextNode()) {{

@@ -27,12 +27,12 @@ from nsdl_jupyter.editors import get_setting, set_setting
 from nsdl_jupyter.widgets.designer._tool_window import button
 
 Side = Literal["left", "right"]
-MIN_WIDTH = 180  # px; also the smallest width a drag can give (panes.ts)
+MIN_WIDTH = 160  # px; also the smallest width a drag can give (panes.ts)
 FIELD_MIN_WIDTH = 120  # px: the least width of an input or a select in the Designer
 NARROW = 300  # px: a pane or dock narrower than this puts every label above its box
-# of the Designer, at least MIN_WIDTH (left) and a field with its label (right): the canvas
-# keeps ~55% at 1280 px and more
-_DEFAULT_WIDTH = {"left": f"max({MIN_WIDTH}px, 17%)", "right": "max(220px, 24%)"}
+# of the Designer, at least room for a field (left) and a field with its label (right): the
+# canvas keeps 55% of an 850 px Designer (1280 px screen, file browser open) and more
+_DEFAULT_WIDTH = {"left": f"max({MIN_WIDTH}px, 17%)", "right": "max(196px, 24%)"}
 _GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶", ("right", False): "◀"}
 
 _FIELD = ".widget-inline-hbox:has(> :is(input, select, textarea))"
@@ -54,7 +54,7 @@ FORM_STYLE = f"""
     width: auto !important; }}
   .nsdl-designer {_FIELD} > .widget-label {{ width: auto !important; max-width: 100%;
     text-align: left; margin-bottom: 0; }}
-  .nsdl-designer {_FIELD} > {_BOX} {{ flex: 0 0 auto; width: auto; margin-left: 0; }}
+  .nsdl-designer {_FIELD} > {_BOX} {{ flex: 0 0 auto; width: 100%; margin-left: 0; }}
 }}"""
 
 # Inline layout styles from Python win over stylesheets: the rules that must beat them say
