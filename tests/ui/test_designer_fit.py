@@ -59,9 +59,10 @@ TEXT_AND_FIELDS = f"""() => {{
     if (!shown(e)) continue;
     const r = e.getBoundingClientRect();
     for (let a = e.parentElement; a && a !== root; a = a.parentElement) {{
-      if (getComputedStyle(a).overflowX !== 'hidden') continue;
+      const overflow = getComputedStyle(a).overflowX;
+      if (overflow === 'visible') continue;
       const c = a.getBoundingClientRect();
-      if (r.right > c.right + 1 || r.left < c.left - 1)
+      if (overflow === 'hidden' && (r.right > c.right + 1 || r.left < c.left - 1))
         narrow.push(name(e) + ' ' + e.tagName + ' cut by ' + name(a));
       break;
     }}
