@@ -205,6 +205,11 @@ def test_drag_a_pane_strip_and_the_width_is_kept(notebook: Any) -> None:
     nb.wait_for('.nsdl-graph-view[data-ready="1"]')
     nb.wait_for('.nsdl-designer[data-keys-ready="1"]')
     settle(nb)
+    # the right pane closed first: the canvas keeps half the Designer, and at 1280x800 both
+    # panes open leave it too little room for the left one to grow by the whole 100 px
+    nb.page.locator(f"{ROOT} .nsdl-pane-right .nsdl-pane-toggle").first.click()
+    nb.page.wait_for_selector(f"{ROOT} .nsdl-pane-right.nsdl-pane-closed", timeout=30_000)
+    settle(nb)
     pane = nb.page.locator(f"{ROOT} .nsdl-pane-left").first
     canvas = nb.page.locator(f"{ROOT} .nsdl-graph-view canvas").first
     width0, canvas0 = pane.bounding_box()["width"], canvas.bounding_box()["width"]

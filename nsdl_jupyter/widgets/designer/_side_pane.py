@@ -35,8 +35,8 @@ NARROW = 300  # px: a pane or dock narrower than this puts every label above its
 _DEFAULT_WIDTH = {"left": f"max({MIN_WIDTH}px, 17%)", "right": "max(196px, 24%)"}
 _GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶", ("right", False): "◀"}
 
-_FIELD = ".widget-inline-hbox:has(> :is(input, select, textarea))"
-_BOX = ":is(input, select, textarea)"
+_BOX = ":is(input, select:not([size]), textarea)"  # a list (select[size]) is no field
+_FIELD = f".widget-inline-hbox:has(> {_BOX})"
 _TEXT = ".nsdl-note, .nsdl-info-table td, .widget-label, .widget-label-basic, .widget-html-content"
 FORM_STYLE = f"""
 .nsdl-designer {_FIELD} {{ flex-wrap: wrap; max-width: 100%; min-width: 0; height: auto;
@@ -88,7 +88,7 @@ STYLE = f"""<style>
 .nsdl-side-pane .nsdl-tool .widget-hbox, .nsdl-side-pane .widget-toggle-buttons
   {{ flex-wrap: wrap; }}
 .nsdl-side-pane .widget-vbox > * {{ flex-shrink: 0; }}
-.nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; }}
+.nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; min-width: 0; }}
 .nsdl-side-pane .nsdl-tool .nsdl-info-table {{ width: 100%; table-layout: fixed; }}
 .nsdl-side-pane .nsdl-tool .nsdl-info-table td:first-child {{ width: 38%; }}
 .nsdl-side-pane .widget-toggle-buttons > div {{ display: flex; flex-wrap: wrap; max-width: 100%; }}
@@ -101,8 +101,7 @@ STYLE = f"""<style>
 .nsdl-pane-strip:hover {{ background: var(--jp-brand-color3, #bbdefb); }}
 .nsdl-pane-strip > .nsdl-pane-toggle {{ width: 12px !important; height: 28px; padding: 0;
   margin: 0; font-size: 9px; cursor: pointer; }}
-.nsdl-pane-closed > {FORM_STYLE}
-.nsdl-pane-strip {{ cursor: default; }}
+.nsdl-pane-closed > .nsdl-pane-strip {{ cursor: default; }}
 .nsdl-designer-toolbar {{ flex-wrap: nowrap !important; min-width: 0; overflow: hidden; }}
 .nsdl-designer-toolbar > * {{ flex: 0 0 auto; }}
 .nsdl-designer-toolbar > .nsdl-save-path {{ flex: 0 1 200px !important;
