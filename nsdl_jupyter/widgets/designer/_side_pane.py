@@ -49,6 +49,9 @@ FORM_STYLE = f"""
   overflow: hidden; text-overflow: ellipsis; }}
 .nsdl-designer .widget-label-basic > span {{ white-space: nowrap; }}
 .nsdl-designer pre {{ white-space: pre; }}
+.nsdl-designer .widget-html-content:has(> .nsdl-note) {{ line-height: 1.4; }}
+.nsdl-designer .widget-html-content:has(> :is(.nsdl-mono, b):only-child) {{ overflow: hidden;
+  text-overflow: ellipsis; white-space: nowrap; }}
 @container nsdl-pane (max-width: {NARROW}px) {{
   .nsdl-designer {_FIELD} {{ flex-direction: column; align-items: stretch;
     width: auto !important; }}
