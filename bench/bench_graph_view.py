@@ -65,10 +65,33 @@ doc.rename_node(names[k], new)
 names[k] = new
 print("EDIT_T0", repr(t0))"""
 EXPAND = "view.expand()\nprint('EXPANDED', sum(view.groups.values()))"
-# what a user runs: open the file and show it (the kernel has imported the package already)
-OPEN = """opened = nj.open_model(folder + "/model.onnx")
+# what a user runs: open the file and show it (the kernel has imported the package already);
+# the wall clocks (ms) at its start, after open_model and after GraphView() for the split
+OPEN = """t_cell = time.time() * 1000
+opened = nj.open_model(folder + "/model.onnx")
+t_open = time.time() * 1000
 shown = nj.GraphView(opened, height=600)
+print("OPEN_T", repr(t_cell), repr(t_open), repr(time.time() * 1000))
 shown"""
+# GraphView()'s two big steps again on the opened model (ms): the scene with its topology
+# buffer, and the first layout with its buffer; the best of 3 and the median
+SPLIT = """from nsdl_jupyter.graph import GraphScene
+import statistics
+def _ms(f):
+    t = time.perf_counter(); r = f(); return r, (time.perf_counter() - t) * 1000
+splits = []
+for _ in range(3):
+    scene, scene_ms = _ms(lambda: GraphScene(opened.graph))
+    _, topo_ms = _ms(scene.topology_bytes)
+    _, layout_ms = _ms(scene.layout_bytes)
+    splits.append((scene_ms + topo_ms, layout_ms))
+print("SPLIT", *(f(s[k] for s in splits) for k in (0, 1) for f in (min, statistics.median)))"""
+VIEW_STATS = """([i]) => {
+  const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+  const cell = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')[i];
+  const s = cell.querySelector('.nsdl-graph-view').__nsdl.stats();
+  return [s.topologyAt, s.topologyMs, s.firstPaintAt];
+}"""
 
 CELL_READY = """([i]) => {
   const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
@@ -78,14 +101,19 @@ CELL_READY = """([i]) => {
 ROOT = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view')"
 
 
-def timed_run(nb: Any, index: int, until: str, arg: Any) -> float:
-    """Seconds from the Ctrl+Enter that runs cell `index` to `until(arg)` being true."""
+def timed_run(
+    nb: Any, index: int, until: str, arg: Any, pressed: list[float] | None = None
+) -> float:
+    """Seconds from the Ctrl+Enter that runs cell `index` to `until(arg)` being true; the
+    wall clock (ms) of the key press is appended to `pressed`."""
     cell = nb.cell(index)
     cell.scroll_into_view_if_needed()
     cell.locator(".jp-InputPrompt").first.click()
     nb.page.wait_for_function(
         "e => e.classList.contains('jp-mod-active')", arg=cell.element_handle(), timeout=30_000
     )
+    if pressed is not None:
+        pressed.append(time.time() * 1000)
     start = time.perf_counter()
     nb.page.keyboard.press("Control+Enter")
     nb.page.wait_for_function(until, arg=arg, timeout=90_000, polling="raf")
@@ -131,9 +159,31 @@ def pan_frames(nb: Any, frames: int = 120) -> dict[str, float]:
     }
 
 
+def _phases(nb: Any, pressed: float, elapsed: float) -> dict[str, float]:
+    """Where one open_model + GraphView cell's time went (ms): the cell's start, open_model,
+    GraphView() in the kernel, the buffers reaching the view, decoding them, the first paint,
+    and the frame until "drawn". Kernel and browser clocks are this machine's wall clock."""
+    t_cell, t_open, t_view = (float(v) for v in nb.output(5).split("OPEN_T", 1)[1].split()[:3])
+    topology_at, topology_ms, painted_at = nb.page.evaluate(VIEW_STATS, [5])
+    return {
+        "cell_start": t_cell - pressed,
+        "open": t_open - t_cell,
+        "view": t_view - t_open,
+        "transfer": topology_at - t_view,
+        "decode": topology_ms,
+        "first_paint": painted_at - topology_at - topology_ms,
+        "to_drawn": pressed + 1000 * elapsed - painted_at,
+    }
+
+
+def _min_median(values: list[float]) -> dict[str, float]:
+    return {"min": round(min(values), 1), "median": round(statistics.median(values), 1)}
+
+
 def bench_model(harness: Any, browser: Any, lab: Any, n: int, repeat: int) -> dict[str, Any]:
     name = f"bench_{n or 'bert'}_{int(time.time())}.ipynb"
-    harness.write_notebook(lab.root / name, [SETUP.format(n=n), SHOW, BYTES, EDIT, EXPAND, OPEN])
+    cells = [SETUP.format(n=n), SHOW, BYTES, EDIT, EXPAND, OPEN, SPLIT]
+    harness.write_notebook(lab.root / name, cells)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     nb = harness.NotebookPage(context.new_page(), lab, name, Path(tempfile.mkdtemp()))
     try:
@@ -162,13 +212,24 @@ def bench_model(harness: Any, browser: Any, lab: Any, n: int, repeat: int) -> di
         nb.two_frames()
         boxes_after = int(nb.page.evaluate(f"() => Number({ROOT}.dataset.visibleBoxes)"))
         pan_expanded = pan_frames(nb)
-        opened = [timed_run(nb, 5, CELL_READY, [5]) for _ in range(repeat)]
+        opened = []
+        phases = []
+        for _ in range(repeat):
+            pressed: list[float] = []
+            opened.append(timed_run(nb, 5, CELL_READY, [5], pressed))
+            phases.append(_phases(nb, pressed[0], opened[-1]))
+        split = [float(v) for v in nb.run_cell(6).split("SPLIT", 1)[1].split()[:4]]
         return {
             "model": "bert_base" if n == 0 else f"synthetic_{n}",
             "nodes": nodes,
             "first_draw_s": round(statistics.median(first), 3),
             "first_draw_runs_s": [round(v, 3) for v in first],
             "open_to_draw_s": round(statistics.median(opened), 3),
+            "open_to_draw_runs_s": [round(v, 3) for v in opened],
+            # ms per phase over the runs; GraphView()'s scene and layout measured again after
+            "open_to_draw_phases_ms": {k: _min_median([p[k] for p in phases]) for k in phases[0]},
+            "view_scene_ms": {"min": round(split[0], 1), "median": round(split[1], 1)},
+            "view_layout_ms": {"min": round(split[2], 1), "median": round(split[3], 1)},
             "bytes_sent": nbytes,
             "topology_bytes": topology,
             "boxes_collapsed": boxes_before,
@@ -234,6 +295,16 @@ def main() -> int:
                         f" (cell run {result['edit_cell_to_drawing_ms']:.0f} ms,"
                         f" browser {result['edit_browser_patch_ms']} ms)"
                         f" | expand all {result['expand_all_s']:.2f} s",
+                        flush=True,
+                    )
+                    phases = result["open_to_draw_phases_ms"]
+                    print(
+                        f"{'':>16} open_model + draw, ms (min/median of {args.repeat}): "
+                        + ", ".join(
+                            f"{k} {v['min']:.0f}/{v['median']:.0f}" for k, v in phases.items()
+                        )
+                        + f"; view = scene {result['view_scene_ms']['min']:.0f}"
+                        f" + layout {result['view_layout_ms']['min']:.0f} + the rest",
                         flush=True,
                     )
                 browser.close()

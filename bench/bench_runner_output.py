@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests._sshd
 
 from _common import emit_json, fmt_seconds, print_table
 
-from nsdl_jupyter.targets import LocalTarget, SshTarget, Target
-from tests._sshd import Sshd, keygen
+from nsdl_jupyter.targets import LocalTarget, Target
+from tests._sshd import ssh_lab
 
 RUNNER = """
 import os
@@ -57,28 +57,11 @@ def main() -> None:
         folder = Path(folder_name)
         runner = folder / "endless_runner.py"
         runner.write_text(RUNNER.format(mib=args.mib))
-        key = keygen(folder / "id_bench")
-        authorized = folder / "authorized_keys"
-        authorized.write_text(Path(f"{key}.pub").read_text())
-        server = Sshd(folder / "sshd", authorized, password_auth=False).start()
-        known = folder / "known_hosts"
-        known.write_text(server.known_hosts_line())
-        try:
-            remote = SshTarget(
-                "127.0.0.1",
-                "root",
-                server.port,
-                key_file=key,
-                known_hosts=known,
-                ssh_config=False,
-                deploy_dir=str(folder / "deploy"),
-                python=sys.executable,
-            ).connect()
+        with ssh_lab(folder / "ssh") as lab:
+            remote = lab.target().connect()
             local_s, local_mib = _run(LocalTarget(), runner)
             ssh_s, ssh_mib = _run(remote, runner)
             remote.close()
-        finally:
-            server.stop()
     print_table(
         f"one {args.mib} MiB line without newline on stdout and on stderr",
         [

@@ -61,12 +61,14 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import onnxruntime as ort
 from _common import emit_json, fmt_seconds, print_table
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' models
+
 from nsdl_jupyter.examples import bert_base, resnet50, small_transformer, synthetic_dag
 from nsdl_jupyter.transforms import convert_to_fp16, sanitize
+from tests._text_models import LOCAL_FUNCTION_CONSTANT, save_text
 
 PEER_TIMEOUT_S = 600
 POLYGRAPHY = str(Path(sys.executable).with_name("polygraphy"))
@@ -355,7 +357,6 @@ def _real_exports(folder: Path, only: list[str] | None = None) -> dict[str, Path
     """The weight-stripped torch exports, refilled, and the ViT that crashes onnxruntime
     (all of them, or those named in `only`)."""
     root = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root))
     from tests import real_exports
 
     wanted = [*real_exports.names(), "vit_b_16_dynamic_batch"]
@@ -390,19 +391,9 @@ def _special_models(folder: Path) -> dict[str, Path]:
                     }
                 >
             }""",
-        "local_function": """<ir_version: 8, opset_import: ["": 18, "local": 1]>
-            g (float[4] x) => (float[4] y) { y = local.scale(x) }
-            <domain: "local", opset_import: ["": 18]>
-            scale (a) => (b) {
-                c = Constant<value_float: float = 3.0>()
-                b = Mul(a, c)
-            }""",
+        "local_function": LOCAL_FUNCTION_CONSTANT,
     }
-    paths = {}
-    for name, text in texts.items():
-        paths[name] = folder / f"{name}.onnx"
-        ir.save(ir.from_onnx_text(text), paths[name])
-    return paths
+    return {name: save_text(folder, text, f"{name}.onnx") for name, text in texts.items()}
 
 
 def _fused_bert(source: Path, folder: Path) -> Path | None:
@@ -429,9 +420,21 @@ def _corpus(folder: Path) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = node.collect_testcases(None)
-    has_sim = _peer("onnxsim")
-    has_poly = _peer("onnx_graphsurgeon")
     has_occ = _peer("onnxconverter_common")
+    # Each peer's simplified graph of a model (it may raise: then it removed nothing).
+    peers: dict[str, Callable[[onnx.ModelProto], onnx.GraphProto]] = {}
+    if _peer("onnxsim"):
+        import onnxsim
+
+        peers["onnxsim"] = lambda model: onnxsim.simplify(model)[0].graph
+    if _peer("onnx_graphsurgeon"):
+        from polygraphy.backend.onnx import fold_constants
+
+        peers["polygraphy"] = lambda model: (
+            fold_constants(
+                onnx.ModelProto.FromString(model.SerializeToString()), error_ok=True
+            ).graph
+        )
     totals = dict.fromkeys(
         [
             "cases",
@@ -467,37 +470,20 @@ def _corpus(folder: Path) -> dict[str, Any]:
         count = _count(case.model.graph)
         totals["original"] += count
         start = time.perf_counter()
-        sanitize(source, folder / "ours.onnx")
+        sanitize(source, folder / "ours.onnx", overwrite=True)
         totals["ours_s"] += time.perf_counter() - start
         ours = _nodes(folder / "ours.onnx")
         totals["ours"] += ours
-        if has_sim:
-            import onnxsim
-
+        for peer, simplify in peers.items():
             start = time.perf_counter()
             try:
-                sim, _ = _quiet(lambda model=case.model: onnxsim.simplify(model))
-                sim_nodes = _count(sim.graph)
+                nodes = _count(_quiet(lambda simplify=simplify, model=case.model: simplify(model)))
             except Exception:
-                sim_nodes = count
-            totals["onnxsim_s"] += time.perf_counter() - start
-            totals["onnxsim"] += sim_nodes
-            if sim_nodes < ours:
-                fewer["onnxsim"].append(case.name)
-        if has_poly:
-            from polygraphy.backend.onnx import fold_constants
-
-            start = time.perf_counter()
-            try:
-                copy = onnx.ModelProto.FromString(case.model.SerializeToString())
-                poly = _quiet(lambda copy=copy: fold_constants(copy, error_ok=True))
-                poly_nodes = _count(poly.graph)
-            except Exception:
-                poly_nodes = count
-            totals["polygraphy_s"] += time.perf_counter() - start
-            totals["polygraphy"] += poly_nodes
-            if poly_nodes < ours:
-                fewer["polygraphy"].append(case.name)
+                nodes = count
+            totals[f"{peer}_s"] += time.perf_counter() - start
+            totals[peer] += nodes
+            if nodes < ours:
+                fewer[peer].append(case.name)
         fp16_ok, error = _fp16_case(source, folder / "ours16.onnx", feeds, original, ours=True)
         totals["fp16_runs" if fp16_ok else "fp16_fails"] += 1
         worst_fp16 = max(worst_fp16, error)
@@ -517,7 +503,7 @@ def _fp16_case(
 ) -> tuple[bool, float]:
     try:
         if ours:
-            convert_to_fp16(source, out, validate=False)
+            convert_to_fp16(source, out, validate=False, overwrite=True)
         else:
             from onnxconverter_common import float16
 

@@ -15,6 +15,7 @@ from nsdl_jupyter._version import __version__
 
 if TYPE_CHECKING:
     from nsdl_jupyter._errors import OutputPathError
+    from nsdl_jupyter._paths import output_folder, set_output_folder
     from nsdl_jupyter.document import ModelDocument, new_model, open_model
     from nsdl_jupyter.graph import open_engine_graph
     from nsdl_jupyter.nbconvert import export_notebook_html
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets import (
         ActivityPanel,
         Designer,
+        FleetView,
         GraphView,
         InitializerEditor,
         LayerExplorer,
@@ -65,6 +67,8 @@ if TYPE_CHECKING:
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
     "OutputPathError": "nsdl_jupyter._errors",
+    "output_folder": "nsdl_jupyter._paths",
+    "set_output_folder": "nsdl_jupyter._paths",
     "ModelDocument": "nsdl_jupyter.document",
     "open_model": "nsdl_jupyter.document",
     "new_model": "nsdl_jupyter.document",
@@ -109,6 +113,7 @@ _LAZY: dict[str, str] = {
     "TypeCheckPanel": "nsdl_jupyter.widgets",
     "ProfileView": "nsdl_jupyter.widgets",
     "SweepPanel": "nsdl_jupyter.widgets",
+    "FleetView": "nsdl_jupyter.widgets",
     "export_notebook_html": "nsdl_jupyter.nbconvert",
 }
 
@@ -116,6 +121,8 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "__version__",
     "NsdlError",
     "OutputPathError",
+    "output_folder",
+    "set_output_folder",
     "ModelDocument",
     "open_model",
     "new_model",
@@ -160,6 +167,7 @@ __all__ = [  # noqa: RUF022 - grouped by layer, as _LAZY
     "TypeCheckPanel",
     "ProfileView",
     "SweepPanel",
+    "FleetView",
     "export_notebook_html",
 ]
 

@@ -155,6 +155,7 @@ MODELS: dict[str, Spec] = {
         {"input_ids": _TEXT_AXES, "attention_mask": _TEXT_AXES},
     ),
     "efficientnet_b0": Spec(_torchvision("efficientnet_b0"), _image(), ("input",), ("output",)),
+    "convnext_tiny": Spec(_torchvision("convnext_tiny"), _image(), ("input",), ("output",)),
     "mobilenet_v3_large": Spec(
         _torchvision("mobilenet_v3_large"), _image(), ("input",), ("output",)
     ),

@@ -8,6 +8,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from nsdl_jupyter.document import ModelDocument, open_model
+
 
 def conv_relu_model() -> onnx.ModelProto:
     """x -> Conv(w, b) -> Relu -> Add(skip) -> y, with an unnamed node and an optional input."""
@@ -80,3 +82,16 @@ def dynamic_conv_model() -> onnx.ModelProto:
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     return model
+
+
+def dynamic_conv_document(
+    folder: Path, profile: dict[str, list[int]] | None = None
+) -> ModelDocument:
+    """`dynamic_conv_model` saved in `folder` and opened, with `profile` (min/opt/max of its
+    input x) set as its first optimization profile when given."""
+    path = folder / "dyn.onnx"
+    onnx.save(dynamic_conv_model(), path)
+    document = open_model(path)
+    if profile is not None:
+        document.tensorrt.set_profile("x", **profile)
+    return document

@@ -12,9 +12,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -54,6 +58,7 @@ class Sshd:
     authorized_keys: Path
     password_auth: bool = True
     sftp: bool = True  # False: no SFTP subsystem, as on hardened servers and minimal containers
+    env: dict[str, str] = field(default_factory=dict)  # set in each session (sshd's SetEnv)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
 
@@ -102,6 +107,10 @@ class Sshd:
                     "AllowTcpForwarding yes",
                     "LogLevel DEBUG1",
                     *(["Subsystem sftp internal-sftp"] if self.sftp else []),
+                    *(
+                        [f"SetEnv {' '.join(f'{k}={v}' for k, v in self.env.items())}"]
+                        * bool(self.env)
+                    ),
                     "",
                 ]
             )
@@ -172,3 +181,59 @@ class Sshd:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(5)
+
+
+@dataclass
+class SshLab:
+    """Real sshd servers on 127.0.0.1 that root reaches with one key, and SshTargets for them."""
+
+    folder: Path
+    key: Path
+    servers: list[Sshd]
+
+    @property
+    def server(self) -> Sshd:
+        return self.servers[0]
+
+    def target(self, server: Sshd | None = None, **settings: Any) -> Any:
+        """An SshTarget for `server` (default: the first), its host key known, deploying into
+        a folder of its own under the lab, with this Python; `settings` override."""
+        from nsdl_jupyter.targets import SshTarget
+
+        server = server or self.server
+        known = self.folder / f"known_hosts-{server.port}"
+        known.write_text(server.known_hosts_line())
+        return SshTarget(
+            "127.0.0.1",
+            **{
+                "user": "root",
+                "port": server.port,
+                "key_file": self.key,
+                "known_hosts": known,
+                "ssh_config": False,
+                "deploy_dir": str(self.folder / f"deploy-{server.port}"),
+                "python": sys.executable,
+                **settings,
+            },
+        )
+
+
+@contextmanager
+def ssh_lab(folder: Path, *servers: dict[str, Any]) -> Iterator[SshLab]:
+    """Start one sshd per settings dict (Sshd's fields: `sftp`, `env`; key login only, by
+    default one server), stop them all on exit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = keygen(folder / "id")
+    authorized = folder / "authorized_keys"
+    authorized.write_text(Path(f"{key}.pub").read_text())
+    started: list[Sshd] = []
+    try:
+        for index, settings in enumerate(servers or ({},)):
+            server = Sshd(
+                folder / f"sshd-{index}", authorized, **{"password_auth": False, **settings}
+            )
+            started.append(server.start())
+        yield SshLab(folder, key, started)
+    finally:
+        for server in started:
+            server.stop()

@@ -9,12 +9,12 @@ from pathlib import Path
 import onnx
 import pytest
 
-from nsdl_jupyter.document import ModelDocument, open_model
+from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.examples import resnet18
 from nsdl_jupyter.profiling import TrtSettings
 from nsdl_jupyter.widgets.profile._activity_panel import TRT_SETTINGS_KEY, ActivityPanel
 from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
-from tests._document_models import dynamic_conv_model
+from tests._document_models import dynamic_conv_document, dynamic_conv_model
 
 PROFILE = {"min": [1, 3, 8, 8], "opt": [2, 3, 8, 8], "max": [4, 3, 16, 8]}
 
@@ -58,11 +58,7 @@ def test_gate_disables_what_the_version_lacks_with_the_reason() -> None:
 
 @pytest.fixture
 def doc(tmp_path: Path) -> ModelDocument:
-    path = tmp_path / "dyn.onnx"
-    onnx.save(dynamic_conv_model(), path)
-    document = open_model(path)
-    document.tensorrt.set_profile("x", **PROFILE)
-    return document
+    return dynamic_conv_document(tmp_path, PROFILE)
 
 
 @pytest.fixture

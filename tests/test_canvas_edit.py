@@ -172,13 +172,13 @@ def test_precision_and_quick_add_at_the_pointer(view: GraphView) -> None:
     assert doc.tensorrt.layer_precision("add1") == "fp16"
 
     view.selected = ["sig1"]
-    name = ok(view, "add_at", text="Tanh", x=300.0, y=250.0)["message"]
+    name = ok(view, "add_at", text="Tanh", x=300.0, y=250.0, link=True)["message"]
     added = doc.nodes[name]
     assert added.op_type == "Tanh" and added.inputs[0].name == "s"  # fed from the selection
     assert rect(view, name) == (300.0, 250.0)
     doc.undo()
     assert name not in doc.nodes
-    answer = ask(view, "add_at", text="NoSuchOp", x=0.0, y=0.0)
+    answer = ask(view, "add_at", text="NoSuchOp", x=0.0, y=0.0, link=True)
     assert not answer["ok"] and "NoSuchOp" in answer["error"]["message"]
 
 

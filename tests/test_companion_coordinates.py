@@ -76,7 +76,7 @@ def test_move_and_add_at_refuse_a_place_off_the_canvas(
     for kind, payload in (
         ("move", {"nodes": ["sig1"], "x": [value], "y": [0.0]}),
         ("move", {"nodes": ["sig1"], "x": [0.0], "y": [value]}),
-        ("add_at", {"text": "Tanh", "x": value, "y": 0.0}),
+        ("add_at", {"text": "Tanh", "x": value, "y": 0.0, "link": True}),
     ):
         answer = ask(view, kind, **payload)
         assert not answer["ok"]

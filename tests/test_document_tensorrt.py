@@ -17,16 +17,14 @@ from nsdl_jupyter.document import (
     TensorRtPropertyError,
     open_model,
 )
-from tests._document_models import dynamic_conv_model
+from tests._document_models import dynamic_conv_document, dynamic_conv_model
 
 PROFILE = {"min": [1, 3, 8, 8], "opt": [4, 3, 16, 8], "max": [8, 3, 32, 8]}
 
 
 @pytest.fixture
 def doc(tmp_path: Path) -> ModelDocument:
-    path = tmp_path / "dyn.onnx"
-    onnx.save(dynamic_conv_model(), path)
-    return open_model(path)
+    return dynamic_conv_document(tmp_path)
 
 
 def test_profile_set_undo_redo(doc: ModelDocument) -> None:

@@ -4,6 +4,7 @@ Constants toggle, exporter artefacts are gone, and no top level is cut into rang
 
 from __future__ import annotations
 
+import itertools
 from xml.etree import ElementTree
 
 import onnx
@@ -14,8 +15,8 @@ from nsdl_jupyter.graph import GraphScene
 from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
-from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE
-from nsdl_jupyter.graph._svg import scene_svg
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE, LayoutResult
+from nsdl_jupyter.graph._svg import edge_curve, scene_svg
 from tests import real_exports
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -82,18 +83,25 @@ OUTLINES = {
     "gpt2_dynamo": [f"h.{i}" for i in range(12)],  # wte, wpe: a Gather each, drawn inline
     "resnet50_torchscript": ["layer1", "layer2", "layer3", "layer4"],
     "resnet50_dynamo": ["layer1", "layer2", "layer3", "layer4"],
+    "convnext_tiny_torchscript": ["features", "classifier"],  # avgpool: one node, drawn inline
+    "convnext_tiny_dynamo": ["features", "avgpool", "classifier"],
 }
 Rect = tuple[float, float, float, float]
 
 
 def drawn_labels(scene: GraphScene) -> list[tuple[str, int, int]]:
-    """(label, kind, ref) of every box the first view draws, top to bottom."""
+    """(label, kind, ref) of every box the first view draws, in the order of the flow (the
+    top level's layers, whichever band of the screen they are drawn in)."""
     result = scene.layout()
     h, items = scene.hierarchy, scene.table.items
+    units = scene.engine.unit_layout(0, scene.show_constants)
     rows = sorted(
-        zip(result.rects[:, 1].tolist(), result.refs.tolist(), result.kinds.tolist(), strict=True)
+        (units.get(r, (-1.0, 0.0)), y, r, k)
+        for y, r, k in zip(
+            result.rects[:, 1].tolist(), result.refs.tolist(), result.kinds.tolist(), strict=True
+        )
     )
-    return [(h.groups[~r].label if r < 0 else items[r].name, k, r) for _, r, k in rows]
+    return [(h.groups[~r].label if r < 0 else items[r].name, k, r) for _, _, r, k in rows]
 
 
 @pytest.mark.parametrize("name", sorted(OUTLINES))
@@ -191,3 +199,105 @@ def test_edge_labels_never_lie_on_boxes_titles_or_each_other(name: str, expand: 
         scene.expand_all()
     drawn, bad = label_collisions(scene)
     assert drawn >= 5 and not bad, bad[:5]
+
+
+# the default GraphView (560 px) in JupyterLab at 1280x800 with the file browser open: its
+# canvas, and what Fit keeps free (renderer.ts READABLE: margins, the breadcrumb)
+CANVAS_W, CANVAS_H, MARGIN, BREADCRUMB = 845.0, 505.0, 24.0, 24.0
+LEGIBLE_PX = 10.0
+LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
+
+
+def whole_fit_scale(result: LayoutResult) -> float:
+    """The scale at which Fit shows the whole drawing in the default canvas."""
+    x0, y0 = result.rects[:, 0].min(), result.rects[:, 1].min()
+    w = float((result.rects[:, 0] + result.rects[:, 2]).max() - x0)
+    h = float((result.rects[:, 1] + result.rects[:, 3]).max() - y0)
+    return min((CANVAS_W - 2 * MARGIN) / w, (CANVAS_H - 2 * MARGIN - BREADCRUMB) / h, 1.5)
+
+
+def box_overlaps(result: LayoutResult) -> list[tuple[int, int]]:
+    leaves = [
+        (int(r), tuple(rect))
+        for r, k, rect in zip(result.refs, result.kinds, result.rects.tolist(), strict=True)
+        if k != KIND_FRAME
+    ]
+    return [
+        (a, b)
+        for i, (a, ra) in enumerate(leaves)
+        for b, rb in leaves[i + 1 :]
+        if overlapping(ra, rb)  # type: ignore[arg-type]
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(OUTLINES))
+def test_whole_outline_fits_the_default_view_legibly(name: str) -> None:
+    """Issue 25: the first screen holds the whole outline (GPT-2's h.0 … h.11 in bands across
+    the screen, not a 2000 px column) with every label at 10 px or more, boxes apart, edge
+    shapes on no box."""
+    scene = GraphScene(graph_of(name))
+    result = scene.layout()
+    assert whole_fit_scale(result) * LABEL_PX >= LEGIBLE_PX, (name, result.width, result.height)
+    assert not box_overlaps(result)
+    _, bad = label_collisions(scene)
+    assert not bad, bad[:5]
+    groups = [label for label, kind, _ in drawn_labels(scene) if kind == KIND_GROUP]
+    assert groups == OUTLINES[name]
+
+
+def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None:
+    """GPT-2: the blocks run down columns side by side; the edge from the last box of one
+    column to the first of the next leaves by its side, through the gap between columns."""
+    scene = GraphScene(graph_of("gpt2_dynamo"))
+    result = scene.layout()
+    rects = result.rect_of()
+    blocks = {scene.hierarchy.groups[~r].label: rects[r] for r in rects if r < 0}
+    columns = sorted({round(x) for x, _, _, _ in blocks.values()})
+    assert len(columns) >= 2
+    assert blocks["h.0"][0] < blocks["h.11"][0]  # later blocks in a later column
+    first = min((b for b in blocks.values() if round(b[0]) == columns[1]), key=lambda b: b[1])
+    before = [b for b in blocks.values() if round(b[0]) == columns[0] or b[0] < columns[1]]
+    last = max(before, key=lambda b: b[1])
+    ordered = [last, first]
+    curve = edge_curve(ordered, 0, 1, lr=False)
+    assert curve[0] == last[0] + last[2] and curve[6] == first[0]  # side to side
+    xs = curve[0::2]
+    assert min(xs) >= last[0] + last[2] and max(xs) <= first[0]  # within the gap
+
+
+def test_bands_only_while_the_top_level_is_an_outline() -> None:
+    """Once a module is open the top level is one flow again (the view keeps the opened
+    module where it was on screen): h.0 … h.11 one under the other."""
+    scene = GraphScene(graph_of("gpt2_dynamo"))
+    h = scene.hierarchy
+    scene.expand([g for g, group in enumerate(h.groups) if group.label == "h.8"])
+    rects = scene.layout().rect_of()
+    blocks = [rects[~g] for g, group in enumerate(h.groups) if group.parent == 0 and ~g in rects]
+    tops = [y for _, y, _, _ in blocks]
+    assert len(blocks) == 12 and tops == sorted(tops)  # h.0 … h.11 down one flow
+    assert max(y for _, y, _, _ in blocks) > 2000  # h.8 open: taller than a screen
+
+
+def test_a_small_graph_is_not_cut_into_bands() -> None:
+    """Graphs edited box by box keep one flow: a new layer must not move the cuts."""
+    scene = GraphScene(graph_of("resnet50_dynamo"))
+    scene.expand_all()
+    assert scene.engine.band_top  # the module export's top level...
+    tiny = GraphScene(graph_of("control_flow_torchscript"))
+    assert not tiny.engine.band_top  # ...not a graph read whole
+
+
+def test_left_to_right_outline_wraps_into_rows_with_room_for_shapes() -> None:
+    """LR: the outline runs in rows (left to right, then the next row); the tensor shape
+    written in the gap after a box keeps the full layer gap."""
+    scene = GraphScene(graph_of("resnet50_torchscript"))
+    scene.direction = "LR"
+    result = scene.layout()
+    assert whole_fit_scale(result) * LABEL_PX >= LEGIBLE_PX
+    rows: dict[int, list[tuple[float, float]]] = {}
+    for x, y, w, h in result.rects.tolist():
+        rows.setdefault(round(y + h / 2), []).append((x, x + w))
+    lines = [sorted(r) for r in rows.values() if len(r) > 1]
+    assert len(lines) >= 2
+    gaps = [b[0] - a[1] for line in lines for a, b in itertools.pairwise(line)]
+    assert min(gaps) >= VOCABULARY["gap"]["layer"] - 1e-3

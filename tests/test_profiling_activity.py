@@ -65,10 +65,10 @@ def test_rows_are_the_nodes_that_ran(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert md["graph_optimization"] is False
     assert len(report.latencies_ms) == 6
     assert len(md["profiled_run_ms"]) == 6  # warm-up runs were skipped in the trace
-    # the default trace path comes from the model name, beside the notebook (cwd); the report
-    # records it relative to that folder, without the home folder
-    assert md["trace_path"] == "cf_cpu_profile.json"
-    assert (tmp_path / "cf_cpu_profile.json").is_file()
+    # the default trace path comes from the model name, in the model's output folder under
+    # the notebook's (cwd); the report records it relative to cwd, without the home folder
+    assert md["trace_path"] == "nsdl_output/cf/cf_cpu_profile.json"
+    assert (tmp_path / "nsdl_output" / "cf" / "cf_cpu_profile.json").is_file()
     lat = report.latency
     assert lat["count"] == 6
     assert math.isclose(lat["p50"], float(np.median(report.latencies_ms)))

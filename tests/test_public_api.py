@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import nsdl_jupyter
 
@@ -35,6 +36,15 @@ def test_the_designer_loads_profiling_only_when_it_profiles() -> None:
     assert _heavy_modules_after(designer, "('onnxruntime', 'plotly', 'pandas')") == "[]"
 
 
+def test_a_first_graph_view_loads_only_what_it_draws(resnet18_file: Path) -> None:
+    """A fresh kernel's first drawing pays for its imports: opening a plain ONNX model and
+    showing it must not load onnxruntime (contrib schemas), the editors or the transforms."""
+    show = f"import nsdl_jupyter as nj; nj.GraphView(nj.open_model({str(resnet18_file)!r}))"
+    heavy = "('onnxruntime', 'pandas', 'plotly.graph_objects', 'nsdl_jupyter.editors', "
+    heavy += "'nsdl_jupyter.transforms')"
+    assert _heavy_modules_after(show, heavy) == "[]"
+
+
 def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:
     """One base: `except nsdl_jupyter.NsdlError` catches whatever the package raises on purpose."""
     import importlib
@@ -44,6 +54,7 @@ def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:
         "nsdl_jupyter.graph._scene.NeedsRebuild",
         "nsdl_jupyter.transforms._small_ops._NotSmallError",
         "nsdl_jupyter.profiling.analysis._node_work._UnknownShape",
+        "nsdl_jupyter.editors._modification._CancelledError",
     }
     loose = []
     for info in pkgutil.walk_packages(nsdl_jupyter.__path__, "nsdl_jupyter."):

@@ -231,6 +231,10 @@ def test_export_draws_every_widget_from_its_last_state(executed: Path, tmp_path:
     assert "nsdl-profile-table" in page and "ONNX nodes" in page
     # Designer: the parameters of the node selected last (a Softmax, axis set to -1)
     assert "Softmax" in page and "Save as" in page and 'value="-1"' in page
+    # every button says something: icon-only toolbar buttons carry a glyph, not a blank square
+    buttons = re.findall(r"<button[^>]*>(.*?)</button>", page, re.S)
+    assert buttons and all(re.sub(r"<[^>]+>", "", b).strip() for b in buttons)
+    assert "\u21b6" in page  # the Designer's Undo
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ the rows say which target ran them."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from _sweep_models import tiny_export
 
 from nsdl_jupyter.sweeps import SweepSettingsError, sweep
 from nsdl_jupyter.targets import SshTarget, connections
-from tests._sshd import Sshd, keygen
+from tests._sshd import Sshd, SshLab, ssh_lab
 
 pytest.importorskip("distributed")
 pytest.importorskip("paramiko")
@@ -29,46 +28,26 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Sshd]]]:
-    folder = tmp_path_factory.mktemp("sweep-sshd")
-    key = keygen(folder / "id")
-    authorized = folder / "authorized_keys"
-    authorized.write_text(Path(f"{key}.pub").read_text())
-    started = [Sshd(folder / name, authorized).start() for name in ("gpu-a", "gpu-b")]
-    try:
-        yield key, started
-    finally:
-        for server in started:
-            server.stop()
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
+    with ssh_lab(tmp_path_factory.mktemp("sweep-sshd"), {}, {}) as started:
+        yield started
 
 
-def _targets(key: Path, servers: list[Sshd], folder: Path) -> list[SshTarget]:
-    known = folder / "known_hosts"
-    known.write_text("".join(s.known_hosts_line() for s in servers))
+def _targets(lab: SshLab, servers: list[Sshd], folder: Path) -> list[SshTarget]:
     return [
-        SshTarget(
-            "127.0.0.1",
-            "root",
-            server.port,
-            key_file=key,
-            known_hosts=known,
-            ssh_config=False,
-            deploy_dir=str(folder / f"deploy-{index}"),
-            python=sys.executable,
-            name=f"box{index}",
-        )
+        lab.target(server, deploy_dir=str(folder / f"deploy-{index}"), name=f"box{index}")
         for index, server in enumerate(servers)
     ]
 
 
 def test_each_configuration_runs_on_each_target_one_at_a_time_per_slot(
-    tmp_path: Path, servers: tuple[Path, list[Sshd]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lab: SshLab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
-    key, started = servers
+    started = lab.servers
     model = tmp_path / "bert.onnx"
     onnx.save(tiny_export(), model)
-    targets = _targets(key, started, tmp_path)
+    targets = _targets(lab, started, tmp_path)
     connections().add(targets[1])  # the fleet: a saved connection, named
     grid = {"batch": [1, 2, 3], "iterations": [2]}
     result = sweep(
@@ -98,7 +77,7 @@ def test_targets_and_a_client_together_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_dropped_ssh_link_re_runs_the_task_and_the_row_counts_it(
-    tmp_path: Path, servers: tuple[Path, list[Sshd]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, lab: SshLab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import signal
     import time
@@ -108,11 +87,10 @@ def test_a_dropped_ssh_link_re_runs_the_task_and_the_row_counts_it(
     from nsdl_jupyter.sweeps import start_sweep
 
     monkeypatch.setenv("NSDL_CONFIG_DIR", str(tmp_path / "config"))
-    key, started = servers
-    server = started[0]
+    server = lab.server
     model = tmp_path / "bert.onnx"
     onnx.save(tiny_export(), model)
-    (target,) = _targets(key, [server], tmp_path)
+    (target,) = _targets(lab, [server], tmp_path)
     job = start_sweep(model, {"iterations": [3]}, targets=[target], retries=1,
                       cache_dir=tmp_path / "cache", progress=False)  # fmt: skip
     assert server.process is not None

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import onnxruntime as ort
 import pytest
 
@@ -19,17 +18,12 @@ from nsdl_jupyter.transforms import (
     extract_function,
     extract_subgraph,
 )
+from tests._text_models import save_text
 
 
 def _session(model: Path | onnx.ModelProto) -> ort.InferenceSession:
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-
-
-def _save_text(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "model.onnx"
-    ir.save(ir.from_onnx_text(text), path)
-    return path
 
 
 def _checked(path: Path) -> onnx.ModelProto:
@@ -103,7 +97,7 @@ g (bool c, float[2] x) => (float[2] y) {
 
 
 def test_if_branch_reads_outer_tensors_as_inputs_and_constants(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, IF_MODEL)
+    source = save_text(tmp_path, IF_MODEL)
     if_name = next(n for n, node in nj.open_model(source).nodes.items() if node.op_type == "If")
     out = tmp_path / "then.onnx"
     status = extract_body(source, out, node=if_name, attribute="then_branch")
@@ -122,7 +116,7 @@ def test_if_branch_reads_outer_tensors_as_inputs_and_constants(tmp_path: Path) -
 
 
 def test_loop_body_gets_typed_formal_inputs(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (int64 n, float[2] x) => (float[2] y) {
@@ -159,7 +153,7 @@ affine <alpha, beta: float = 1.0> (a) => (b) {
 
 
 def test_function_typed_from_its_call_site_with_attribute_parameters(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, FUNCTION_MODEL)
+    source = save_text(tmp_path, FUNCTION_MODEL)
     out = tmp_path / "affine.onnx"
     status = extract_function(source, out, name="affine")
     model = _checked(out)
@@ -171,7 +165,7 @@ def test_function_typed_from_its_call_site_with_attribute_parameters(tmp_path: P
 
 
 def test_function_input_types_override_and_errors(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, FUNCTION_MODEL)
+    source = save_text(tmp_path, FUNCTION_MODEL)
     out = tmp_path / "affine.onnx"
     extract_function(source, out, name="affine", input_types={"a": ("float32", ["n", 5])})
     model = _checked(out)
@@ -209,7 +203,7 @@ Gate <scale> (t, cond) => (out) {
 
 
 def test_body_inside_a_local_function_is_typed_from_the_call_site(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, FUNCTION_WITH_IF)
+    source = save_text(tmp_path, FUNCTION_WITH_IF)
     out = tmp_path / "then.onnx"
     status = extract_body(source, out, node="gate", attribute="then_branch")
     model = _checked(out)

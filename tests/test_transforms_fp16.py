@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import onnxruntime as ort
 import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.examples import resnet18, resnet50, small_transformer
 from nsdl_jupyter.transforms import TransformError, convert_to_fp16
+from tests._text_models import LOCAL_FUNCTION_CONSTANT, save_text
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -56,12 +56,6 @@ def _compare(original: Path, converted: Path, seed: int = 0) -> float:
     return worst
 
 
-def _save_text(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
-    path = tmp_path / name
-    ir.save(ir.from_onnx_text(text), path)
-    return path
-
-
 def _types(path: Path) -> dict[str, int]:
     """Element type of every typed tensor (inputs, outputs, value_info, initializers)."""
     model = onnx.shape_inference.infer_shapes(onnx.load(str(path)))
@@ -77,7 +71,7 @@ FLOAT, FLOAT16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
 
 
 def test_resize_scales_stay_float32_and_model_runs(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[1, 2, 4, 4] x) => (float[1, 2, 8, 8] y) {
@@ -96,7 +90,7 @@ def test_resize_scales_stay_float32_and_model_runs(tmp_path: Path) -> None:
 
 
 def test_cast_to_float_is_left_as_is(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (int64[3] ids, float[3] x) => (float[3] y, float[3] f) {
@@ -113,7 +107,7 @@ def test_cast_to_float_is_left_as_is(tmp_path: Path) -> None:
 
 
 def test_keep_io_types_inserts_casts_in_order_without_chains(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 3] a, float[2, 3] b) => (float[2, 3] y, float[2, 3] z) {
@@ -139,7 +133,7 @@ def test_keep_io_types_inserts_casts_in_order_without_chains(tmp_path: Path) -> 
 
 
 def test_if_branches_are_converted(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (bool c, float[4] x) => (float[4] y) {
@@ -169,7 +163,7 @@ def test_if_branches_are_converted(tmp_path: Path) -> None:
 
 
 def test_loop_body_is_converted(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (int64 n, float[2] x) => (float[2] y) {
@@ -190,16 +184,7 @@ def test_loop_body_is_converted(tmp_path: Path) -> None:
 
 
 def test_local_function_body_constant_becomes_float16_not_double(tmp_path: Path) -> None:
-    source = _save_text(
-        tmp_path,
-        """<ir_version: 8, opset_import: ["": 18, "local": 1]>
-        g (float[3] x) => (float[3] y) { y = local.scale(x) }
-        <domain: "local", opset_import: ["": 18]>
-        scale (a) => (b) {
-            c = Constant<value_float: float = 3.0>()
-            b = Mul(a, c)
-        }""",
-    )
+    source = save_text(tmp_path, LOCAL_FUNCTION_CONSTANT)
     out = tmp_path / "out.onnx"
     status = convert_to_fp16(source, out)
     assert status.counts["functions_converted"] == 1
@@ -230,7 +215,7 @@ ONNXSCRIPT_LAYER_NORM = """<ir_version: 8, opset_import: ["": 18, "local": 1]>
 
 def test_function_attribute_reference_is_never_made_a_literal(tmp_path: Path) -> None:
     """Issue 9 item 10: `Constant(value_float=@epsilon)` once became a NaN constant."""
-    source = _save_text(tmp_path, ONNXSCRIPT_LAYER_NORM)
+    source = save_text(tmp_path, ONNXSCRIPT_LAYER_NORM)
     out = tmp_path / "out.onnx"
     assert convert_to_fp16(source, out).ok
     (function,) = onnx.load(str(out)).functions
@@ -244,7 +229,7 @@ def test_function_attribute_reference_is_never_made_a_literal(tmp_path: Path) ->
 
 
 def test_op_and_node_block_lists(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[4] x) => (float[4] y) {
@@ -264,7 +249,7 @@ def test_op_and_node_block_lists(tmp_path: Path) -> None:
 
 
 def test_document_source_with_unsaved_edit(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[4] x) => (float[4] y) { y = LeakyRelu<alpha: float = 0.1>(x) }""",

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import onnxruntime as ort
 import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.transforms import TransformError, convert_opset
+from tests._text_models import save_text
 from tests.test_transforms_fp16 import ONNXSCRIPT_LAYER_NORM
 
 LATEST = onnx.defs.onnx_opset_version()
@@ -27,12 +27,6 @@ g (float[2, 3, 4] x) => (float[2, 1, 4] a, float[2, 2, 4] b, float[2, 1, 4] s) {
 }"""
 
 
-def _save(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
-    path = tmp_path / name
-    ir.save(ir.from_onnx_text(text), path)
-    return path
-
-
 def _outputs(path: Path, x: np.ndarray) -> list[np.ndarray]:
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     return [np.asarray(y) for y in session.run(None, {session.get_inputs()[0].name: x})]
@@ -40,7 +34,7 @@ def _outputs(path: Path, x: np.ndarray) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("target", [13, LATEST])
 def test_upgrade_rewrites_operators_and_keeps_outputs(tmp_path: Path, target: int) -> None:
-    source = _save(tmp_path, OPSET_11)
+    source = save_text(tmp_path, OPSET_11)
     out = tmp_path / "out.onnx"
     status = nj.convert_opset(source, out, target)
     assert status.ok, status
@@ -60,7 +54,7 @@ def test_upgrade_rewrites_operators_and_keeps_outputs(tmp_path: Path, target: in
 
 
 def test_targets_outside_onnx_are_refused_before_writing(tmp_path: Path) -> None:
-    source = _save(tmp_path, OPSET_11)
+    source = save_text(tmp_path, OPSET_11)
     out = tmp_path / "out.onnx"
     for bad in (0, LATEST + 1, "13", 13.0, True):
         with pytest.raises(TransformError, match=f"from 1 to {LATEST}"):
@@ -69,7 +63,7 @@ def test_targets_outside_onnx_are_refused_before_writing(tmp_path: Path) -> None
 
 
 def test_missing_adapter_names_the_operator_and_what_to_do(tmp_path: Path) -> None:
-    source = _save(tmp_path, OPSET_11)
+    source = save_text(tmp_path, OPSET_11)
     upgraded = tmp_path / "up.onnx"
     assert convert_opset(source, upgraded, 18).ok
     with pytest.raises(TransformError, match=r"no adapter for Split at opset 18.*between 18 and"):
@@ -77,7 +71,7 @@ def test_missing_adapter_names_the_operator_and_what_to_do(tmp_path: Path) -> No
 
 
 def test_local_functions_are_refused_unless_inlined(tmp_path: Path) -> None:
-    source = _save(tmp_path, ONNXSCRIPT_LAYER_NORM)  # its epsilon is a reference
+    source = save_text(tmp_path, ONNXSCRIPT_LAYER_NORM)  # its epsilon is a reference
     with pytest.raises(TransformError, match=r"local::LayerNorm.*inline_functions=True"):
         convert_opset(source, tmp_path / "out.onnx", 21)
     status = convert_opset(source, tmp_path / "out.onnx", 21, inline_functions=True)
@@ -88,7 +82,7 @@ def test_local_functions_are_refused_unless_inlined(tmp_path: Path) -> None:
 
 
 def test_contrib_operators_pass_through_and_validate(tmp_path: Path) -> None:
-    source = _save(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 17, "com.microsoft": 1]>
         g (float[2, 8] x) => (float[2, 8] y) {

@@ -24,12 +24,7 @@ from nsdl_jupyter._isolated import IsolatedWorker
 from nsdl_jupyter.examples import bert_base, small_transformer
 from nsdl_jupyter.transforms import TransformError, TransformStatus, sanitize
 from nsdl_jupyter.transforms._evaluate import close_folding_process
-
-
-def _save_text(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
-    path = tmp_path / name
-    ir.save(ir.from_onnx_text(text), path)
-    return path
+from tests._text_models import LOCAL_FUNCTION_CONSTANT, save_text
 
 
 def _run(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -56,7 +51,7 @@ g (float[2, 3] x) => (float[2, 3] y) {
 
 
 def test_folds_a_constant_chain_and_removes_dead_nodes(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, CHAIN)
+    source = save_text(tmp_path, CHAIN)
     out = tmp_path / "out.onnx"
     status = sanitize(source, out)
     assert status.ok
@@ -71,7 +66,7 @@ def test_folds_a_constant_chain_and_removes_dead_nodes(tmp_path: Path) -> None:
 
 
 def test_fold_size_threshold_keeps_large_results(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[256] x) => (float[256] y) {
@@ -89,7 +84,7 @@ def test_fold_size_threshold_keeps_large_results(tmp_path: Path) -> None:
 
 
 def test_passes_limit_and_repeat_until_stable(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, CHAIN)
+    source = save_text(tmp_path, CHAIN)
     one = sanitize(source, tmp_path / "one.onnx", passes=1)
     assert one.counts["passes"] == 1
     until_stable = sanitize(source, tmp_path / "all.onnx")
@@ -111,7 +106,7 @@ def _folds_shape_in_pass_2(source: Path, tmp_path: Path) -> TransformStatus:
 def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
     """Shape inference cannot see through Abs, so `r` has no dims until pass 1 folds it;
     pass 2 must infer again to fold Shape(r) (a pass that skipped it would stop at 3 nodes)."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 6] x) => (float[a, b] y) {
@@ -129,7 +124,7 @@ def test_a_pass_after_folding_infers_shapes_again(tmp_path: Path) -> None:
 def test_no_second_pass_after_lifting_and_forwarding_with_static_shapes(tmp_path: Path) -> None:
     """A pass that only lifted Constants and forwarded Identities of constants, on a model
     whose shapes are all known, leaves a next pass nothing to do: it is not run."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 3] x) => (float[2, 3] y) {
@@ -159,7 +154,7 @@ IDENTITY_HIDES_A_SHAPE = """<ir_version: 8, opset_import: ["": 18]>
 
 
 def test_a_forwarded_identity_that_hid_a_shape_gets_a_second_pass(tmp_path: Path) -> None:
-    _folds_shape_in_pass_2(_save_text(tmp_path, IDENTITY_HIDES_A_SHAPE), tmp_path)
+    _folds_shape_in_pass_2(save_text(tmp_path, IDENTITY_HIDES_A_SHAPE), tmp_path)
 
 
 def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
@@ -204,7 +199,7 @@ def test_identity_of_a_weight_is_forwarded_not_computed(tmp_path: Path) -> None:
 
 
 def test_unsupported_operator_folds_what_it_can_and_says_what_it_skipped(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18, "custom.ops": 1]>
         g (float[3] x) => (float[3] y) {
@@ -227,7 +222,7 @@ def test_unsupported_operator_folds_what_it_can_and_says_what_it_skipped(tmp_pat
 
 
 def test_no_op_nodes_are_removed_and_output_names_kept(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 3] x, bool c) => (float[2, 3] y, float[2, 3] z) {
@@ -256,7 +251,7 @@ def test_no_op_nodes_are_removed_and_output_names_kept(tmp_path: Path) -> None:
 
 
 def test_if_with_constant_condition_is_inlined(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[3] x) => (float[3] y) {
@@ -275,7 +270,7 @@ def test_if_with_constant_condition_is_inlined(tmp_path: Path) -> None:
 
 
 def test_shape_inference_annotates_intermediate_tensors(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 3] x) => (float[3, 2] y) {
@@ -294,7 +289,7 @@ def test_shape_inference_annotates_intermediate_tensors(tmp_path: Path) -> None:
 
 def test_dynamic_batch_shape_arithmetic_is_folded(tmp_path: Path) -> None:
     """Shape -> Gather of a static dim folds; a Reshape with one free dim gets -1."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[batch, 4, 6] x) => (float[batch, 4, 2, 3] y) {
@@ -321,16 +316,7 @@ def test_dynamic_batch_shape_arithmetic_is_folded(tmp_path: Path) -> None:
 
 def test_function_body_constants_are_untouched(tmp_path: Path) -> None:
     """Peers turn Constant(value_float) inside function bodies into DOUBLE tensors."""
-    source = _save_text(
-        tmp_path,
-        """<ir_version: 8, opset_import: ["": 18, "local": 1]>
-        g (float[3] x) => (float[3] y) { y = local.scale(x) }
-        <domain: "local", opset_import: ["": 18]>
-        scale (a) => (b) {
-            c = Constant<value_float: float = 3.0>()
-            b = Mul(a, c)
-        }""",
-    )
+    source = save_text(tmp_path, LOCAL_FUNCTION_CONSTANT)
     out = tmp_path / "out.onnx"
     sanitize(source, out)
     (function,) = onnx.load(str(out)).functions
@@ -362,7 +348,7 @@ def test_document_source_and_transformer_outputs_identical(tmp_path: Path) -> No
 
 
 def test_batchnorm_fusion_is_opt_in_and_close(tmp_path: Path) -> None:
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[1, 2, 5, 5] x) => (float[1, 3, 5, 5] y) {
@@ -387,7 +373,7 @@ def test_batchnorm_fusion_is_opt_in_and_close(tmp_path: Path) -> None:
 
 
 def test_bad_arguments(tmp_path: Path) -> None:
-    source = _save_text(tmp_path, CHAIN)
+    source = save_text(tmp_path, CHAIN)
     with pytest.raises(TransformError, match="fold_size_threshold"):
         sanitize(source, tmp_path / "o.onnx", fold_size_threshold=-1)
     with pytest.raises(TransformError, match="passes"):
@@ -476,7 +462,7 @@ def test_threshold_is_checked_before_folding(tmp_path: Path, op: str) -> None:
 def test_threshold_is_checked_before_folding_inside_a_chain(tmp_path: Path) -> None:
     """The child runs a chain in one call: a node whose size depends on values computed
     earlier in the chain (a shape made by Concat) is sized there before it runs."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[1] x) => (float[1] y) {
@@ -499,7 +485,7 @@ def test_a_chain_of_constant_nodes_is_one_call_to_the_child(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each call wakes the child (milliseconds on a busy machine): a chain folds in one."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 3] x) => (float[2, 3] y) {
@@ -577,7 +563,7 @@ def _kill_spawned_children(
 
 def test_a_dead_folding_process_spares_the_kernel(tmp_path: Path) -> None:
     # a Div: small exact arithmetic (the Mul of CHAIN) is folded in the kernel
-    source = _save_text(tmp_path, CHAIN.replace("Mul(a, b)", "Div(a, b)"))
+    source = save_text(tmp_path, CHAIN.replace("Mul(a, b)", "Div(a, b)"))
     out = tmp_path / "out.onnx"
     close_folding_process()  # a warm child would answer before the killer sees it
     stop, killed = threading.Event(), []
@@ -667,7 +653,7 @@ g (float[batch, seq, 8] x, int64[batch, seq] mask, float[batch, seq, 8] n)
 
 
 def _sanitized(tmp_path: Path, text: str) -> tuple[Path, Path, Counter[str]]:
-    source = _save_text(tmp_path, text)
+    source = save_text(tmp_path, text)
     out = tmp_path / "out.onnx"
     status = sanitize(source, out)
     assert status.ok, status.warnings
@@ -839,7 +825,7 @@ def test_rules_near_newly_known_shapes_apply_without_a_whole_sweep() -> None:
 def test_string_constants_are_compared_by_content(tmp_path: Path) -> None:
     """A string initializer has no raw bytes: sanitize compares its strings (two equal
     lookups become one), and the strings survive the save."""
-    source = _save_text(
+    source = save_text(
         tmp_path,
         """<ir_version: 9, opset_import: ["": 19]>
         g (string[2] x) => (bool[2] y) <string[2] k1 = {"ab", "c"}, string[2] k2 = {"ab", "c"}> {
@@ -867,7 +853,7 @@ def test_one_shape_inference_per_pass(
 
         source = real_exports.save(model, tmp_path)
     else:
-        source = _save_text(tmp_path, IDENTITY_HIDES_A_SHAPE)
+        source = save_text(tmp_path, IDENTITY_HIDES_A_SHAPE)
     inferences: list[int] = []
     infer = onnx.shape_inference.infer_shapes
 

@@ -30,24 +30,17 @@ g (float[4] x, int64[4] i) => (float[4] y, int64[4] j, float[2] k) {
 
 def _doc(tmp_path: Path) -> ModelDocument:
     model = ir.from_onnx_text(MODEL)
-    weights = np.array([0.1, 1.0 / 3.0, 2.5, 1e-9], np.float32)
-    model.graph.register_initializer(
-        ir.Value(
-            name="w",
-            type=ir.TensorType(ir.DataType.FLOAT),
-            shape=ir.Shape([4]),
-            const_value=ir.tensor(weights, name="w"),
+    initializers = {
+        "w": np.array([0.1, 1.0 / 3.0, 2.5, 1e-9], np.float32),
+        "n": np.array([1, 300, -200, 7], np.int64),
+    }
+    for name, array in initializers.items():
+        tensor = ir.tensor(array, name=name)
+        model.graph.register_initializer(
+            ir.Value(
+                name=name, type=ir.TensorType(tensor.dtype), shape=tensor.shape, const_value=tensor
+            )
         )
-    )
-    counts = np.array([1, 300, -200, 7], np.int64)
-    model.graph.register_initializer(
-        ir.Value(
-            name="n",
-            type=ir.TensorType(ir.DataType.INT64),
-            shape=ir.Shape([4]),
-            const_value=ir.tensor(counts, name="n"),
-        )
-    )
     path = tmp_path / "model.onnx"
     ir.save(model, path)
     return nj.open_model(path)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import onnxruntime as ort
 import pytest
 
@@ -17,6 +16,7 @@ import nsdl_jupyter as nj
 from nsdl_jupyter.transforms import TransformError, convert_to_fp16
 from nsdl_jupyter.transforms._bisect import bisect_nodes, node_role
 from nsdl_jupyter.transforms._validate import ValidationResult
+from tests._text_models import save_text
 
 # 1e5 is beyond float16's range (65504): converted, the constant is clamped and y comes out
 # x * 0.655. onnxruntime's CPU computes elementwise float16 chains in float32 (it inserts
@@ -29,12 +29,6 @@ g (float[8, 8] x) => (float[8, 8] y) {
     b = Relu(a)
     y = Mul(b, small)
 }"""
-
-
-def _save(tmp_path: Path, text: str, name: str = "model.onnx") -> Path:
-    path = tmp_path / name
-    ir.save(ir.from_onnx_text(text), path)
-    return path
 
 
 def _run(path: Path, x: np.ndarray) -> np.ndarray:
@@ -55,7 +49,7 @@ def _node_of(path: Path, output: str) -> str:
 
 
 def test_overflowing_nodes_are_found_and_kept_float32(tmp_path: Path) -> None:
-    source = _save(tmp_path, OVERFLOW)
+    source = save_text(tmp_path, OVERFLOW)
     x = np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32)
     expected = np.maximum(x, 0)
     unchecked = tmp_path / "unchecked.onnx"
@@ -85,7 +79,7 @@ def test_overflowing_nodes_are_found_and_kept_float32(tmp_path: Path) -> None:
 
 
 def test_a_passing_result_takes_one_round_and_reports_each_output(tmp_path: Path) -> None:
-    source = _save(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[2, 8] x) => (float[2, 8] y, int64[2] i) {
@@ -102,7 +96,7 @@ def test_a_passing_result_takes_one_round_and_reports_each_output(tmp_path: Path
 
 
 def test_source_that_onnxruntime_cannot_run_is_not_validated_nor_bisected(tmp_path: Path) -> None:
-    source = _save(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18, "com.example": 1]>
         g (float[4] x) => (float[4] y) {
@@ -119,13 +113,13 @@ def test_source_that_onnxruntime_cannot_run_is_not_validated_nor_bisected(tmp_pa
 
 
 def test_unavailable_provider_is_reported_not_validated(tmp_path: Path) -> None:
-    source = _save(tmp_path, OVERFLOW)
+    source = save_text(tmp_path, OVERFLOW)
     status = convert_to_fp16(source, tmp_path / "out.onnx", provider="NoSuchExecutionProvider")
     assert any("NoSuchExecutionProvider is not available" in w for w in status.warnings)
 
 
 def test_output_beyond_float16_range_cannot_be_fixed_by_keeping_nodes(tmp_path: Path) -> None:
-    source = _save(
+    source = save_text(
         tmp_path,
         """<ir_version: 8, opset_import: ["": 18]>
         g (float[4] x) => (float[4] y) {
@@ -142,7 +136,7 @@ def test_output_beyond_float16_range_cannot_be_fixed_by_keeping_nodes(tmp_path: 
 
 
 def test_max_rounds_caps_the_search_and_says_so(tmp_path: Path) -> None:
-    source = _save(tmp_path, OVERFLOW)
+    source = save_text(tmp_path, OVERFLOW)
     status = convert_to_fp16(source, tmp_path / "out.onnx", max_rounds=1)
     assert not status.ok and "raise max_rounds" in status.log[-1]
     two = convert_to_fp16(source, tmp_path / "two.onnx", max_rounds=2)
@@ -151,7 +145,7 @@ def test_max_rounds_caps_the_search_and_says_so(tmp_path: Path) -> None:
 
 
 def test_bad_validation_arguments_raise_before_writing(tmp_path: Path) -> None:
-    source = _save(tmp_path, OVERFLOW)
+    source = save_text(tmp_path, OVERFLOW)
     out = tmp_path / "out.onnx"
     for bad in (
         {"tolerance": -1.0},

@@ -5,24 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.document import ModelDocument, open_model
+from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import TrtSettings, TrtSettingsError
-from tests._document_models import dynamic_conv_model
+from tests._document_models import dynamic_conv_document
 
 PROFILE = {"min": [1, 3, 8, 8], "opt": [4, 3, 16, 8], "max": [8, 3, 32, 8]}
 
 
 @pytest.fixture
 def doc(tmp_path: Path) -> ModelDocument:
-    path = tmp_path / "dyn.onnx"
-    onnx.save(dynamic_conv_model(), path)
-    document = open_model(path)
-    document.tensorrt.set_profile("x", **PROFILE)
-    return document
+    return dynamic_conv_document(tmp_path, PROFILE)
 
 
 def test_properties_merge_into_settings(doc: ModelDocument) -> None:

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import pytest
 
-from nsdl_jupyter.document import ModelDocument, TensorRtPropertyError, open_model
+from nsdl_jupyter.document import ModelDocument, TensorRtPropertyError
 from nsdl_jupyter.editors import apply_profile, parse_dims, profile_rows
 from nsdl_jupyter.widgets import Designer, OptimizationProfileForm
-from tests._document_models import dynamic_conv_model
+from tests._document_models import dynamic_conv_document
 
 
 @pytest.fixture
 def doc(tmp_path: Path) -> ModelDocument:
-    path = tmp_path / "dyn.onnx"
-    onnx.save(dynamic_conv_model(), path)
-    return open_model(path)
+    return dynamic_conv_document(tmp_path)
 
 
 def test_parse_dims_forms_and_errors() -> None:

@@ -155,8 +155,12 @@ export interface GraphViewToKernel {
     answer: { message: string };
   };
   add_at: {
-    payload: { text: string; x: number; y: number };
+    payload: { text: string; x: number; y: number; link: boolean };
     answer: { message: string };
+  };
+  operators: {
+    payload: Record<string, never>;
+    answer: { keys: string[]; categories: string[] };
   };
   tensor_shapes: {
     payload: Record<string, never>;

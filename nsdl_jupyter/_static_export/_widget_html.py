@@ -413,13 +413,45 @@ def _checkbox(r: WidgetHtml, s: Mapping[str, Any], _d: int) -> str:
     )
 
 
+# A static page has no Font Awesome: the icons the package's buttons use, as characters the
+# system fonts draw (DejaVu, Segoe UI Symbol); an unknown icon shows its tooltip's first letter.
+_ICON_GLYPHS = {
+    "save": "\u2913",  # ⤓
+    "undo": "\u21b6",  # ↶
+    "repeat": "\u21b7",  # ↷ (redo)
+    "redo": "\u21b7",
+    "sitemap": "\u229e",  # ⊞ (arrange)
+    "th": "\u25a6",  # ▦
+    "image": "\u25a3",  # ▣
+    "play": "\u25b6",  # ▶
+    "stop": "\u25a0",  # ■
+    "check": "\u2713",  # ✓
+    "filter": "\u25bd",  # ▽
+    "cogs": "\u2699",  # ⚙
+    "key": "\u26bf",  # ⚿
+    "plug": "\u26a1",  # ⚡
+    "plus": "+",
+    "minus": "\u2212",
+    "times": "\u00d7",
+}
+
+
+def _icon(s: Mapping[str, Any]) -> str:
+    icon = str(s.get("icon") or "")
+    if not icon:
+        return ""
+    glyph = _ICON_GLYPHS.get(icon) or (str(s.get("tooltip") or icon)[:1].upper())
+    return f'<span class="nsdl-w-icon" aria-hidden="true">{_e(glyph)}</span>'
+
+
 def _button(r: WidgetHtml, s: Mapping[str, Any], _d: int, pressed: bool = False) -> str:
     style = s.get("button_style") or ""
     classes = " ".join(
         c for c in (f"nsdl-w-{style}" if style else "", "nsdl-w-pressed" if pressed else "") if c
     )
     disabled = " disabled" if s.get("disabled") else ""
-    label = _e(s.get("description") or "")
+    text = _e(s.get("description") or "")
+    label = " ".join(part for part in (_icon(s), text) if part)
     return f'<button type="button" tabindex="-1" class="{classes}"{disabled}>{label}</button>'
 
 

@@ -202,6 +202,37 @@ class TensorEdits(DocumentBase):
             ),
         )
 
+    def set_initializer_value(self, name: str, value: object, description: str = "") -> None:
+        """Give initializer `name` new values of the same dtype and shape (one undo step; undo
+        gives back the very tensor it had). An external initializer stays in its data file:
+        the new bytes are written there on the next save, the old ones are never overwritten."""
+        initializer = self._initializer(name)
+        old = initializer.const_value
+        if old is None:
+            raise InitializerError(f"initializer {name!r} has no value to replace")
+        array = array_from_source(value, None, None)
+        shape = tuple(old.shape.numpy())
+        if tuple(array.shape) != shape:
+            raise InitializerError(
+                f"{name!r} has shape {list(shape)}, the new value {list(array.shape)}: give "
+                "values of the same shape (doc.create_initializer makes a tensor of another shape)"
+            )
+        expected = old.dtype.numpy() if old.dtype != ir.DataType.STRING else None
+        if expected is not None and array.dtype != expected:
+            raise InitializerError(
+                f"{name!r} holds {old.dtype.name} values, the new value is {array.dtype}: convert "
+                f"it first (array.astype(...)) or use nj.convert_tensors for another dtype"
+            )
+        edits: list[e.Edit] = [
+            e.SetField(initializer, "const_value", to_tensor(array, old.dtype, name))
+        ]
+        if isinstance(old, ir.ExternalTensor) and name not in self._external_plan:
+            where = ExternalLocation(str(old.location))
+            edits.append(e.SetMapping(self._external_plan, name, where))
+        users = frozenset(user.name or "" for user, _ in initializer.uses())
+        text = description or f"edit values of {name}"
+        self.apply_edits(text, edits, ChangeEvent(text, changed=users, initializers=True))
+
     def set_external(
         self, name: str, location: str, offset: int | None = None, length: int | None = None
     ) -> None:

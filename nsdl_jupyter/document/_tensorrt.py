@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import onnx_ir as ir
 
 from nsdl_jupyter._errors import list_argument
+from nsdl_jupyter._trt_shapes import check_min_opt_max, size_list
 from nsdl_jupyter.document import edits as e
 from nsdl_jupyter.document._errors import DocumentError
 from nsdl_jupyter.document._events import ChangeEvent
@@ -152,13 +153,7 @@ class TensorRtProperties:
         dims = dynamic[name]
         checked: Shapes = {}
         for key in _SHAPE_KEYS:
-            value = shapes[key]
-            if not isinstance(value, (list, tuple)) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
-            ):
-                raise TensorRtPropertyError(
-                    f"input {name!r} {key}={value!r}: give a list of sizes >= 0, e.g. [1, 3, 224]"
-                )
+            value = size_list(f"input {name!r} {key}", shapes[key], TensorRtPropertyError)
             if dims and len(value) != len(dims):
                 raise TensorRtPropertyError(
                     f"input {name!r} has rank {len(dims)} {dims}; {key}={list(value)} has rank "
@@ -175,15 +170,8 @@ class TensorRtProperties:
                     f"input {name!r} dimension {i} is fixed at {d}; {key} gives {v}: only the "
                     f"free dimensions of {dims} may vary"
                 )
-            checked[key] = [int(d) for d in value]
-        lo, mid, hi = checked["min"], checked["opt"], checked["max"]
-        if not len(lo) == len(mid) == len(hi) or any(
-            not a <= b <= c for a, b, c in zip(lo, mid, hi, strict=True)
-        ):
-            raise TensorRtPropertyError(
-                f"input {name!r}: min, opt and max need the same rank and min <= opt <= max in "
-                f"every dimension (got {checked})"
-            )
+            checked[key] = value
+        check_min_opt_max(f"input {name!r}", checked, TensorRtPropertyError)
         return checked
 
     # -------------------------------------------------------- layer precisions

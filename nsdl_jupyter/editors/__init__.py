@@ -32,9 +32,11 @@ from nsdl_jupyter.editors._initializers import (
     initializer_rows,
     input_slots,
     parse_shape,
+    set_initializer_value,
 )
 from nsdl_jupyter.editors._layers import (
     COMPARISONS,
+    LAYER_SORTS,
     AttributeCondition,
     LayerExplorerState,
     LayerFilter,
@@ -43,12 +45,22 @@ from nsdl_jupyter.editors._layers import (
     apply_filter,
     layer_rows,
 )
+from nsdl_jupyter.editors._modification import (
+    Modification,
+    ModificationResult,
+    ModificationRun,
+    OptionSpec,
+    OptionValue,
+    modifications,
+)
 from nsdl_jupyter.editors._palette import (
+    PALETTE_SORTS,
     PaletteEntry,
     PaletteIndex,
     add_operator,
     entry_for_text,
     explain_missing,
+    operator_counts,
 )
 from nsdl_jupyter.editors._parameters import (
     AttributeRow,
@@ -62,6 +74,7 @@ from nsdl_jupyter.editors._parameters import (
     reset_attribute,
 )
 from nsdl_jupyter.editors._settings import get_setting, load_settings, set_setting, settings_path
+from nsdl_jupyter.editors._sorting import SortOrder, sort_choices
 from nsdl_jupyter.editors._tensor_view import (
     GridPage,
     TensorEditError,
@@ -88,6 +101,8 @@ __all__ = [
     "COMPARISONS",
     "CREATE_DTYPES",
     "FILL_METHODS",
+    "LAYER_SORTS",
+    "PALETTE_SORTS",
     "AttributeCondition",
     "AttributeRow",
     "EditorError",
@@ -100,10 +115,16 @@ __all__ = [
     "LayerRow",
     "ListEntry",
     "ModelInfo",
+    "Modification",
+    "ModificationResult",
+    "ModificationRun",
     "NodeForm",
+    "OptionSpec",
+    "OptionValue",
     "PaletteEntry",
     "PaletteIndex",
     "ProfileRow",
+    "SortOrder",
     "TensorEditError",
     "TensorGrid",
     "TensorStats",
@@ -137,13 +158,17 @@ __all__ = [
     "load_settings",
     "marks_of",
     "model_info",
+    "modifications",
+    "operator_counts",
     "parse_dims",
     "parse_shape",
     "profile_rows",
     "rename",
     "reset_attribute",
+    "set_initializer_value",
     "set_setting",
     "settings_path",
+    "sort_choices",
     "summary_of",
     "tensor_stats",
 ]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import onnx_ir as ir
 
 from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownDataTypeError, fill_methods
@@ -168,6 +169,15 @@ def create_initializer(
             if not value_text.strip():
                 raise DocumentError("give a value as a literal, e.g. [[1.0, 2.0], [3.0, 4.0]]")
             doc.create_initializer(name.strip(), value_text, dtype=dtype, shape=shape)
+    except DocumentError as error:
+        return str(error)
+    return None
+
+
+def set_initializer_value(doc: ModelDocument, name: str, array: np.ndarray) -> str | None:
+    """The tensor editor's cell edit of an initializer (one undo step); the error, or None."""
+    try:
+        doc.set_initializer_value(name, array)
     except DocumentError as error:
         return str(error)
     return None

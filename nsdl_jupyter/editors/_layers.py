@@ -17,6 +17,7 @@ import onnx_ir as ir
 from nsdl_jupyter.document import NO_CONSTRAINT, PRECISIONS, ChangeEvent, ModelDocument
 from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.editors._settings import get_setting, set_setting
+from nsdl_jupyter.editors._sorting import POSITION, SortOrder, check_sort
 from nsdl_jupyter.graph import scope_of
 from nsdl_jupyter.ops import LiteralSyntaxError, attribute_to_python, parse_literal
 
@@ -26,6 +27,7 @@ COMPARISONS: tuple[Comparison, ...] = ("=", "!=", "<", "<=", ">", ">=", "contain
 PAGE_SIZE = 200
 SHOW_CONSTANTS_SETTING = "layer_explorer.show_constants"
 _ONNX = ("", "ai.onnx")
+LAYER_SORTS = (POSITION, "name", "op type", "count")  # count: nodes of the row's op type
 _ORDER: dict[str, Callable[[Any, Any], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
@@ -228,6 +230,7 @@ class LayerExplorerState:
     filter: LayerFilter = field(default_factory=LayerFilter)
     expanded: set[str] = field(default_factory=set)
     page: int = 0
+    order: SortOrder = field(default_factory=lambda: SortOrder(POSITION))
 
     def __post_init__(self) -> None:
         self.rows = layer_rows(self.doc)
@@ -286,6 +289,11 @@ class LayerExplorerState:
         self._flat = None
         self.page = 0
 
+    def set_order(self, order: SortOrder) -> None:
+        self.order = check_sort(order, LAYER_SORTS)
+        self._flat = None
+        self.page = 0
+
     def toggle(self, group: str) -> None:
         self.expanded ^= {group}
         self._flat = None
@@ -322,7 +330,7 @@ class LayerExplorerState:
         """Rows and group headers (key, size, open) in display order; labels come later."""
         if self._flat is not None:
             return self._flat
-        rows = self.matching
+        rows = self._sorted(self.matching)
         if self.group_by == "none":
             self._flat = list(rows)
             return self._flat
@@ -332,7 +340,12 @@ class LayerExplorerState:
             groups.setdefault(key, []).append(row)
         open_all = bool(self.filter.text.strip() or self.filter.conditions)
         flat: list[LayerRow | tuple[str, int, bool]] = []
-        for key in sorted(groups):
+        order = self.order
+
+        def group_value(key: str) -> str | int:
+            return len(groups[key]) if order.key == "count" else key  # else by title
+
+        for key in order.apply(groups, group_value, lambda key: (key.lower(),)):
             members = groups[key]
             is_open = open_all or key in self.expanded
             flat.append((key, len(members), is_open))
@@ -340,6 +353,24 @@ class LayerExplorerState:
                 flat.extend(members)
         self._flat = flat
         return flat
+
+    def _sorted(self, rows: list[LayerRow]) -> list[LayerRow]:
+        """Rows in the chosen order; "count" puts the rows of the most used op types first."""
+        order = self.order
+        if order == SortOrder(POSITION):
+            return rows
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.type_key] = counts.get(row.type_key, 0) + 1
+
+        def value(row: LayerRow) -> str | int:
+            if order.key == "count":
+                return counts[row.type_key]
+            if order.key == "op type":
+                return row.type_key
+            return row.position if order.key == POSITION else row.name
+
+        return order.apply(rows, value, lambda row: (row.type_key.lower(), row.position))
 
     def entries(self) -> list[ListEntry]:
         """The current page of the list."""

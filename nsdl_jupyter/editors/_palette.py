@@ -11,6 +11,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter.document import DocumentError, ModelDocument, UnknownNodeError
 from nsdl_jupyter.editors._errors import EditorError
+from nsdl_jupyter.editors._sorting import SortOrder, check_sort
 from nsdl_jupyter.ops import (
     OpSchemaInfo,
     UnknownOperatorError,
@@ -23,6 +24,8 @@ from nsdl_jupyter.ops import (
 GroupBy = Literal["category", "domain", "name"]
 GROUPINGS: tuple[GroupBy, ...] = ("category", "domain", "name")
 FUNCTIONS = "local functions"  # the category of the model's local functions
+PALETTE_SORTS = ("name", "category", "domain", "count")  # count: nodes of the model using it
+BY_NAME = SortOrder("name")
 
 
 @dataclass(frozen=True)
@@ -87,11 +90,18 @@ class PaletteIndex:
         ]
 
     def groups(
-        self, by: GroupBy = "category", text: str = ""
+        self,
+        by: GroupBy = "category",
+        text: str = "",
+        order: SortOrder = BY_NAME,
+        counts: Mapping[str, int] | None = None,
     ) -> list[tuple[str, list[PaletteEntry]]]:
-        """(group title, entries sorted by name) for the entries matching `text`."""
+        """(group title, entries in `order`) for the entries matching `text`; groups follow
+        the same order (by title, or by their total count). `counts`: nodes per entry key."""
         if by not in GROUPINGS:
             raise EditorError(f"group by {by!r}: use one of {', '.join(GROUPINGS)}")
+        check_sort(order, PALETTE_SORTS)
+        used = counts or {}
         grouped: dict[str, list[PaletteEntry]] = {}
         for entry in self.filtered(text):
             if by == "category":
@@ -101,33 +111,56 @@ class PaletteIndex:
             else:
                 title = entry.op_type[:1].upper()
             grouped.setdefault(title, []).append(entry)
-        return [
-            (title, sorted(items, key=lambda e: (e.op_type.lower(), e.domain)))
-            for title, items in sorted(grouped.items())
-        ]
+
+        def value(entry: PaletteEntry) -> str | int:
+            if order.key == "count":
+                return used.get(entry.key, 0)
+            if order.key == "category":
+                return entry.category
+            return entry.domain_label if order.key == "domain" else entry.op_type
+
+        def by_name(entry: PaletteEntry) -> tuple[str, str]:
+            return (entry.op_type.lower(), entry.domain)
+
+        def group_value(item: tuple[str, list[PaletteEntry]]) -> str | int:
+            if order.key == "count":
+                return sum(used.get(e.key, 0) for e in item[1])
+            return item[0]
+
+        ordered = [(title, order.apply(items, value, by_name)) for title, items in grouped.items()]
+        return order.apply(ordered, group_value, lambda item: (item[0].lower(),))
 
     def search(self, text: str, limit: int = 20) -> list[PaletteEntry]:
-        """Quick-add ranking: exact name, then name prefix, then word start, then substring."""
-        needle = text.strip().lower()
-        if not needle:
-            return []
-        scored = []
-        for entry in self.entries:
-            name = entry.op_type.lower()
-            key = entry.key.lower()
-            if needle in (name, key):
-                rank = 0
-            elif name.startswith(needle) or key.startswith(needle):
-                rank = 1
-            elif _word_start(entry.op_type, needle):
-                rank = 2
-            elif needle in key:
-                rank = 3
-            else:
-                continue
-            scored.append((rank, entry.domain != "", len(name), name, entry))
-        scored.sort(key=lambda item: item[:4])
-        return [item[4] for item in scored[:limit]]
+        """Quick-add ranking (`rank_keys`) over the entries."""
+        return [self._by_key[key] for key in rank_keys(list(self._by_key), text, limit)]
+
+
+def rank_keys(keys: Sequence[str], text: str, limit: int = 20) -> list[str]:
+    """Quick-add ranking of palette keys: exact name, then name prefix, then word start
+    (``norm`` -> LayerNormalization), then substring; ties: the default domain first, then
+    shorter names, then A→Z. The canvas's quick add ranks the same way in the browser
+    (js/src/graph_view/suggest.ts; js/test/quick_add_ranking.json holds the cases both pass)."""
+    needle = text.strip().lower()
+    if not needle:
+        return []
+    scored = []
+    for key in keys:
+        domain, _, op_type = key.rpartition("::")
+        name = op_type.lower()
+        lowered = key.lower()
+        if needle in (name, lowered):
+            rank = 0
+        elif name.startswith(needle) or lowered.startswith(needle):
+            rank = 1
+        elif _word_start(op_type, needle):
+            rank = 2
+        elif needle in lowered:
+            rank = 3
+        else:
+            continue
+        scored.append((rank, domain != "", len(name), name, key))
+    scored.sort(key=lambda item: item[:4])
+    return [item[4] for item in scored[:limit]]
 
 
 def entry_for_text(
@@ -187,6 +220,16 @@ def _word_start(op_type: str, needle: str) -> bool:
         for i, char in enumerate(op_type)
         if i and char.isupper()
     )
+
+
+def operator_counts(doc: ModelDocument) -> dict[str, int]:
+    """Nodes per palette key (``Conv``, ``com.microsoft::Attention``) in the main graph."""
+    counts: dict[str, int] = {}
+    for node in doc.graph:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        key = f"{domain}::{node.op_type}" if domain else node.op_type
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def add_operator(

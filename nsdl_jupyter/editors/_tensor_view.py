@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx_ir as ir
@@ -229,14 +229,51 @@ class TensorGrid:
     # ------------------------------------------------------------------ editing
     def with_cell(self, row: int, column: int, text: str) -> np.ndarray:
         """A copy of the tensor with grid cell (row, column) set from literal text."""
+        return self.edit_cell(row, column, text).array
+
+    def edit_cell(self, row: int, column: int, text: str) -> CellEdit:
+        """A copy of the tensor with grid cell (row, column) set from literal text, and a note
+        when the dtype stores the number rounded (0.1 in float16 is 0.0999755859375)."""
         if not (0 <= row < self.rows and 0 <= column < self.columns):
             raise TensorEditError(
                 f"cell ({row}, {column}) is outside the {self.rows}x{self.columns} grid"
             )
         value = _parse_cell(text, self.array.dtype)
         result = np.array(self.array, copy=True)
-        result.reshape(self.rows, self.columns)[row, column] = value
-        return result
+        cells = result.reshape(self.rows, self.columns)
+        cells[row, column] = value
+        return CellEdit(result, _rounding_note(text, cells[row, column], self.array.dtype))
+
+    def find(self, text: str) -> tuple[int, int]:
+        """The grid cell of an element index typed as numbers (``2, 0, 17`` or ``[2, 0, 17]``):
+        shows its page and returns (row, column)."""
+        inner = text.strip().removeprefix("[").removesuffix("]")
+        parts = [p.strip() for p in inner.split(",") if p.strip()]
+        shape = self.array.shape
+        if len(parts) != len(shape) or not all(p.isdigit() for p in parts):
+            example = ", ".join("0" for _ in shape) or "(a scalar has one element)"
+            raise TensorEditError(
+                f"index {text.strip()!r}: give {len(shape)} whole number(s) >= 0, e.g. {example}"
+            )
+        index = tuple(int(p) for p in parts)
+        for axis, (i, size) in enumerate(zip(index, shape, strict=True)):
+            if i >= size:
+                raise TensorEditError(f"index {i} on axis {axis} is past its size {size}")
+        if self.array.ndim <= 1:
+            row, column = 0, index[0] if index else 0
+        else:
+            row = int(np.ravel_multi_index(index[:-1], shape[:-1]))
+            column = index[-1]
+        self.go(row, column)
+        return row, column
+
+
+@dataclass(frozen=True)
+class CellEdit:
+    """The tensor after one cell edit, and what the user should know about the stored value."""
+
+    array: np.ndarray
+    note: str | None = None
 
 
 def _cell_text(value: Any) -> str:
@@ -261,7 +298,9 @@ def _parse_cell(text: str, dtype: np.dtype) -> Any:
     try:
         parsed = parse_literal(stripped)
     except LiteralSyntaxError as error:
-        raise TensorEditError(str(error)) from None
+        raise TensorEditError(
+            f"{stripped!r} is not a number for this {dtype} tensor: {error}"
+        ) from None
     if isinstance(parsed, list | str):
         raise TensorEditError(f"a cell holds one {dtype} number, not {stripped!r}")
     if dtype.kind == "b":
@@ -277,6 +316,30 @@ def _parse_cell(text: str, dtype: np.dtype) -> Any:
         if not info.min <= int(parsed) <= info.max:
             raise TensorEditError(f"{stripped} is outside the {dtype} range {info.min}..{info.max}")
         return int(parsed)
-    if dtype.kind == "f":
-        return float(parsed)
+    if dtype.kind in "fV":  # V: bfloat16 and float8 (ml_dtypes)
+        number = float(parsed)
+        try:
+            with np.errstate(over="ignore"):  # too large: checked below, with a clear message
+                stored = np.array(number, dtype=dtype)
+        except (TypeError, ValueError):
+            raise TensorEditError(f"cells of {dtype} tensors cannot be edited here") from None
+        if math.isfinite(number) and not math.isfinite(float(stored)):
+            raise TensorEditError(f"{stripped} is outside the {dtype} range{_largest(dtype)}")
+        return stored[()]
     raise TensorEditError(f"cells of {dtype} tensors cannot be edited here")
+
+
+def _largest(dtype: np.dtype) -> str:
+    return f" (largest {float(np.finfo(dtype).max):g})" if dtype.kind == "f" else ""
+
+
+def _rounding_note(text: str, stored: Any, dtype: np.dtype) -> str | None:
+    if dtype.kind not in "fV":
+        return None
+    wanted, kept = float(cast("float", parse_literal(text.strip()))), float(stored)
+    if not math.isfinite(wanted) or wanted == kept:
+        return None
+    # float32 keeps ~7 digits: 0.1 -> 0.10000000149 is no news; half and 8-bit floats are
+    if dtype.itemsize >= 4 and abs(kept - wanted) <= 1e-6 * abs(wanted):
+        return None
+    return f"stored as {kept!r}: the nearest {dtype} value"

@@ -8,6 +8,7 @@ TypeScript; tests/test_drawing_parity.py draws one model both ways and compares.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from nsdl_jupyter.graph import _vocabulary
-from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO
+from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, PSEUDO_OPS
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import KIND_GROUP, LayoutResult
 from nsdl_jupyter.ops import UnknownDomainError, UnknownOperatorError, get_schema
@@ -29,6 +30,8 @@ COLORMAPS: tuple[str, ...] = tuple(VOCABULARY["colormaps"])
 def op_category(op: str) -> str:
     """Category (ops/_categories.py) of an op label as the graph table writes it
     (``Conv``, ``com.microsoft::FusedMatMul``); "Other" for unknown operators."""
+    if op in PSEUDO_OPS.values():  # no schema: the lookup's error message would load onnxruntime
+        return "Other"
     domain, _, op_type = op.rpartition("::")
     try:
         return get_schema(op_type, domain, allow_deprecated=True).category
@@ -158,18 +161,22 @@ def text_rows(y: float, h: float, weights: int) -> list[float]:
     return [top + k * line for k in range(weights + 1)]
 
 
-def edge_shape_at(curve: list[float], source_width: float, lr: bool) -> tuple[float, float, float]:
+def edge_shape_at(
+    source: Sequence[float], curve: list[float], lr: bool
+) -> tuple[float, float, float]:
     """Where an edge's tensor shape is written, left-aligned and centred on y, and how wide it
-    may be: just past its source box, in the gap between layers (TB: under the box, beside the
-    edge, as wide as the gap to the next box of the layer allows; LR: above the edge, as wide as
-    the gap to the next layer), so that it never lies on a box, a group title or another label
-    (render.ts edgeShapeAt)."""
+    may be: just past its source box (x, y, w, h), in the gap between layers (TB: under the
+    box, beside the edge, as wide as the gap to the next box of the layer allows; LR: above the
+    edge, as wide as the gap to the next layer, ending before the curve's end), so that it
+    never lies on a box, a group title or another label (render.ts edgeShapeAt)."""
     spec, gap = VOCABULARY["edgeShape"], VOCABULARY["gap"]
-    x0, y0, x1 = curve[0], curve[1], curve[6]
+    x, y, w, h = source
     if lr:
-        return x0 + spec["pad"], y0 + spec["dy"], min(x1 - x0, gap["layer"]) - 2 * spec["pad"]
-    y = y0 + spec["pad"] + spec["size"] / 2
-    return x0 + spec["dx"], y, source_width / 2 - spec["dx"] + gap["order"] - spec["pad"]
+        end = curve[6]
+        reach = min(end - x - w, gap["layer"]) if end > x + w else gap["layer"]
+        return x + w + spec["pad"], y + h / 2 + spec["dy"], reach - 2 * spec["pad"]
+    top = y + h + spec["pad"] + spec["size"] / 2
+    return x + w / 2 + spec["dx"], top, w / 2 - spec["dx"] + gap["order"] - spec["pad"]
 
 
 def representatives(

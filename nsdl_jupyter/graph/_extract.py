@@ -25,6 +25,8 @@ FUNCTION_CALL = 16
 OUTER_SCOPE = 32
 CUSTOM_OP = 64  # an operator without a schema here (TensorRT plugin, vendor op)
 PSEUDO = GRAPH_INPUT | GRAPH_OUTPUT | OUTER_SCOPE
+# the op labels of those boxes: no operator has a schema by these names
+PSEUDO_OPS = {GRAPH_INPUT: "Input", GRAPH_OUTPUT: "Output", OUTER_SCOPE: "Outer"}
 
 # Limits on name scopes read from a model (untrusted): the hierarchy costs depth squared.
 MAX_SCOPE_DEPTH = 64
@@ -253,7 +255,9 @@ class TableBuilder:
         table = self.table
         for value in self.graph.inputs:
             if not value.is_initializer():
-                self._add_item(value.name or "", "Input", GRAPH_INPUT, f"input:{value.name}")
+                self._add_item(
+                    value.name or "", PSEUDO_OPS[GRAPH_INPUT], GRAPH_INPUT, f"input:{value.name}"
+                )
         for node in self.graph:
             self.add_node_item(node)
         for node in self.graph:
@@ -362,7 +366,7 @@ class TableBuilder:
             return None
         key = f"input:{value.name}"
         if key not in table.by_key:  # a value of an enclosing graph, used inside a subgraph
-            self._add_item(value.name or "", "Outer", OUTER_SCOPE, key)
+            self._add_item(value.name or "", PSEUDO_OPS[OUTER_SCOPE], OUTER_SCOPE, key)
         return table.by_key[key]
 
     def _add_input_edges(self, node: ir.Node) -> None:
@@ -390,7 +394,9 @@ class TableBuilder:
                     edges.append(Edge(src, dst, self.tensor(value), self._body_flags(src)))
 
     def _add_output(self, value: ir.Value) -> None:
-        dst = self._add_item(value.name or "", "Output", GRAPH_OUTPUT, f"output:{value.name}")
+        dst = self._add_item(
+            value.name or "", PSEUDO_OPS[GRAPH_OUTPUT], GRAPH_OUTPUT, f"output:{value.name}"
+        )
         src = self._source_of(value)
         if src is not None:
             self.table.edges.append(Edge(src, dst, self.tensor(value)))

@@ -34,6 +34,15 @@ GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
+# a module outline's top level is cut into bands (TB: columns side by side) that fit WRAP_W x
+# WRAP_H: the default view's canvas (846 x 507 px: 560 px high, toolbar on two rows, JupyterLab
+# at 1280x800 with the file browser open) less margins and breadcrumb, at the legible scale
+WRAP_W, WRAP_H = 870.0, 470.0
+GAP_BAND = GAP_LAYER  # between bands: the edges from one band to the next run there
+# between the layers of a top-down band: the shape label under a box still fits (left to right,
+# the label is written in that gap: it keeps GAP_LAYER)
+GAP_BAND_LAYER = 26.0
+MIN_BANDED_LAYERS, MAX_BANDS = 4, 12
 
 # kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
 KIND_NODE, KIND_GROUP, KIND_FRAME = 0, 1, 2
@@ -83,6 +92,9 @@ class LayoutEngine:
         # says (the widget sets it from the document's companion "moved" entry)
         self.placed: Mapping[str, Sequence[float]] = {}
         self._computed: LayoutResult | None = None  # the last packing, before `placed`
+        # cut the top level into bands to fit the first screen while it is a module export's
+        # outline; off for graphs edited box by box, where a new layer would move the cuts
+        self.band_top = False
         self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
         self._with_shown: set[int] | None = None  # groups holding an item drawn by default
@@ -346,38 +358,25 @@ class LayoutEngine:
             else:
                 sizes[ref] = self._leaf_size(ref)
         lr = direction == "LR"
-        # along = the layer axis (x for LR), across = the order axis
-        layers: dict[float, list[int]] = {}
+        by_layer: dict[float, list[int]] = {}
         for ref, (layer, _) in units.items():
-            layers.setdefault(layer, []).append(ref)
-        unit_across = (NODE_H if lr else NODE_W) + GAP_ORDER
+            by_layer.setdefault(layer, []).append(ref)
+        layers = [sorted(by_layer[k], key=lambda r: units[r][1]) for k in sorted(by_layer)]
+        # bands while the top level is an outline: once a module is open, one flow again (the
+        # view keeps the opened module where it was, renderer.ts `anchor`)
+        outline = g == 0 and self.band_top and not any(~r in expanded for r in units if r < 0)
+        bands = self._bands(layers, units, lr) if outline else [layers]
+        # bands side by side across the flow (TB: columns, LR: rows), each from the start
         positions: dict[int, tuple[float, float]] = {}
-        along = 0.0
-        extent_across = 0.0
-        for layer in sorted(layers):
-            members = sorted(layers[layer], key=lambda r: units[r][1])
-            thickness = max((sizes[r][0] if lr else sizes[r][1]) for r in members)
-            cursor = -1e18
-            for ref in members:
-                w, h = sizes[ref]
-                length = h if lr else w
-                start = max(units[ref][1] * unit_across, cursor)
-                offset = (thickness - (w if lr else h)) / 2
-                positions[ref] = (along + offset, start) if lr else (start, along + offset)
-                cursor = start + length + GAP_ORDER
-            along += thickness + GAP_LAYER
-        if positions:
-            min_across = min((p[1] if lr else p[0]) for p in positions.values())
-            positions = {
-                r: ((x, y - min_across) if lr else (x - min_across, y))
-                for r, (x, y) in positions.items()
-            }
-            extent_across = max(
-                ((p[1] + sizes[r][1]) if lr else (p[0] + sizes[r][0])) for r, p in positions.items()
-            )
-        along = max(along - GAP_LAYER, 0.0)
-        rel[g] = positions
-        content_w, content_h = (along, extent_across) if lr else (extent_across, along)
+        along = across = 0.0
+        for band in bands:
+            placed, length, extent = _place_layers(band, units, sizes, lr, len(bands) > 1)
+            positions.update({r: (a, across + c) for r, (a, c) in placed.items()})
+            along = max(along, length)
+            across += extent + GAP_BAND
+        across = max(across - GAP_BAND, 0.0)
+        rel[g] = {r: ((a, c) if lr else (c, a)) for r, (a, c) in positions.items()}
+        content_w, content_h = (along, across) if lr else (across, along)
         size = (
             (content_w + 2 * PAD, content_h + 2 * PAD + HEADER)
             if g != 0
@@ -385,6 +384,102 @@ class LayoutEngine:
         )
         sizes[~g] = size
         return size
+
+    def _bands(
+        self, layers: list[list[int]], units: Mapping[int, tuple[float, float]], lr: bool
+    ) -> list[list[list[int]]]:
+        """The top level's layers cut into consecutive bands (TB: columns, LR: rows) so that
+        its outline fits the first screen at a legible scale (GPT-2's h.0 … h.11 in three
+        columns, not one 2000 px column): the fewest bands that fit, else the best fit."""
+        if len(layers) < MIN_BANDED_LAYERS:
+            return [layers]
+        leaf = {r: self._leaf_size(r) for layer in layers for r in layer}
+        thickness = [max((leaf[r][0] if lr else leaf[r][1]) for r in layer) for layer in layers]
+        room_along, room_across = (WRAP_W, WRAP_H) if lr else (WRAP_H, WRAP_W)
+        best: list[list[list[int]]] = [layers]
+        best_scale = -1.0
+        for k in range(1, min(MAX_BANDS, len(layers)) + 1):
+            gap = GAP_BAND_LAYER if k > 1 and not lr else GAP_LAYER
+            total = sum(thickness) + gap * (len(layers) - 1)
+            bands = _cut(layers, thickness, _shortest_cap(thickness, k, gap, total), gap)
+            length = along = 0.0
+            for band in bands:
+                _, band_length, extent = _place_layers(band, units, leaf, lr, k > 1)
+                length = max(length, band_length)
+                along += extent + GAP_BAND
+            scale = min(room_along / max(length, 1.0), room_across / max(along - GAP_BAND, 1.0))
+            if min(scale, 1.0) > best_scale + 1e-6:
+                best, best_scale = bands, min(scale, 1.0)
+        return best
+
+
+def _shortest_cap(thickness: list[float], k: int, gap: float, total: float) -> float:
+    """The least band length that cuts layers of `thickness` into at most `k` bands (greedy
+    filling is optimal for consecutive cuts: bisect on the length)."""
+    low, high = max(thickness), total
+    for _ in range(32):
+        cap = (low + high) / 2
+        bands, length = 1, 0.0
+        for t in thickness:
+            if length and length + t > cap:
+                bands, length = bands + 1, 0.0
+            length += t + gap
+        low, high = (cap, high) if bands > k else (low, cap)
+    return high
+
+
+def _cut(
+    layers: list[list[int]], thickness: list[float], most: float, gap: float
+) -> list[list[list[int]]]:
+    """Consecutive layers in bands about `most` long (a band holds at least one layer)."""
+    bands: list[list[list[int]]] = [[]]
+    length = 0.0
+    for layer, t in zip(layers, thickness, strict=True):
+        if bands[-1] and length + t > most + 1e-6:
+            bands.append([])
+            length = 0.0
+        bands[-1].append(layer)
+        length += t + gap
+    return bands
+
+
+def _place_layers(
+    layers: list[list[int]],
+    units: Mapping[int, tuple[float, float]],
+    sizes: Mapping[int, tuple[float, float]],
+    lr: bool,
+    banded: bool = False,
+) -> tuple[dict[int, tuple[float, float]], float, float]:
+    """(along, across) corner of every box of `layers` (along = the layer axis, x for LR;
+    across = the order axis, from 0), the length along and the extent across. In a band, the
+    boxes of a layer sit side by side around the band's middle and layers are closer: the
+    Sugiyama orders there zig-zag around the long edges of the whole graph (GPT-2's mask feeds
+    every block), which would make each band as wide as the graph."""
+    unit_across = (NODE_H if lr else NODE_W) + GAP_ORDER
+    gap = GAP_BAND_LAYER if banded and not lr else GAP_LAYER
+    positions: dict[int, tuple[float, float]] = {}
+    along = 0.0
+    for members in layers:
+        thickness = max((sizes[r][0] if lr else sizes[r][1]) for r in members)
+        cursor = -1e18
+        if banded:
+            span = sum((sizes[r][1] if lr else sizes[r][0]) for r in members)
+            cursor = -(span + GAP_ORDER * (len(members) - 1)) / 2
+        for ref in members:
+            w, h = sizes[ref]
+            start = cursor if banded else max(units[ref][1] * unit_across, cursor)
+            positions[ref] = (along + (thickness - (w if lr else h)) / 2, start)
+            cursor = start + (h if lr else w) + GAP_ORDER
+        along += thickness + gap
+    if not positions:
+        return positions, 0.0, 0.0
+    low = min(c for _, c in positions.values())
+    extent = max(c - low + (sizes[r][1] if lr else sizes[r][0]) for r, (_, c) in positions.items())
+    return (
+        {r: (a, c - low) for r, (a, c) in positions.items()},
+        max(along - gap, 0.0),
+        extent,
+    )
 
 
 def _on_canvas(point: Sequence[float]) -> bool:

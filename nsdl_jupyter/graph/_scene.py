@@ -97,6 +97,7 @@ class GraphScene:
             )
         self.weight_lines = {i: len(w) for i, (_, w) in self.texts.items() if w}
         self.engine = LayoutEngine(self.table, self.hierarchy, self.positions, self.weight_lines)
+        self.engine.band_top = self.is_module_outline()
         self.topology_version += 1
 
     def _opsets(self) -> dict[str, int]:

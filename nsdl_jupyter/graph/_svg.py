@@ -69,17 +69,27 @@ def visible_edges(scene: GraphScene, rep: npt.NDArray[np.int32]) -> list[Visible
 
 
 def edge_curve(rects: Sequence[Sequence[float]], a: int, b: int, lr: bool) -> list[float]:
-    """[x0, y0, c1x, c1y, c2x, c2y, x1, y1] as geometry.ts edgeCurve."""
-    ax, ay, aw, ah = rects[a]
-    bx, by, bw, bh = rects[b]
+    """[x0, y0, c1x, c1y, c2x, c2y, x1, y1] as geometry.ts edgeCurve: along the flow, or
+    across it to a box that does not lie further along (the next band of a wrapped top level)."""
+
+    def flow(box: Sequence[float]) -> tuple[float, float, float, float]:  # u along, v across
+        x, y, w, h = box
+        return (x, y, w, h) if lr else (y, x, h, w)
+
+    au, av, a_len, a_wid = flow(rects[a])
+    bu, bv, b_len, b_wid = flow(rects[b])
     bend = float(V["edge"]["bend"])
-    if lr:
-        x0, y0, x1, y1 = ax + aw, ay + ah / 2, bx, by + bh / 2
-        d = max(bend, abs(x1 - x0) / 2)
-        return [x0, y0, x0 + d, y0, x1 - d, y1, x1, y1]
-    x0, y0, x1, y1 = ax + aw / 2, ay + ah, bx + bw / 2, by
-    d = max(bend, abs(y1 - y0) / 2)
-    return [x0, y0, x0, y0 + d, x1, y1 - d, x1, y1]
+    if bu >= au + a_len:
+        u0, v0, u1, v1 = au + a_len, av + a_wid / 2, bu, bv + b_wid / 2
+        d = max(bend, abs(u1 - u0) / 2)
+        c = [u0, v0, u0 + d, v0, u1 - d, v1, u1, v1]
+    else:
+        down = bv >= av
+        u0, v0 = au + a_len / 2, (av + a_wid if down else av)
+        u1, v1 = bu + b_len / 2, (bv if down else bv + b_wid)
+        d = max(bend, abs(v1 - v0) / 2) * (1 if down else -1)
+        c = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]
+    return c if lr else [c[1], c[0], c[3], c[2], c[5], c[4], c[7], c[6]]
 
 
 Box = tuple[float, float, float, float]  # x, y, w, h
@@ -214,7 +224,7 @@ class _Picture:
                 tip = tips[index] = _e(edge_tip(table.tensors[index].name, dtype, shape))
             if edge.src not in labelled:
                 labelled.add(edge.src)
-                x, y, room = edge_shape_at(curve, self.rects[edge.src][2], lr)
+                x, y, room = edge_shape_at(self.rects[edge.src], curve, lr)
                 shape = fit_text(shape, room, spec["charWidth"])
                 if shape:
                     shapes.append(_text(shape, (x, y), spec, spec["fill"]))

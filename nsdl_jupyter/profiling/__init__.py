@@ -73,7 +73,12 @@ from nsdl_jupyter.profiling.tensorrt._engine import (
     start_export_engine,
     trt_backends,
 )
-from nsdl_jupyter.profiling.tensorrt._profile import TrtProfileJob, profile_trt, start_profile_trt
+from nsdl_jupyter.profiling.tensorrt._profile import (
+    ENGINE_SUFFIXES,
+    TrtProfileJob,
+    profile_trt,
+    start_profile_trt,
+)
 from nsdl_jupyter.profiling.tensorrt._settings import (
     Backend,
     EngineMetadata,
@@ -85,6 +90,7 @@ from nsdl_jupyter.profiling.tensorrt._settings import (
 from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
 
 __all__ = [
+    "ENGINE_SUFFIXES",
     "INPUT_COPY",
     "NODE_TIME_NOTE",
     "OUTPUT_COPY",

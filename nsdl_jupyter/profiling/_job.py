@@ -6,16 +6,18 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError
-from nsdl_jupyter.profiling._runners import RUNNER, start_runner
-from nsdl_jupyter.targets import RunnerJob, Target
+from nsdl_jupyter.profiling._runners import RUNNER, reading_answer, start_runner
+from nsdl_jupyter.targets import JobResult, RunnerJob, Target
 
 _Answer_co = TypeVar("_Answer_co", covariant=True)
+_Answer = TypeVar("_Answer")
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,17 @@ class Progress:
 ProgressListener = Callable[[Progress], None]
 
 
-class StagedJob:
-    """The shared part of ProfileJob and EngineJob. Subclasses set `self._workdir` from
-    `target.make_workdir()` and call `_cleanup()` when the job has ended or failed to start."""
+class StagedJob(Generic[_Answer]):
+    """The shared part of ProfileJob, TrtProfileJob and EngineJob. Subclasses set
+    `self._workdir` from `target.make_workdir()`, call `_cleanup()` when the job fails to start,
+    and make their answer from the runner's result in `_answer_from` (`_wait_once` calls it)."""
 
     def __init__(self, target: Target) -> None:
+        self._lock = threading.Lock()
+        self._answer: _Answer | None = None
+        self._error: BaseException | None = None
+        self._result: JobResult | None = None
+        self._ended = threading.Event()  # the answer or the error is in
         self.target = target
         self.progress = Progress("starting", 0, 1, 0.0)
         self._listeners: list[ProgressListener] = []
@@ -58,6 +66,35 @@ class StagedJob:
 
     def _on_event(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def _answer_from(self, result: JobResult) -> _Answer:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """End the child process; `wait()` then raises ProfileCancelledError."""
+        self._job.cancel()
+
+    def _wait_once(self, timeout: float | None, doing: str) -> _Answer:
+        """The answer, made once from the runner's result by `_answer_from` (a malformed
+        answer is RunnerProtocolError about `doing`); later calls give the same answer or raise
+        the same error. TimeoutError when `timeout` passes first (still running, nothing kept).
+        The work folders are removed once the answer or the error is in."""
+        with self._lock:
+            if self._answer is not None:
+                return self._answer
+            if self._error is not None:
+                raise self._error
+            self._result = self._job.wait(timeout)
+            try:
+                with reading_answer(self._result, doing):
+                    self._answer = self._answer_from(self._result)
+                return self._answer
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                self._cleanup()
+                self._ended.set()
 
     def _note_clocks(self, message: dict[str, Any]) -> bool:
         """True for the runner's "clocks_locked" message (noted for `_restore_clocks_if_left`)."""

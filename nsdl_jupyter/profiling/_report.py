@@ -40,59 +40,28 @@ FORMAT = "nsdl-profile-report"
 FORMAT_VERSION = 1
 MAX_METADATA_DEPTH = 32  # nesting a loaded report's metadata may have (save recurses into it)
 
-# The columns every report's `layers` has, in this order (others may follow).
-LAYER_COLUMNS = [
+# What names a row: the layer, the model's node, how it ran.
+_NAME_COLUMNS = [
     "name",
     "node",  # the model's node the row stands for (module path + op); else `name`
     "op_type",
     "provider",
     "precision",
     "parent",
-    "calls",
-    "mean_ms",
-    "median_ms",
-    "min_ms",
-    "max_ms",
-    "std_ms",
-    "share",
-    "input_shapes",
-    "output_shapes",
-    "start_ms",
-    "onnx_nodes",
 ]
-_FLOAT_COLUMNS = [
-    "calls",
-    "mean_ms",
-    "median_ms",
-    "min_ms",
-    "max_ms",
-    "std_ms",
-    "share",
-    "start_ms",
-]
-_TEXT_COLUMNS = [
-    "name",
-    "node",
-    "op_type",
-    "provider",
-    "precision",
-    "parent",
-    "input_shapes",
-    "output_shapes",
-]
+_STAT_COLUMNS = ["calls", "mean_ms", "median_ms", "min_ms", "max_ms", "std_ms", "share"]
+_SHAPE_COLUMNS = ["input_shapes", "output_shapes"]
+# The columns every report's `layers` has, in this order (others may follow).
+LAYER_COLUMNS = [*_NAME_COLUMNS, *_STAT_COLUMNS, *_SHAPE_COLUMNS, "start_ms", "onnx_nodes"]
+_FLOAT_COLUMNS = [*_STAT_COLUMNS, "start_ms"]
+_TEXT_COLUMNS = [*_NAME_COLUMNS, *_SHAPE_COLUMNS]
 TIMELINE_COLUMNS = [
-    "name",
-    "node",
-    "op_type",
-    "provider",
-    "precision",
-    "parent",
+    *_NAME_COLUMNS,
     "start_ms",
     "duration_ms",
     "self_ms",
     "depth",
-    "input_shapes",
-    "output_shapes",
+    *_SHAPE_COLUMNS,
 ]
 
 

@@ -10,14 +10,21 @@ from typing import Any, TypeVar
 from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter.profiling._errors import ProfileError, RunnerProtocolError
 from nsdl_jupyter.profiling.runners import ORT_RUNNER, TRT_RUNNER
-from nsdl_jupyter.targets import MALFORMED, EventListener, JobResult, RunnerJob, Target
+from nsdl_jupyter.targets import (
+    MALFORMED,
+    PROBE_FILE,
+    EventListener,
+    JobResult,
+    RunnerJob,
+    Target,
+)
 
 _Read = TypeVar("_Read")
 
 RUNNER = ORT_RUNNER
 # Every runner file. They load each other by path from their own folder (the TensorRT runner
 # loads the onnxruntime runner's main loop, which loads the GPU timing module; its profile
-# request loads the TensorRT profile runner), so a target
+# request loads the TensorRT profile runner; the target check loads the targets' probe), so a target
 # gets all of them side by side, whichever one runs. A remote target deploys them as one group.
 RUNNER_FILES = (
     RUNNER,
@@ -25,6 +32,7 @@ RUNNER_FILES = (
     TRT_RUNNER,
     RUNNER.with_name("_ort_gpu_passes.py"),
     RUNNER.with_name("_trt_profile_runner.py"),
+    PROBE_FILE,
 )
 
 

@@ -89,7 +89,8 @@ def _rows(raw: dict[str, Any]) -> list[CheckRow]:
     smi = raw.get("nvidia_smi") or {}
     if smi.get("available"):
         gpus = "; ".join(f"{g[0]} (driver {g[1]}, {g[2]})" for g in smi.get("gpus", []) if g)
-        rows.append(CheckRow("GPUs", "ok", gpus or "none listed"))
+        cuda = f"; the driver runs CUDA \u2264 {smi['cuda']}" if smi.get("cuda") else ""
+        rows.append(CheckRow("GPUs", "ok", (gpus or "none listed") + cuda))
     else:
         rows.append(CheckRow("GPUs", "missing", str(smi.get("message"))))
     free = int(raw.get("disk_free_bytes", 0))
@@ -103,14 +104,14 @@ def _rows(raw: dict[str, Any]) -> list[CheckRow]:
     return rows
 
 
-def _runtime_rows(target: Target, rows: list[CheckRow]) -> list[CheckRow]:
+def _runtime_rows(target: Target, raw: dict[str, Any], rows: list[CheckRow]) -> list[CheckRow]:
     """`rows` with what the target's runtime set (SshTarget(runtimes=)) has there, will deploy
     or cannot: a runtime it will deploy counts as there."""
-    plan_of = getattr(target, "runtime_plan", None)
+    plan_of = getattr(target, "plan_from_check", None)
     if plan_of is None or not getattr(target, "runtimes", ()):
         return rows
     try:
-        plan = plan_of()
+        plan = plan_of(raw)
     except TargetError as exc:
         return [*rows, CheckRow("runtime set", "missing", f"cannot be deployed: {exc}", True)]
     extra = [
@@ -153,11 +154,12 @@ def check_target(target: Target | None = None, *, timeout: float = 120.0) -> Tar
     ):
         raise ProfileSettingsError(f"timeout must be a number of seconds above 0, not {timeout!r}")
     target = target or LocalTarget()
-    request = {"kind": "target_check", "protocol": 1}
+    fields = getattr(target, "check_fields", None)  # what an SshTarget's runtime set asks
+    request = {"kind": "target_check", "protocol": 1, **(fields() if fields else {})}
     return ask_runner(
         target,
         request,
         "check the target",
         timeout,
-        lambda raw: TargetCheck(target.name, _runtime_rows(target, _rows(raw)), raw),
+        lambda raw: TargetCheck(target.name, _runtime_rows(target, raw, _rows(raw)), raw),
     )

@@ -103,6 +103,24 @@ def embedded_cluster(workers: int, retries: int) -> Cluster:
         return cluster
 
 
+def prepare_cluster(workers: int | None, retries: int) -> None:
+    """Begin, in a background thread, what a sweep's cluster needs: Dask's import and, with
+    `workers` given, the start of the session's embedded cluster, so that the first sweep's
+    cluster comes up while the sweep checks its target (a runner call: about a second) rather
+    than after it. `embedded_cluster` then finds it started (or waits under the lock); a
+    failure here is raised again, with its fix, where the sweep starts its cluster."""
+
+    def prepare() -> None:
+        try:
+            _dask()
+            if workers is not None:
+                embedded_cluster(workers, retries)
+        except Exception:
+            logging.getLogger(__name__).debug("preparing the sweep cluster", exc_info=True)
+
+    threading.Thread(target=prepare, daemon=True, name="nsdl-sweep-prepare").start()
+
+
 def _close_session() -> None:
     for workers in list(_SESSION):
         held = _SESSION.pop(workers)

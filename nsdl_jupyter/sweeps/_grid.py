@@ -1,8 +1,8 @@
 """The grid of a sweep: which settings it varies, expanded into one dict per configuration.
 
 An axis is a setting of one profile: the model variant (`batch`, `precision`), the runtime
-(`backend`) and the run (`optimization_level`, `iterations`, `warmup`). Everything is checked
-here, before a model variant is made or a task starts.
+(`backend`) and the run (`optimization_level`, `iterations`, `warmup`, `intra_op_threads`).
+Everything is checked here, before a model variant is made or a task starts.
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ AXES: dict[str, tuple[Any, str]] = {
     ),
     "iterations": (20, "an integer >= 1"),
     "warmup": (3, "an integer >= 0"),
+    "intra_op_threads": (
+        None,
+        "an integer >= 1 (onnxruntime's intra-op threads of a CPU run), 0 for onnxruntime's own "
+        "default, or None: a fair share of the machine's cores (see sweep())",
+    ),
 }
 
 
@@ -46,6 +51,7 @@ _CHECKS = {
     "optimization_level": lambda v: v is None or _is_int(v, 0, 5),
     "iterations": lambda v: _is_int(v, 1),
     "warmup": lambda v: _is_int(v, 0),
+    "intra_op_threads": lambda v: v is None or _is_int(v, 0),
 }
 
 

@@ -18,7 +18,8 @@ from nsdl_jupyter.targets import LocalTarget, Target
 @dataclass(frozen=True)
 class TargetIdentity:
     """What a row's figures depend on besides the model and the settings. `gpus` counts the
-    target's GPUs: one sweep slot each (one slot on a machine without a GPU)."""
+    target's GPUs: one sweep slot each (one slot on a machine without a GPU); `cores` the CPU
+    cores its runs may use (0: unknown), shared by the CPU runs of its slots."""
 
     target: str
     gpu: str
@@ -29,6 +30,7 @@ class TargetIdentity:
     onnxruntime: str
     tensorrt: str
     gpus: int
+    cores: int = 0
 
     @property
     def slots(self) -> int:
@@ -66,6 +68,7 @@ def identity_from_check(name: str, raw: dict[str, Any]) -> TargetIdentity:
         onnxruntime=str(ort.get("ort_version") or ""),
         tensorrt=str(raw.get("tensorrt") or raw.get("tensorrt_rtx") or ""),
         gpus=len(gpus),
+        cores=int(raw.get("cores") or 0),
     )
 
 

@@ -4,12 +4,17 @@ compare). The figures are drawn by `nsdl_jupyter.figures`, which registers them 
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from nsdl_jupyter._atomic import atomic_write_bytes
+from nsdl_jupyter._output_guard import guard_output, starts_with
 from nsdl_jupyter._plugins import REPORT_FIGURES, load
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.sweeps._cache import SweepCache
@@ -33,6 +38,8 @@ IDENTITY_COLUMNS = [
 # started / ended: the task's wall-clock span (Unix seconds) on its worker
 RUN_COLUMNS = ["status", "error", "attempts", "cached", "wall_s", "started", "ended", "key"]
 COLUMNS = [*AXES, *IDENTITY_COLUMNS, *FIGURE_COLUMNS, *RUN_COLUMNS]
+SAVED_FORMAT = "nsdl-sweep-result"
+SAVED_FILE = "sweep.json"
 
 
 def register_sweep_figure(name: str, draw: Callable[..., go.Figure]) -> None:
@@ -106,6 +113,44 @@ class SweepResult:
     def ok(self) -> pd.DataFrame:
         """The rows that finished."""
         return self.frame[self.frame["status"] == "ok"]
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Keep the sweep in `folder`: the table (`sweep.json`) and each finished row's report
+        (`runs/<key>.report.json`, the cache's layout), for `SweepResult.load` anywhere."""
+        folder = Path(folder)
+        path = guard_output(
+            folder / SAVED_FILE,
+            earlier=lambda p: starts_with(p, b'{"format": "' + SAVED_FORMAT.encode()),
+            what="saved sweep",
+        )
+        target = SweepCache(folder)
+        target.runs.mkdir(parents=True, exist_ok=True)
+        for index in self.ok.index:
+            self.report(int(index)).save(target.report_path(str(self.frame.loc[index, "key"])))
+        rows = [
+            {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()}
+            for r in self.frame.to_dict("records")
+        ]
+        text = json.dumps({"format": SAVED_FORMAT, "version": 1, "axes": self.axes, "rows": rows})
+        atomic_write_bytes(path, text.encode("utf-8"))
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str]) -> SweepResult:
+        """A sweep kept by `save` (no runtime needed: the reports are read from `folder`)."""
+        path = Path(folder) / SAVED_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise SweepSettingsError(
+                f"{path} cannot be read as a saved sweep ({error}): give a folder written by "
+                "SweepResult.save"
+            ) from error
+        if not isinstance(data, dict) or data.get("format") != SAVED_FORMAT:
+            raise SweepSettingsError(
+                f"{path} is not a saved sweep: give a folder written by SweepResult.save"
+            )
+        return cls(tidy(data["rows"]), SweepCache(Path(folder)), data["axes"])
 
     def label(self, index: int) -> str:
         """Row `index` named by the axes the grid varies (and the target)."""

@@ -1,7 +1,8 @@
 """`sweep()` / `start_sweep()`: a grid of settings, profiled as Dask tasks, into one table.
 
-Everything that can be wrong is checked in the kernel first (grid, targets, model variants);
-rows the cache holds are served from it; the rest become Dask futures (retries, placement and
+Everything that can be wrong is checked in the kernel first (grid, targets, model variants),
+where each CPU run's share of its machine's cores is fixed too (`_threads`); rows the cache
+holds are served from it; the rest become Dask futures (retries, placement and
 queueing are Dask's). A background thread collects the answers, writes each finished row to
 the cache at once, and shows progress. Cancel raises a Dask `Event` that every running task
 watches: it ends its profile's child process and queued tasks end at once, so no process is
@@ -28,6 +29,7 @@ from nsdl_jupyter.sweeps._cluster import (
     attempts,
     cancel_event,
     embedded_cluster,
+    prepare_cluster,
     ssh_cluster,
     user_cluster,
 )
@@ -43,6 +45,7 @@ from nsdl_jupyter.sweeps._task import (
     unregister_target,
     worker_identity,
 )
+from nsdl_jupyter.sweeps._threads import with_threads
 from nsdl_jupyter.sweeps._variants import SourceModel, make_variant, source_model, variant_id
 from nsdl_jupyter.targets import LocalTarget, SshTarget, Target, connections
 
@@ -61,6 +64,8 @@ class _Placement:
     identity: TargetIdentity | None  # None: each worker reports its own (a user's cluster)
     identity_key: str
     resource: str | None = None
+    cores: int = 0  # the machine's cores (0: unknown) ...
+    concurrent: int = 0  # ... shared by this many runs at once (0: unknown)
 
 
 def _check_options(retries: Any, workers: Any, targets: Any, client: Any) -> list[Target]:
@@ -123,8 +128,10 @@ class SweepJob:
         self._cluster: Cluster | None = None
         self._rows: dict[str, dict[str, Any]] = {}
         self._order: list[str] = []
+        if client is None:  # Dask's import and the cluster's start overlap the target check
+            prepare_cluster(workers if not target_list else None, retries)
         try:
-            placements = self._placements(target_list, client)
+            placements = self._placements(target_list, client, workers)
             pending = self._plan(configs, variants, placements, source.name, remote=client)
         except BaseException:
             self._close()
@@ -147,7 +154,7 @@ class SweepJob:
             self._finish()
             return
         try:
-            self._cluster = self._start_cluster(placements, client, workers)
+            self._cluster = self._start_cluster(placements, client)
             for spec, place in pending:
                 future = self._cluster.client.submit(
                     run_task,
@@ -176,9 +183,10 @@ class SweepJob:
         """Rows in order (configuration x placement), cached ones filled in; the tasks to run.
         A user's cluster (`remote`) gets the model's bytes, others its path here."""
         pending = []
-        for config in configs:
-            path, vid = variants[(config["batch"], config["precision"])]
+        for grid_config in configs:
+            path, vid = variants[(grid_config["batch"], grid_config["precision"])]
             for place in placements:
+                config = with_threads(grid_config, cores=place.cores, concurrent=place.concurrent)
                 key = run_key(vid, config, place.identity_key)
                 if key in self._rows:
                     continue
@@ -201,7 +209,11 @@ class SweepJob:
 
     # ---- where ----------------------------------------------------------------------------
 
-    def _placements(self, targets: list[Target], client: Any) -> list[_Placement]:
+    def _placements(
+        self, targets: list[Target], client: Any, workers: int | None
+    ) -> list[_Placement]:
+        """Where the tasks go, and how many share each machine's cores: an SSH target's GPU
+        slots, the embedded cluster's workers (a user's cluster: unknown)."""
         if targets:
             placements = []
             for target in targets:
@@ -209,7 +221,10 @@ class SweepJob:
                 token = f"{self._id}-{len(self._tokens)}"
                 register_target(token, target, identity.gpus)
                 self._tokens.append(token)
-                placements.append(_Placement(token, identity, identity.key(), f"nsdl-gpu-{token}"))
+                placements.append(_Placement(
+                    token, identity, identity.key(), f"nsdl-gpu-{token}", identity.cores,
+                    identity.slots,
+                ))  # fmt: skip
             return placements
         if client is not None:
             cluster = user_cluster(client)
@@ -222,18 +237,16 @@ class SweepJob:
                 return [_Placement(None, identity, identity.key())]
             return [_Placement(None, None, "+".join(sorted(identities)))]
         identity = target_identity()
-        return [_Placement(None, identity, identity.key())]
+        concurrent = workers or identity.slots
+        return [_Placement(None, identity, identity.key(), None, identity.cores, concurrent)]
 
-    def _start_cluster(
-        self, placements: list[_Placement], client: Any, workers: int | None
-    ) -> Cluster:
+    def _start_cluster(self, placements: list[_Placement], client: Any) -> Cluster:
         if client is not None:
             return user_cluster(client)
         if placements[0].token is not None:
             slots = {p.resource: p.identity.slots for p in placements if p.resource and p.identity}
             return ssh_cluster(slots, self.retries)
-        identity = placements[0].identity
-        return embedded_cluster(workers or (identity.slots if identity else 1), self.retries)
+        return embedded_cluster(placements[0].concurrent, self.retries)
 
     @property
     def client(self) -> Any:
@@ -395,7 +408,8 @@ def sweep(
 
     `grid`: a dict of setting -> values (`{"batch": [1, 8], "precision": ["fp32", "fp16"],
     "backend": ["ort-cpu", "ort-cuda", "tensorrt"], "optimization_level": [0, 3],
-    "iterations": [20]}`), every combination, or a list of setting dicts. Batch and precision
+    "iterations": [20], "intra_op_threads": [1, 4]}`), every combination, or a list of setting
+    dicts. Batch and precision
     are model variants made with `fix_dims` and `convert_to_fp16` (cached by content hash).
 
     Where: by default an embedded `distributed.LocalCluster` (one in-process worker per local
@@ -403,6 +417,13 @@ def sweep(
     see `sweep_cluster()` / `close_sweep_cluster()`); `targets=[SshTarget(...), ...]`: each
     configuration runs on each target over SSH, one at a time per target GPU (Dask worker
     resources); `client=`: your own Dask cluster, its workers profiling where they run.
+    CPU runs that share a machine (the embedded cluster's workers, an SSH target's GPU slots)
+    each get a fair share of its cores, `intra_op_threads = max(1, cores // runs at once)`,
+    rather than onnxruntime's default of every core each; a CPU run alone on its machine, or
+    on your own cluster, gets onnxruntime's default (0). The grid's `intra_op_threads` axis
+    sets it instead (0: onnxruntime's default). The value applied is the row's
+    `intra_op_threads` column (and the report's settings, and part of the cache key), so rows
+    profiled with different thread counts are never taken for one another.
     `retries`: how often Dask re-runs a task whose worker died or whose SSH link dropped. Rows
     are cached in `cache_dir` (default `$NSDL_CACHE_DIR/sweeps` or
     `~/.cache/nsdl_jupyter/sweeps`) by model variant, settings and target identity: a second

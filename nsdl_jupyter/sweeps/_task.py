@@ -107,6 +107,8 @@ def _profile(
             provider=provider,
             provider_options={"device_id": device} if provider == "cuda" else {},
             graph_optimization=level is None or level > 0,
+            intra_op_threads=config["intra_op_threads"],
+            spin_wait=config.get("spin_wait", True),
             trace_path=workdir / "trace.json",
         )
     else:

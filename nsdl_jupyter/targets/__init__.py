@@ -18,12 +18,13 @@ from nsdl_jupyter.targets._errors import (
     UnknownHostKeyError,
 )
 from nsdl_jupyter.targets._local import LocalJob, LocalTarget
-from nsdl_jupyter.targets._runtimes import RuntimeSetError
+from nsdl_jupyter.targets._runtimes import PROBE_FILE, RuntimeSetError
 from nsdl_jupyter.targets._ssh import SshJob, SshTarget
 from nsdl_jupyter.targets._wire import MALFORMED
 
 __all__ = [
     "MALFORMED",
+    "PROBE_FILE",
     "ConnectionTest",
     "Connections",
     "DeployDirError",

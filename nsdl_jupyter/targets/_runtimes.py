@@ -4,27 +4,29 @@ this machine and installed on the target without the target needing network or r
 The host's wheel cache (`<cache dir>/wheels/<platform key>/`) is filled once per target
 platform (architecture, glibc, Python version, read from the target) with
 `pip download --only-binary=:all: --no-deps --platform ... --python-version ...`, run without a
-shell. Which wheel a requirement resolved to is recorded (`resolved.json`), so later sets of the
-same requirements ask no registry. On the target, wheels live once per content hash
+shell, unless a wheel that meets the requirement was put into that folder (an offline host).
+Which wheel a requirement resolved to is recorded (`resolved.json`), so later sets of the same
+requirements ask no registry. On the target, wheels live once per content hash
 (`wheels/<sha256>/<file>`) and each set gets its own venv (`runtimes/<set key>/`), made by the
 target's Python and filled by `pip install --no-index --no-deps` from those wheels.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nsdl_jupyter._paths import cache_dir
+from nsdl_jupyter.targets import _target_probe
 from nsdl_jupyter.targets._errors import TargetError, TargetSettingsError
 from nsdl_jupyter.targets._ssh_files import sha256_file
 
@@ -37,12 +39,12 @@ _REQUIREMENT = re.compile(
 # always in a set: the runners load numpy beside the runtime
 BASE_PACKAGES = ("numpy",)
 
-PLATFORM_PROBE = (
-    "import json, platform, sys; libc = platform.libc_ver(); print(json.dumps({"
-    "'arch': platform.machine(), 'libc': libc[0], 'libc_version': libc[1], "
-    "'python': list(sys.version_info[:2]), 'implementation': sys.implementation.name, "
-    "'executable': sys.executable}))"
-)
+# the probe's file: deployed beside the runner files (their target check loads it), and sent
+# to the target's python as `-c` text, the deploy folder as its argument: one JSON line
+PROBE_FILE = Path(_target_probe.__file__)
+PLATFORM_PROBE = PROBE_FILE.read_text(encoding="utf-8")
+# the driver branch each CUDA major needs at least (CUDA's minor version compatibility)
+MIN_DRIVER = {11: 450, 12: 525, 13: 580}
 
 
 class RuntimeSetError(TargetError):
@@ -83,26 +85,27 @@ class TargetPlatform:
     python: tuple[int, int]
     implementation: str
     executable: str
+    driver: str | None = None  # the NVIDIA driver's version; None: no nvidia-smi answered
+    cuda: str | None = None  # the highest CUDA version that driver runs
 
     @classmethod
-    def from_probe(cls, raw: dict[str, Any]) -> TargetPlatform:
-        glibc = None
-        if raw.get("libc") == "glibc":
-            major, minor = (int(x) for x in str(raw["libc_version"]).split(".")[:2])
-            glibc = (major, minor)
+    def from_probe(cls, raw: dict[str, Any], smi: dict[str, Any] | None = None) -> TargetPlatform:
+        """From the probe's `platform` facts and its `nvidia_smi` answer."""
         python = raw["python"]
+        smi = smi if isinstance(smi, dict) and smi.get("available") else {}
         return cls(
             str(raw["arch"]),
-            glibc,
+            _target_probe.glibc_of(raw),
             (int(python[0]), int(python[1])),
             str(raw["implementation"]),
             str(raw["executable"]),
+            str(smi["driver"]) if smi.get("driver") else None,
+            str(smi["cuda"]) if smi.get("cuda") else None,
         )
 
     @property
     def key(self) -> str:
-        libc = f"glibc{self.glibc[0]}.{self.glibc[1]}" if self.glibc else "noglibc"
-        return f"cp{self.python[0]}{self.python[1]}-{libc}-{self.arch}"
+        return _target_probe.platform_key(self.python, self.glibc, self.arch)
 
     def pip_arguments(self) -> list[str]:
         """pip download's options that select wheels this platform can install."""
@@ -159,11 +162,29 @@ class WheelCache:
             entry = resolved.get(requirement)
             path = self.folder(platform) / entry["file"] if entry else None
             if entry is None or path is None or not path.is_file():
-                entry = self._download(requirement, platform)
+                entry = self._placed(requirement, platform) or self._download(requirement, platform)
                 resolved[requirement] = entry
                 self._save(platform, resolved)
                 path = self.folder(platform) / entry["file"]
             found.append(Wheel(requirement, path, entry["sha256"]))
+        return found
+
+    def known(self, requirements: Sequence[str]) -> dict[str, list[Wheel]]:
+        """For each platform whose folder resolves every requirement to a wheel present here,
+        those wheels (nothing is fetched)."""
+        found: dict[str, list[Wheel]] = {}
+        for folder in sorted(self.root.glob("*/resolved.json")):
+            try:
+                resolved = json.loads(folder.read_text())
+                entries = [resolved[r] for r in requirements]
+                wheels = [
+                    Wheel(r, folder.parent / e["file"], e["sha256"])
+                    for r, e in zip(requirements, entries, strict=True)
+                ]
+            except (OSError, ValueError, LookupError, TypeError):
+                continue
+            if all(w.path.is_file() for w in wheels):
+                found[folder.parent.name] = wheels
         return found
 
     def _save(self, platform: TargetPlatform, resolved: dict[str, dict[str, str]]) -> None:
@@ -171,6 +192,31 @@ class WheelCache:
         partial = index.with_suffix(".partial")
         partial.write_text(json.dumps(resolved, indent=1, sort_keys=True))
         partial.replace(index)
+
+    def _placed(self, requirement: str, platform: TargetPlatform) -> dict[str, str] | None:
+        """A wheel someone put into the platform's folder that meets `requirement` (the highest
+        version), so that an offline host needs no registry; None when there is none."""
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+        try:
+            wanted = Requirement(requirement)
+        except InvalidRequirement:
+            return None
+        found = []
+        for path in self.folder(platform).glob("*.whl"):
+            try:
+                name, version, _build, _tags = parse_wheel_filename(path.name)
+            except InvalidWheelFilename:
+                continue
+            if name == canonicalize_name(wanted.name) and wanted.specifier.contains(
+                version, prereleases=True
+            ):
+                found.append((version, path))
+        if not found:
+            return None
+        path = max(found)[1]
+        return {"file": path.name, "sha256": sha256_file(path)}
 
     def _download(self, requirement: str, platform: TargetPlatform) -> dict[str, str]:
         folder = self.folder(platform)
@@ -235,8 +281,51 @@ class RuntimePlan:
 
 def set_key(platform: TargetPlatform, wheels: Sequence[Wheel]) -> str:
     """The name of a set's venv on the target: its interpreter and its wheels' hashes."""
-    text = platform.executable + "\0" + "\0".join(sorted(w.sha256 for w in wheels))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _target_probe.set_key(platform.executable, [w.sha256 for w in wheels])
+
+
+_CUDA_NAME = re.compile(r"[-_]cu(\d{2})(?![0-9])", re.IGNORECASE)
+
+
+def cuda_major_needed(wheel: Wheel) -> int | None:
+    """The CUDA major a wheel is built for: from its name (`tensorrt_cu13`) or the CUDA
+    packages its metadata requires (`nvidia-cuda-runtime-cu12`); None when it names none."""
+    found = [int(m) for m in _CUDA_NAME.findall(wheel.path.name.split("-")[0])]
+    if not found:
+        try:
+            with zipfile.ZipFile(wheel.path) as archive:
+                meta = next(
+                    (n for n in archive.namelist() if n.endswith(".dist-info/METADATA")), None
+                )
+                text = archive.read(meta).decode("utf-8", "replace") if meta else ""
+        except (OSError, zipfile.BadZipFile):
+            text = ""
+        for line in text.splitlines():
+            if line.startswith("Requires-Dist:"):
+                name = re.split(r"[\s;<>=!~\[(]", line.split(":", 1)[1].strip(), maxsplit=1)[0]
+                found += [int(m) for m in _CUDA_NAME.findall(name)]
+    # a wheel whose extras name several CUDA majors (cu12 and cu13 variants) runs with the lowest
+    return min(found) if found else None
+
+
+def check_driver(platform: TargetPlatform, wheels: Sequence[Wheel], target: str) -> None:
+    """RuntimeSetError when a wheel needs a newer CUDA than the target's driver runs (said
+    before anything is uploaded); nothing to say on a target without nvidia-smi."""
+    if platform.cuda is None:
+        return
+    have = tuple(int(x) for x in platform.cuda.split(".")[:2])
+    for wheel in wheels:
+        major = cuda_major_needed(wheel)
+        if major is None or major <= have[0]:
+            continue
+        version = wheel.path.name.split("-")[1] if wheel.path.name.count("-") >= 2 else ""
+        name = wheel.path.name.split("-")[0].replace("_", "-")
+        raise RuntimeSetError(
+            f"cannot deploy to {target}: driver {platform.driver} supports CUDA \u2264 "
+            f"{platform.cuda}, {name} {version} needs CUDA {major}: install a driver of branch "
+            f"{MIN_DRIVER.get(major, '?')} or newer there, or ask for a build for CUDA "
+            f"{have[0]} (e.g. an older {name} version)"
+        )
 
 
 # $1: the base python, $2: the venv folder, then the wheel files

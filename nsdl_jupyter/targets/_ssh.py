@@ -39,18 +39,8 @@ from nsdl_jupyter.targets._errors import (
     TargetSettingsError,
 )
 from nsdl_jupyter.targets._hostkeys import KnownHosts, default_known_hosts, user_known_hosts
-from nsdl_jupyter.targets._runtimes import (
-    INSTALL_SCRIPT,
-    PIP_TIMEOUT_S,
-    PLATFORM_PROBE,
-    RuntimePlan,
-    RuntimeSetError,
-    TargetPlatform,
-    WheelCache,
-    check_requirements,
-    full_set,
-    set_key,
-)
+from nsdl_jupyter.targets._runtimes import RuntimePlan, WheelCache, check_requirements
+from nsdl_jupyter.targets._ssh_caches import TargetCaches
 from nsdl_jupyter.targets._ssh_connect import (
     Connection,
     Credentials,
@@ -63,21 +53,15 @@ from nsdl_jupyter.targets._ssh_connect import (
     resolve_hop,
 )
 from nsdl_jupyter.targets._ssh_files import (
+    REMOVE,
+    Progress,
     RemoteFiles,
     SftpFiles,
     StreamFiles,
     sh_command,
     sha256_file,
 )
-from nsdl_jupyter.targets._target_cache import (
-    LIST_SCRIPT,
-    CacheEntry,
-    CacheInfo,
-    check_kinds,
-    check_limit,
-    evictions,
-    inside,
-)
+from nsdl_jupyter.targets._target_cache import check_limit
 from nsdl_jupyter.targets._wire import (
     MAX_MESSAGE_BYTES,
     RUNNER_PREFIX,
@@ -105,7 +89,7 @@ def _check_deploy_dir(deploy_dir: object) -> None:
         )
 
 
-class SshTarget:
+class SshTarget(TargetCaches):
     """A machine reached over SSH. Paths in requests are paths on that machine.
 
     `host` may be an ssh_config alias (HostName, User, Port, IdentityFile, ProxyJump and
@@ -193,8 +177,11 @@ class SshTarget:
         self._lock = threading.RLock()
         self._deploy_root = ""
         self._deployed: set[str] = set()  # remote paths known to exist in this connection
+        self._to_remove: list[str] = []  # job folders the next launcher removes (no SFTP)
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
+        # told (remote path, bytes there, total) as an upload goes: a progress bar's hook
+        self.upload_progress: Progress | None = None
 
     def __repr__(self) -> str:
         return f"SshTarget({self.name!r})"
@@ -255,6 +242,10 @@ class SshTarget:
     def close(self) -> None:
         """Close the connection (a running job's remote runner then ends itself)."""
         with self._lock:
+            if self._to_remove and self.connected:
+                with suppress(Exception):  # best effort: the folders stay under jobs/
+                    self.run_command(sh_command(REMOVE, *self._to_remove))
+            self._to_remove = []
             if self._files is not None:
                 self._files.close()
             if self._connection is not None:
@@ -293,16 +284,23 @@ class SshTarget:
 
     def _open_files(self, connection: Connection) -> RemoteFiles:
         """SFTP where the server offers it; else files stream over exec channels."""
+        files: RemoteFiles
         try:
-            return SftpFiles(connection.transport.open_sftp_client(), self.run_command)
+            files = SftpFiles(connection.transport.open_sftp_client(), self.run_command)
         except _import_paramiko().SSHException:  # 'Channel closed.': no SFTP subsystem
             if not connection.active:
                 raise
-            return StreamFiles(
+            files = StreamFiles(
                 lambda: connection.transport.open_session(timeout=self.connect_timeout),
                 self.name,
                 COMMAND_TIMEOUT_S,
             )
+        files.progress = self._upload_progressed
+        return files
+
+    def _upload_progressed(self, remote_path: str, sent: int, total: int) -> None:
+        if self.upload_progress is not None:
+            self.upload_progress(remote_path, sent, total)
 
     @property
     def transfer(self) -> str:
@@ -316,10 +314,16 @@ class SshTarget:
             assert self._files is not None
             try:
                 yield self._files
-            except OSError as exc:
-                if not self.connected:
+            except (OSError, EOFError, _import_paramiko().SSHException, TargetError) as exc:
+                # paramiko says a dropped link with any of these, mid-transfer; EOFError and
+                # SSHException can come before the transport marks itself inactive
+                link = isinstance(exc, (EOFError, _import_paramiko().SSHException))
+                if link:
+                    self.close()
+                if not self.connected and not isinstance(exc, TargetConnectionError):
                     raise TargetConnectionError(
-                        f"the connection to {self.name} dropped ({exc}); run again to reconnect"
+                        f"the connection to {self.name} dropped ({exc or type(exc).__name__});"
+                        " run again to reconnect (a big upload resumes where it stopped)"
                     ) from None
                 raise
 
@@ -346,19 +350,15 @@ class SshTarget:
         path = self.deploy_dir
         if path == "~" or path.startswith("~/"):
             path = path[2:] or "."
-        quoted = shlex.quote(path)
-        code, output = self.run_command(
-            f"mkdir -p -- {quoted} && test -w {quoted} && test -x {quoted} && cd -- {quoted} "
-            "&& pwd -P"
-        )
-        lines = output.strip().splitlines()
-        if code != 0 or not lines:
+        assert self._files is not None
+        try:
+            return self._files.prepare_dir(path)
+        except OSError as exc:
             raise DeployDirError(
                 f"the deploy directory {self.deploy_dir} on {self.name} cannot be created or "
-                f"written by {self.user} ({output.strip() or f'exit code {code}'}): give "
-                "deploy_dir= a folder that user can write (relative paths are under its home)"
-            )
-        return lines[-1]
+                f"written by {self.user} ({exc}): give deploy_dir= a folder that user can "
+                "write (relative paths are under its home)"
+            ) from None
 
     # ---- files ----------------------------------------------------------------------------
 
@@ -393,128 +393,6 @@ class SshTarget:
 
     # ---- Target -----------------------------------------------------------------------------
 
-    # ---- runtime sets -------------------------------------------------------------------------
-
-    def _run_python(self, script: str, *args: str) -> tuple[int, str]:
-        """Run `script` with the target's `python`, `args` as its sys.argv[1:]."""
-        launch = 'py=$1; shift; exec "$py" -c "$@"'
-        return self.run_command(sh_command(launch, self.python, script, *args))
-
-    def read_platform(self) -> TargetPlatform:
-        """The target's architecture, libc and Python (of `python`), which pick its wheels."""
-        code, output = self._run_python(PLATFORM_PROBE)
-        try:
-            return TargetPlatform.from_probe(json.loads(output.strip().splitlines()[-1]))
-        except (ValueError, LookupError, TypeError):
-            raise RuntimeSetError(
-                f"{self.python} on {self.name} did not say its platform ({output.strip()[-300:]}"
-                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
-            ) from None
-
-    def runtime_plan(self) -> RuntimePlan:
-        """What the runtime set (`runtimes`) needs: its wheels (fetched into the host's cache
-        when missing there), which of them the target holds, and whether its venv is ready.
-        Changes nothing on the target."""
-        with self._lock:
-            if self._plan is not None and self.connected:
-                return self._plan
-            self.connect()
-            platform = self.read_platform()
-            wheels = self.wheel_cache.wheels(full_set(self.runtimes), platform)
-            venv = posixpath.join(self._deploy_root, "runtimes", set_key(platform, wheels))
-            remote = {
-                posixpath.join(self._deploy_root, "wheels", w.sha256, w.path.name): w
-                for w in wheels
-            }
-            ready = posixpath.join(venv, ".nsdl-ready")
-            with self._remote_files() as files:
-                missing = set(files.missing([*remote, ready]))
-            self._plan = RuntimePlan(
-                platform,
-                {path: wheel for path, wheel in remote.items() if path not in missing},
-                {path: wheel for path, wheel in remote.items() if path in missing},
-                venv,
-                ready not in missing,
-            )
-            return self._plan
-
-    def _runtime_python(self, deploy: bool) -> str:
-        """The interpreter runners run with: `python`, or the runtime set's venv (deployed
-        first when `deploy`; else used only when it is ready)."""
-        if not self.runtimes:
-            return self.python
-        if not deploy:
-            with suppress(RuntimeSetError):
-                plan = self.runtime_plan()
-                return plan.python if plan.ready else self.python
-            return self.python
-        with self._lock:
-            plan = self.runtime_plan()
-            if plan.ready:
-                return plan.python
-            self._ensure_files({path: w.path for path, w in plan.to_upload.items()})
-            wheels = [*plan.on_target, *plan.to_upload]
-            code, output = self.run_command(
-                sh_command(INSTALL_SCRIPT, self.python, plan.venv, *sorted(wheels)),
-                timeout=PIP_TIMEOUT_S,
-            )
-            if code != 0:
-                raise RuntimeSetError(
-                    f"the runtime set {', '.join(self.runtimes)} could not be installed on "
-                    f"{self.name} ({output.strip()[-500:] or f'exit code {code}'}): the target "
-                    f"needs {self.python} with its venv module (Debian: the python3-venv package)"
-                )
-            self._plan = dataclasses.replace(
-                plan, on_target={**plan.on_target, **plan.to_upload}, to_upload={}, ready=True
-            )
-            if self.cache_limit_bytes is not None:
-                self.clear_cache(keep_bytes=self.cache_limit_bytes, keep_in_use=True)
-            return plan.python
-
-    # ---- caches on the target --------------------------------------------------------------
-
-    def cache_info(self, kinds: str | Sequence[str] | None = None) -> CacheInfo:
-        """What the deploy folder keeps: models and files by hash, runner files, wheels and
-        runtime venvs, each entry with its size and last use."""
-        chosen = check_kinds(kinds)
-        self.connect()
-        code, output = self._run_python(LIST_SCRIPT, self._deploy_root, *chosen)
-        try:
-            rows = json.loads(output.strip().splitlines()[-1])
-            entries = [CacheEntry(k, n, p, int(b), float(t)) for k, n, p, b, t in rows]
-        except (ValueError, LookupError, TypeError):
-            raise TargetError(
-                f"{self.python} on {self.name} could not list the caches ({output.strip()[-300:]}"
-                f" exit code {code}): give SshTarget(python=) a Python 3.8+ interpreter's path"
-            ) from None
-        entries.sort(key=lambda entry: entry.last_used)
-        return CacheInfo(self.name, entries, self.cache_limit_bytes)
-
-    def clear_cache(
-        self,
-        kinds: str | Sequence[str] | None = None,
-        *,
-        keep_bytes: int = 0,
-        keep_in_use: bool = False,
-    ) -> int:
-        """Remove cache entries of `kinds` (default: all), least recently used first, until at
-        most `keep_bytes` of them remain; `keep_in_use` spares what this connection deployed.
-        Returns the bytes freed (a later run deploys again what it needs)."""
-        check_limit(keep_bytes)
-        info = self.cache_info(kinds)
-        used = [*self._deployed, *([self._plan.venv + "/"] if self._plan else [])]
-        chosen = evictions(info.entries, keep_bytes, used if keep_in_use else ())
-        if not chosen:
-            return 0
-        paths = [entry.path for entry in chosen]
-        code, output = self.run_command(sh_command('rm -rf -- "$@"', *paths))
-        if code != 0:
-            raise TargetError(f"{self.name}: the caches could not be removed ({output.strip()})")
-        self._deployed -= set(inside(self._deployed, paths))
-        if any(entry.kind in ("wheels", "runtimes") for entry in chosen):
-            self._plan = None
-        return sum(entry.bytes for entry in chosen)
-
     def make_workdir(self) -> str:
         """A fresh folder under jobs/. Without SFTP, where each command costs sshd a process,
         the runner's launcher makes it (a folder no runner used needs no removal either)."""
@@ -547,8 +425,12 @@ class SshTarget:
             partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
-        """Best effort: with the connection gone, the folder stays (under jobs/)."""
+        """Best effort: with the connection gone, the folder stays (under jobs/). Without SFTP
+        the next runner's launcher (or close()) removes it: a command less per run."""
         if not self.connected or not workdir.startswith(self._deploy_root + "/jobs/"):
+            return
+        if self.transfer == "stream":
+            self._to_remove.append(workdir)
             return
         with suppress(TargetError, OSError, EOFError), self._remote_files() as files:
             files.remove_tree(workdir)
@@ -577,7 +459,10 @@ class SshTarget:
             f"(umask 077 && mkdir -p -- {shlex.quote(workdir)} && printf '%s' "
             f"{shlex.quote(data.decode())} > {shlex.quote(request_path)}) || exit 125"
         )
-        python = shlex.quote(self._runtime_python(request.get("kind") != "target_check"))
+        # a check runs with the base python: the runner moves into the runtime set's venv
+        # itself when that is ready there (check_fields), which spares asking for the platform
+        check = request.get("kind") == "target_check"
+        python = shlex.quote(self.python if check else self._runtime_python())
         missing = {
             "event": "error",
             "type": "TargetError",
@@ -585,9 +470,11 @@ class SshTarget:
             "onnxruntime and numpy there, or give SshTarget(python=) the interpreter's path",
         }
         token = secrets.token_hex(16)
+        self._to_remove, removed = [], self._to_remove
         script = "\n".join(
             [
                 f"printf '{pid_line(token)}\\n' \"$$\"",
+                *([sh_command(REMOVE, *removed)] if removed else []),
                 *([prepare] if inline else []),
                 f"cd -- {shlex.quote(workdir)} || exit 125",
                 f"if ! command -v {python} >/dev/null 2>&1; then",

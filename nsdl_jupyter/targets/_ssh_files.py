@@ -6,6 +6,10 @@ Streamed commands are fixed `sh -c` scripts; every path travels as a quoted posi
 (`sh -c '<script>' sh "$path"`), so no file name is ever parsed as shell code. Each transfer
 checks the size, and the sha256 where the target has `sha256sum`; an upload lands under a
 temporary name and is renamed into place only when it checks out.
+
+A big upload (a runtime's wheel, a model) is resumable: its partial file is named by the
+content's hash, so an upload cut off (a dropped link) leaves a prefix that the next try checks
+(the sha256 of what is there against the same bytes here) and appends to, sending only the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any, Protocol
 from nsdl_jupyter.targets._errors import TargetError
 
 _CHUNK = 1 << 20
+RESUMABLE_BYTES = 4 << 20  # uploads from this size on resume where a cut-off one stopped
+Progress = Callable[[str, int, int], None]  # (remote path, bytes there so far, total bytes)
 STREAM_FIX = (
     "enable SFTP on the server (`Subsystem sftp internal-sftp` in sshd_config), or let this "
     "user run commands with a POSIX sh that has cat, mkdir, mv and wc"
@@ -40,10 +46,24 @@ _GET = (
     'n=$(wc -c < "$1") || exit 2; h=$(sha256sum < "$1" 2>/dev/null) || h=-; '
     'printf "%s %s\\n" $n "${h%% *}"; exec cat -- "$1"'
 )
+# $1: final path, $2: partial path (named by the content), $3: size, $4: sha256. Says what the
+# partial holds (`<size> <sha256 or ->`), reads the offset the host sends from (else starts over)
+_PUT_RESUMING = (
+    'umask 077; d=$(dirname -- "$1") && mkdir -p -- "$d" || exit 3; n=0; h=-; '
+    'if [ -f "$2" ]; then n=$(wc -c < "$2") && h=$(sha256sum < "$2" 2>/dev/null) || h=-; fi; '
+    'printf "%s %s\\n" "$n" "${h%% *}"; read -r from || exit 3; '
+    '[ "$from" = "$n" ] || : > "$2"; cat >> "$2"; n=$(wc -c < "$2"); '
+    'if [ "$n" -ne "$3" ]; then echo "nsdl: upload of $1 cut off at $n of $3 bytes" >&2; exit 3; fi'
+    '; if command -v sha256sum >/dev/null 2>&1; then h=$(sha256sum < "$2"); '
+    'if [ "${h%% *}" != "$4" ]; then rm -f -- "$2"; echo "nsdl: $1 arrived changed" >&2; '
+    'exit 4; fi; fi; mv -f -- "$2" "$1"'
+)
+_HASH = 'h=$(sha256sum < "$1" 2>/dev/null) && printf "%s\\n" "${h%% *}" || echo -'
 _EXISTS = 'test -e "$1"'
+_PREPARE = 'mkdir -p -- "$1" && test -w "$1" && test -x "$1" && cd -- "$1" && pwd -P'
 _MISSING = 'for p; do if [ -e "$p" ]; then touch -c -- "$p"; else printf "%s\\0" "$p"; fi; done'
 _MKDIRS = 'umask 077; mkdir -p -- "$1"'
-_REMOVE_TREE = 'rm -rf -- "$1"'
+REMOVE = 'rm -rf -- "$@"'  # the paths given, folders with what they hold
 
 
 def sha256_file(path: Path) -> str:
@@ -52,6 +72,21 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def sha256_prefix(path: Path, size: int) -> str:
+    """The sha256 of the first `size` bytes of `path`."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while size > 0 and (chunk := f.read(min(_CHUNK, size))):
+            digest.update(chunk)
+            size -= len(chunk)
+    return digest.hexdigest()
+
+
+def partial_path(remote_path: str, sha: str) -> str:
+    """Where a resumable upload collects its bytes: the same content, the same name."""
+    return f"{remote_path}.partial-{sha[:16]}"
 
 
 def sh_command(script: str, *args: str) -> str:
@@ -63,6 +98,7 @@ class RemoteFiles(Protocol):
     """What a target does with files on the host it reaches."""
 
     kind: str  # "sftp" or "stream"
+    progress: Progress | None  # told each chunk of an upload
 
     def exists(self, path: str) -> bool: ...
 
@@ -72,6 +108,11 @@ class RemoteFiles(Protocol):
         ...
 
     def makedirs(self, path: str) -> None: ...
+
+    def prepare_dir(self, path: str) -> str:
+        """Make the folder `path` (relative: under the home folder) when missing, check that
+        it can be written, and return its absolute path; OSError (with why) if it cannot."""
+        ...
 
     def upload(self, local_path: Path, remote_path: str) -> int:
         """Place `local_path` at `remote_path` atomically; returns the bytes sent."""
@@ -96,6 +137,7 @@ class SftpFiles:
     def __init__(self, sftp: Any, run: Callable[[str], tuple[int, str]]) -> None:
         self._sftp = sftp
         self._run = run
+        self.progress: Progress | None = None
 
     def exists(self, path: str) -> bool:
         try:
@@ -124,12 +166,65 @@ class SftpFiles:
             except OSError:
                 self._sftp.stat(folder)  # made meanwhile by another job: fine; else raise
 
+    def prepare_dir(self, path: str) -> str:
+        """Over SFTP: no remote command (each costs the login shell's start-up)."""
+        self.makedirs(path)
+        absolute = str(self._sftp.normalize(path))
+        probe = posixpath.join(absolute, f".nsdl-write-{secrets.token_hex(4)}")
+        with self._sftp.open(probe, "w"):
+            pass
+        self._sftp.remove(probe)
+        return absolute
+
     def upload(self, local_path: Path, remote_path: str) -> int:
         self.makedirs(posixpath.dirname(remote_path))
-        partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
-        attributes = self._sftp.put(str(local_path), partial)
+        size = local_path.stat().st_size
+        if size < RESUMABLE_BYTES:
+            partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
+            self._send(local_path, partial, 0, size, remote_path)
+            self._sftp.posix_rename(partial, remote_path)
+            return size
+        sha = sha256_file(local_path)
+        partial = partial_path(remote_path, sha)
+        offset = self._resume_from(local_path, partial)
+        self._send(local_path, partial, offset, size, remote_path)
+        there = self._remote_sha256(partial)
+        if self._sftp.stat(partial).st_size != size or there not in ("-", sha):
+            self._sftp.remove(partial)
+            raise OSError(f"{remote_path} arrived changed (another upload at once?): run again")
         self._sftp.posix_rename(partial, remote_path)
-        return int(attributes.st_size or 0)
+        return size - offset
+
+    def _remote_sha256(self, path: str) -> str:
+        """The sha256 of a remote file ('-' where the target has no sha256sum)."""
+        code, output = self._run(sh_command(_HASH, path))
+        words = output.split()
+        return words[-1] if code == 0 and words else "-"
+
+    def _resume_from(self, local_path: Path, partial: str) -> int:
+        """How many bytes of a cut-off upload are there and right (0: start over)."""
+        try:
+            there = int(self._sftp.stat(partial).st_size or 0)
+        except FileNotFoundError:
+            return 0
+        right = 0 < there < local_path.stat().st_size
+        if right and self._remote_sha256(partial) == sha256_prefix(local_path, there):
+            return there
+        return 0
+
+    def _send(self, local_path: Path, remote: str, offset: int, size: int, name: str) -> None:
+        with (
+            open(local_path, "rb") as source,
+            self._sftp.open(remote, "ab" if offset else "wb") as target,
+        ):
+            target.set_pipelined(True)
+            source.seek(offset)
+            sent = offset
+            for chunk in iter(lambda: source.read(_CHUNK), b""):
+                target.write(chunk)
+                sent += len(chunk)
+                if self.progress is not None:
+                    self.progress(name, sent, size)
 
     def write_bytes(self, remote_path: str, data: bytes) -> int:
         with self._sftp.open(remote_path, "wb") as f:
@@ -150,7 +245,7 @@ class SftpFiles:
             else:
                 self._sftp.remove(posixpath.join(path, entry.filename))
         if nested:
-            self._run(sh_command(_REMOVE_TREE, path))
+            self._run(sh_command(REMOVE, path))
         else:
             self._sftp.rmdir(path)
 
@@ -167,6 +262,7 @@ class StreamFiles:
         self._open = open_channel
         self._name = target_name
         self._timeout = timeout
+        self.progress: Progress | None = None
 
     def _fail(self, what: str, detail: str) -> TargetError:
         return TargetError(
@@ -211,6 +307,13 @@ class StreamFiles:
         if code != 0:
             raise self._fail(f"making {path}", (out + err).decode("utf-8", "replace"))
 
+    def prepare_dir(self, path: str) -> str:
+        code, out, err = self._call(sh_command(_PREPARE, path))
+        lines = out.decode("utf-8", "surrogateescape").strip().splitlines()
+        if code != 0 or not lines:
+            raise OSError((out + err).decode("utf-8", "replace").strip() or f"exit code {code}")
+        return lines[-1]
+
     def _put(self, remote_path: str, data: bytes | Path, size: int, sha: str) -> int:
         partial = f"{remote_path}.partial-{secrets.token_hex(4)}"
         command = sh_command(_PUT, remote_path, partial, str(size), sha)
@@ -221,7 +324,41 @@ class StreamFiles:
 
     def upload(self, local_path: Path, remote_path: str) -> int:
         size = local_path.stat().st_size
+        if size >= RESUMABLE_BYTES:
+            return self._put_resuming(local_path, remote_path, size)
         return self._put(remote_path, local_path, size, sha256_file(local_path))
+
+    def _put_resuming(self, local_path: Path, remote_path: str, size: int) -> int:
+        """One command: the target says what a cut-off upload left, the host sends the rest."""
+        sha = sha256_file(local_path)
+        command = sh_command(_PUT_RESUMING, remote_path, partial_path(remote_path, sha),
+                             str(size), sha)  # fmt: skip
+        channel = self._open()
+        try:
+            channel.settimeout(self._timeout)
+            channel.exec_command(command)
+            fields = _header(channel).split()
+            there = int(fields[0]) if len(fields) == 2 and fields[0].isdigit() else 0
+            right = 0 < there < size and fields[1] == sha256_prefix(local_path, there)
+            offset = there if right else 0
+            channel.sendall(f"{offset}\n".encode())
+            with open(local_path, "rb") as f:
+                f.seek(offset)
+                sent = offset
+                for chunk in iter(lambda: f.read(_CHUNK), b""):
+                    channel.sendall(chunk)
+                    sent += len(chunk)
+                    if self.progress is not None:
+                        self.progress(remote_path, sent, size)
+            channel.shutdown_write()
+            out = b"".join(iter(lambda: channel.recv(_CHUNK), b""))
+            err = b"".join(iter(lambda: channel.recv_stderr(_CHUNK), b""))
+            code = int(channel.recv_exit_status())
+        finally:
+            channel.close()
+        if code != 0:
+            raise self._fail(f"the upload of {remote_path}", (out + err).decode("utf-8", "replace"))
+        return size - offset
 
     def write_bytes(self, remote_path: str, data: bytes) -> int:
         return self._put(remote_path, data, len(data), hashlib.sha256(data).hexdigest())
@@ -231,12 +368,7 @@ class StreamFiles:
         try:
             channel.settimeout(self._timeout)
             channel.exec_command(sh_command(_GET, remote_path))
-            header = b""
-            while not header.endswith(b"\n") and len(header) < 200:
-                byte = channel.recv(1)
-                if not byte:
-                    break
-                header += byte
+            header = _header(channel).encode()
             digest = hashlib.sha256()
             received = 0
             with open(local_path, "wb") as f:
@@ -248,7 +380,7 @@ class StreamFiles:
             code = int(channel.recv_exit_status())
         finally:
             channel.close()
-        fields = header.decode("ascii", "replace").split()
+        fields = header.decode().split()
         if code != 0 or len(fields) != 2 or not fields[0].isdigit():
             detail = (header + err).decode("utf-8", "replace") or f"exit code {code}"
             raise self._fail(f"the download of {remote_path}", detail)
@@ -260,7 +392,19 @@ class StreamFiles:
         return received
 
     def remove_tree(self, path: str) -> None:
-        self._call(sh_command(_REMOVE_TREE, path))
+        self._call(sh_command(REMOVE, path))
 
     def close(self) -> None:
         pass
+
+
+def _header(channel: Any) -> str:
+    """The first line a streamed command prints (at most 200 bytes), read byte by byte so that
+    nothing after it is taken from the channel."""
+    header = b""
+    while not header.endswith(b"\n") and len(header) < 200:
+        byte = channel.recv(1)
+        if not byte:
+            break
+        header += byte
+    return header.decode("ascii", "replace")

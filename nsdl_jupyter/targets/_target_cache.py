@@ -1,7 +1,9 @@
 """What a target keeps in its deploy folder between runs, and how it is trimmed.
 
 Kinds: `files` (models and their external data, by content hash), `runners` (the runner files,
-by hash), `wheels` (one copy per sha256) and `runtimes` (a venv per runtime set). An entry's
+by hash), `wheels` (one copy per sha256), `runtimes` (a venv per runtime set), `engines`
+(TensorRT engines by model, settings, TensorRT version and GPU) and `tensorrt` (TensorRT's
+timing caches, one per backend, version and GPU). An entry's
 last use is the newest modification time of its files (a deploy that finds a file there touches
 it); eviction removes the least recently used entries first.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from nsdl_jupyter.targets._errors import TargetSettingsError
 
-CACHE_KINDS = ("files", "runners", "wheels", "runtimes")
+CACHE_KINDS = ("files", "runners", "wheels", "runtimes", "engines", "tensorrt")
 
 # run by the target's Python with the deploy root and the kinds: one JSON line of entries
 LIST_SCRIPT = """
@@ -29,6 +31,9 @@ for kind in sys.argv[2:]:
     for name in names:
         top = os.path.join(root, kind, name)
         size, used = 0, 0.0
+        if os.path.isfile(top):  # an entry that is one file (a timing cache)
+            st = os.lstat(top)
+            size, used = st.st_size, st.st_mtime
         for folder, dirs, files in os.walk(top):
             for f in files:
                 try:

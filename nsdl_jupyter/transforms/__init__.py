@@ -30,6 +30,7 @@ from nsdl_jupyter.transforms._passes import (
     RegisteredTransform,
     TransformPass,
     register,
+    replace_document_model,
     transform_document,
     transform_file,
     transform_named,
@@ -57,7 +58,8 @@ from nsdl_jupyter.transforms._tools import (
     run_tool,
     run_tool_in_notebook,
 )
-from nsdl_jupyter.transforms._working_copy import TransformError
+from nsdl_jupyter.transforms._validate import OutputError, ValidationResult, Validator
+from nsdl_jupyter.transforms._working_copy import TransformError, data_type
 
 __all__ = [
     "DEFAULT_OP_BLOCK_LIST",
@@ -75,6 +77,7 @@ __all__ = [
     "FixDimsPass",
     "Fp16Pass",
     "OpsetPass",
+    "OutputError",
     "RegisteredTransform",
     "SanitizePass",
     "TensorDtypePass",
@@ -88,12 +91,15 @@ __all__ = [
     "TransformPass",
     "TransformStatus",
     "UserTool",
+    "ValidationResult",
+    "Validator",
     "batch_dims",
     "carried_nodes",
     "config_dir",
     "convert_opset",
     "convert_tensors",
     "convert_to_fp16",
+    "data_type",
     "extract_body",
     "extract_function",
     "extract_subgraph",
@@ -101,6 +107,7 @@ __all__ = [
     "list_tensors",
     "preview_tensor_conversion",
     "register",
+    "replace_document_model",
     "replace_initializer_value",
     "run_tool",
     "run_tool_in_notebook",

@@ -169,10 +169,16 @@ def transform_document(
     result = pass_(doc.model.clone())
     if result.modified:
         text = description or pass_.operation
-        event = _whole_model(doc, result.model, text)
-        doc.apply_edits(text, [ExchangeModel(doc.model, result.model)], event)
+        replace_document_model(doc, result.model, text)
         status.info(text)
     return status.finish(None)
+
+
+def replace_document_model(doc: ModelDocument, model: ir.Model, description: str) -> None:
+    """Make `model` (a changed copy of `doc.model`) the document's contents as one undoable
+    edit; undo puts the former contents back."""
+    event = _whole_model(doc, model, description)
+    doc.apply_edits(description, [ExchangeModel(doc.model, model)], event)
 
 
 def _whole_model(doc: ModelDocument, result: ir.Model, description: str) -> ChangeEvent:

@@ -14,6 +14,7 @@ more at the end so the result carries every shape it can.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,7 +32,12 @@ from nsdl_jupyter.transforms._estimate import bytes_per_element, output_bytes
 from nsdl_jupyter.transforms._evaluate import BatchResult, Evaluator
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes, shapes_settled
-from nsdl_jupyter.transforms._simplify import NONDETERMINISTIC, Simplifier, fuse_batchnorm
+from nsdl_jupyter.transforms._simplify import (
+    NONDETERMINISTIC,
+    Simplifier,
+    fuse_batchnorm,
+    new_initializer,
+)
 from nsdl_jupyter.transforms._small_ops import evaluate_small
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import ModelSource, TransformError, check_output_path
@@ -442,18 +448,7 @@ class _Sanitizer:
                 [0 if i in copied else -1 if dim is None else dim for i, dim in enumerate(dims)],
                 dtype=np.int64,
             )
-            shape_value = node.inputs[1]
-            name = f"{shape_value.name}_pinned"
-            while name in graph.initializers:
-                name += "_"
-            tensor = ir.Tensor(target, name=name)
-            constant = ir.Value(
-                name=name,
-                type=ir.TensorType(tensor.dtype),
-                shape=ir.Shape([len(dims)]),
-                const_value=tensor,
-            )
-            graph.register_initializer(constant)
+            constant = new_initializer(graph, f"{node.inputs[1].name}_pinned", target)
             node.replace_input_with(1, constant)
             constants[constant] = target
             pinned.append(node.name or "Reshape")
@@ -589,8 +584,7 @@ class _Sanitizer:
             # not np.ascontiguousarray: it turns a 0-d scalar into shape [1]
             tensor = ir.Tensor(np.array(array, order="C"), name=name)
         else:
-            tensor = array
-            tensor.name = name
+            tensor = _named(array, name)
         constant = ir.Value(
             name=name,
             type=ir.TensorType(tensor.dtype),
@@ -807,3 +801,17 @@ def _remove_unused_initializers(graph: ir.Graph) -> list[str]:
             graph.initializers.pop(name)
             removed.append(name)
     return removed
+
+
+def _named(tensor: ir.TensorProtocol, name: str) -> ir.TensorProtocol:
+    """`tensor` under `name`, never renamed in place: a Constant's tensor is shared with the
+    model the pass's copy was cloned from (a document, whose undo must give it back as it was).
+    In-memory and external tensors are copied shallowly; a proto-backed one keeps its name in
+    the shared proto, so its values are copied (a Constant's: small)."""
+    if tensor.name == name:
+        return tensor
+    if isinstance(tensor, (ir.Tensor, ir.ExternalTensor)):
+        renamed = copy.copy(tensor)
+        renamed.name = name
+        return renamed
+    return ir.Tensor(tensor.numpy(), name=name)

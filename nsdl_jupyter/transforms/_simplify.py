@@ -195,19 +195,21 @@ class Simplifier:
         graph.remove(old, safe=True)
         return True
 
-    def constant(self, graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
-        name = stem
-        while name in graph.initializers:
-            name += "_"
-        tensor = ir.Tensor(array, name=name)
-        value = ir.Value(
-            name=name,
-            type=ir.TensorType(tensor.dtype),
-            shape=ir.Shape(tensor.shape.numpy()),
-            const_value=tensor,
-        )
-        graph.register_initializer(value)
-        return value
+
+def new_initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
+    """`array` as a new initializer of `graph`, named `stem` (with `_`s added until unique)."""
+    name = stem
+    while name in graph.initializers:
+        name += "_"
+    tensor = ir.Tensor(array, name=name)
+    value = ir.Value(
+        name=name,
+        type=ir.TensorType(tensor.dtype),
+        shape=ir.Shape(tensor.shape.numpy()),
+        const_value=tensor,
+    )
+    graph.register_initializer(value)
+    return value
 
 
 # Never folded or merged: their value changes from run to run.
@@ -491,7 +493,7 @@ def _like(
             name=node.name,
             version=node.version,
         )
-    constant = s.constant(graph, f"{node.name}_axes", np.array(axes, dtype=np.int64))
+    constant = new_initializer(graph, f"{node.name}_axes", np.array(axes, dtype=np.int64))
     return ir.Node(
         node.domain, node.op_type, [source, constant], name=node.name, version=node.version
     )
@@ -621,7 +623,7 @@ def _collapse_chain(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool:
         return False
     if _static(source) == final:  # the chain is the identity: bypass both
         return s.bypass(graph, node, source) and _drop(graph, inner)
-    shape = s.constant(graph, f"{node.name}_shape", np.array(final, dtype=np.int64))
+    shape = new_initializer(graph, f"{node.name}_shape", np.array(final, dtype=np.int64))
     merged = ir.Node(
         "",
         "Reshape",
@@ -841,11 +843,11 @@ def _fuse_sibling_matmuls(s: Simplifier, graph: ir.Graph, node: ir.Node) -> bool
     siblings.sort(key=order.__getitem__)
     parts = [_constant(user.inputs[1]) for user in siblings]
     joined = np.concatenate([p for p in parts if p is not None], axis=1)
-    weight = s.constant(graph, f"{siblings[0].name}_fused_weight", joined)
+    weight = new_initializer(graph, f"{siblings[0].name}_fused_weight", joined)
     fused = ir.Node("", "MatMul", [source, weight], name=f"{siblings[0].name}_fused")
     sizes = np.array([p.shape[1] for p in parts if p is not None], dtype=np.int64)
     if graph.opset_imports.get("", 13) >= 13:
-        split_inputs = [fused.outputs[0], s.constant(graph, f"{fused.name}_split", sizes)]
+        split_inputs = [fused.outputs[0], new_initializer(graph, f"{fused.name}_split", sizes)]
         attributes: list[ir.Attr] = []
     else:
         split_inputs = [fused.outputs[0]]
@@ -945,8 +947,8 @@ def fuse_batchnorm(graph: ir.Graph) -> list[str]:
         new_weight = (weight.astype(np.float64) * factor.reshape(shape)).astype(weight.dtype)
         base = bias.astype(np.float64) if bias is not None else np.zeros_like(mean)
         new_bias = ((base - mean) * factor + shift).astype(weight.dtype)
-        w_value = Simplifier().constant(graph, f"{conv.name}_weight_bn", new_weight)
-        b_value = Simplifier().constant(graph, f"{conv.name}_bias_bn", new_bias)
+        w_value = new_initializer(graph, f"{conv.name}_weight_bn", new_weight)
+        b_value = new_initializer(graph, f"{conv.name}_bias_bn", new_bias)
         conv.replace_input_with(1, w_value)
         if len(conv.inputs) < 3:
             conv.resize_inputs(3)

@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from nsdl_jupyter.widgets.profile._log_view import LogView
     from nsdl_jupyter.widgets.profile._profile_view import ProfileView
     from nsdl_jupyter.widgets.profile._sweep_panel import SweepPanel
+    from nsdl_jupyter.widgets.targets._fleet_view import FleetView
     from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 _MODULES = {
     "ActivityPanel": "profile._activity_panel",
     "Designer": "designer._designer",
+    "FleetView": "targets._fleet_view",
     "GraphView": "graph._graph_view",
     "InitializerEditor": "designer._initializer_editor",
     "LayerExplorer": "designer._layer_explorer",
@@ -45,6 +47,7 @@ _MODULES = {
 __all__ = [
     "ActivityPanel",
     "Designer",
+    "FleetView",
     "GraphView",
     "InitializerEditor",
     "LayerExplorer",

@@ -136,6 +136,15 @@ class AddAt(TypedDict):
     text: str  # an operator as typed in quick add ("Relu", "com.microsoft.Gelu")
     x: float  # where the pointer is, in layout coordinates
     y: float
+    link: bool  # feed it from the selected node (quick add); a palette drop does not
+
+
+class Operators(TypedDict):
+    """Quick add's vocabulary: every operator the model can use (its opsets, ORT contrib ops
+    when imported, its local functions), asked once when quick add opens."""
+
+    keys: list[str]  # "Conv", "com.microsoft::Attention" (the palette's keys)
+    categories: list[str]  # per key: its palette category
 
 
 class Done(TypedDict):
@@ -176,6 +185,7 @@ GRAPH_VIEW = Catalog(
         "extract": Kind(Extract, Done, "kernel"),
         "profile": Kind(Nodes, Done, "kernel"),
         "add_at": Kind(AddAt, Done, "kernel"),
+        "operators": Kind(Empty, Operators, "kernel"),
         "export": Kind(ExportImage, ExportedImage, "browser"),
         "fit": Kind(Empty, None, "browser"),
         # a view zoomed in enough to draw tensor shapes, or hovers an edge: the kernel runs

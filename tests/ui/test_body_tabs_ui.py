@@ -157,9 +157,9 @@ def test_create_a_local_function_and_add_two_instances_from_the_palette(notebook
     field(nb, ".nsdl-palette-filter input").fill("Scale2")
     group = nb.page.locator(f"{NB} .nsdl-palette-list", has_text="local functions").first
     group.wait_for(timeout=30_000)
-    select = field(nb, ".nsdl-palette-list select")
-    select.wait_for(state="visible", timeout=30_000)
-    select.select_option("local::Scale2")
+    line = field(nb, '.nsdl-palette-list .nsdl-op-item[data-key="local::Scale2"]')
+    line.wait_for(state="visible", timeout=30_000)
+    line.click()
     add = field(nb, ".nsdl-palette-add")
     add.click()
     field(nb, ".nsdl-palette-message .nsdl-ok").wait_for(state="visible", timeout=30_000)

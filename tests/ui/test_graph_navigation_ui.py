@@ -113,7 +113,22 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     label = graph_api(nb, "(a) => a.labelPx()")
     assert label["now"] < label["legible"]
     nb.screenshot("fit_all", VIEW)
+    # the Fit button: the deepest open levels close until the whole is legible (issue 25)
     nb.page.locator(f"{VISIBLE_VIEW} .nsdl-gv-fit").click()
+    nb.page.wait_for_function(
+        f"""() => {{ const a = document.querySelector('{VISIBLE_VIEW}').__nsdl;
+            const l = a.labelPx();
+            return l.now >= l.legible && a.boxesInView() === a.leaves(); }}"""
+    )
+    nb.two_frames()
+    assert graph_api(nb, "(a) => a.breadcrumb()") == ["graph"]
+    nb.screenshot("fit_collapsed", VIEW)
+    seq = nb.page.locator(READY).first.get_attribute("data-layout-seq")
+    graph_api(nb, "(a) => a.request('expand_all', {})")  # expanding again undoes it
+    nb.page.wait_for_function(
+        f"(s) => document.querySelector('{VISIBLE_VIEW}').dataset.layoutSeq !== s", arg=seq
+    )
+    graph_api(nb, "(a) => a.fitStart()")
     nb.two_frames()
     assert graph_api(nb, "(a) => a.camera()") == first
 
@@ -134,7 +149,7 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     nb.screenshot("breadcrumb_zoomed", VIEW)
 
     # minimap: shown while the graph does not fit; a click moves the view there, a drag follows
-    graph_api(nb, "(a) => a.fitReadable()")
+    graph_api(nb, "(a) => a.fitStart()")
     nb.page.wait_for_function(
         f"() => document.querySelector('{VISIBLE_VIEW} .nsdl-gv-minimap').dataset.drawnSlots"
     )
@@ -165,7 +180,7 @@ def test_fit_keeps_a_deep_cnn_readable_and_breadcrumb_and_minimap_navigate(
     nb.page.wait_for_function(
         f"(s) => document.querySelector('{VISIBLE_VIEW}').dataset.layoutSeq !== s", arg=seq
     )
-    graph_api(nb, "(a) => a.fitReadable()")
+    graph_api(nb, "(a) => a.fitStart()")
     nb.page.wait_for_timeout(600)  # the overview is redrawn when the browser is idle
     nb.two_frames()
     assert_readable(nb, boxes=4)  # 150 px wide boxes in a row: fewer fit across than down
@@ -208,13 +223,15 @@ def test_first_view_of_real_deep_exports_is_readable_in_both_directions(notebook
         assert crumbs[0] == "graph"
         view.screenshot(path=str(nb.shots / f"{name}_{direction}.png"))
         api("(a) => a.fit()")  # the whole graph: what Fit used to show, text far too small
+        if api("(a) => a.labelPx().now") >= label["legible"] * 0.9:
+            continue  # a module outline in bands (issue 25): the whole is about legible
         assert api("(a) => a.labelPx().now") < label["legible"] / 2, (name, direction)
         nb.page.wait_for_function(
             f"(k) => document.querySelectorAll('{NB} {VIEW} .nsdl-gv-minimap')[k]"
             ".dataset.drawnSlots",
             arg=k,
         )
-        api("(a) => a.fitReadable()")
+        api("(a) => a.fitStart()")
         nb.two_frames()
         assert api("(a) => a.minimap().shown"), (name, direction)
 

@@ -74,7 +74,9 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
       const select = target.closest("select") ?? list.querySelector("select");
       const option = target.closest("option") ?? select?.selectedOptions[0] ?? null;
       const index = option && select ? Array.from(select.options).indexOf(option) : -1;
-      channel.notify("activate", { target: what, index, label: option?.textContent ?? "" });
+      const line = target.closest<HTMLElement>(".nsdl-op-item"); // a Layer Palette operator
+      const label = option?.textContent ?? line?.dataset.key ?? "";
+      channel.notify("activate", { target: what, index, label });
       return;
     }
   };

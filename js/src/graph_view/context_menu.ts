@@ -8,6 +8,12 @@ export interface MenuItem {
   submenu?: MenuItem[];
 }
 
+/** One line of a suggestion list: what Enter gives, and a muted note beside it. */
+export interface Suggestion {
+  value: string;
+  note?: string;
+}
+
 export class ContextMenu {
   readonly el: HTMLDivElement;
 
@@ -27,27 +33,83 @@ export class ContextMenu {
     this.place(x, y);
   }
 
-  /** A one-line text field at (x, y); Enter gives its text to `done`. */
-  ask(x: number, y: number, label: string, value: string, done: (text: string) => void): void {
+  /** A one-line text field at (x, y); Enter gives its text to `done`. With `suggest`, a list
+   *  under it follows the typing: Up/Down move, Enter or a click takes the highlighted one,
+   *  Escape closes. Returns a function that lists the suggestions again (new vocabulary). */
+  ask(
+    x: number,
+    y: number,
+    label: string,
+    value: string,
+    done: (text: string) => void,
+    suggest?: (text: string) => Suggestion[],
+  ): () => void {
     const input = document.createElement("input");
     input.className = "nsdl-gv-menu-input";
     input.placeholder = label;
     input.value = value;
     input.setAttribute("aria-label", label);
+    const list = document.createElement("ul");
+    list.className = "nsdl-gv-suggestions";
+    list.setAttribute("role", "listbox");
+    let shown: Suggestion[] = [];
+    let active = -1;
+    const pick = (text: string) => {
+      this.hide();
+      if (text) done(text);
+    };
+    const highlight = (index: number) => {
+      active = index;
+      list.childNodes.forEach((li, i) => {
+        (li as HTMLElement).classList.toggle("nsdl-gv-active", i === active);
+        if (i === active) (li as HTMLElement).scrollIntoView({ block: "nearest" });
+      });
+    };
+    const refresh = () => {
+      shown = suggest ? suggest(input.value) : [];
+      list.replaceChildren(
+        ...shown.map((item) => {
+          const li = document.createElement("li");
+          li.className = "nsdl-gv-suggestion";
+          li.dataset.value = item.value;
+          li.setAttribute("role", "option");
+          li.textContent = item.value;
+          if (item.note) {
+            const note = document.createElement("span");
+            note.className = "nsdl-gv-suggestion-note";
+            note.textContent = item.note;
+            li.appendChild(note);
+          }
+          // mousedown, not click: the input keeps the focus until the pick
+          li.addEventListener("mousedown", (ev) => {
+            ev.preventDefault();
+            pick(item.value);
+          });
+          return li;
+        }),
+      );
+      list.style.display = shown.length ? "" : "none";
+      highlight(shown.length ? 0 : -1);
+    };
+    input.addEventListener("input", refresh);
     input.addEventListener("keydown", (ev) => {
       ev.stopPropagation(); // typing here is not a canvas or notebook shortcut
-      if (ev.key === "Enter") {
-        const text = input.value.trim();
-        this.hide();
-        if (text) done(text);
-      } else if (ev.key === "Escape") {
-        this.hide();
+      if (ev.key === "Enter") pick(active >= 0 ? shown[active].value : input.value.trim());
+      else if (ev.key === "Escape") this.hide();
+      else if ((ev.key === "ArrowDown" || ev.key === "ArrowUp") && shown.length) {
+        ev.preventDefault(); // the caret stays where it is
+        const step = ev.key === "ArrowDown" ? 1 : -1;
+        highlight((active + step + shown.length) % shown.length);
       }
     });
-    this.el.replaceChildren(input);
+    this.el.replaceChildren(input, list);
+    refresh();
     if (!this.open) this.place(x, y);
     input.focus();
     input.select();
+    return () => {
+      if (input.isConnected) refresh();
+    };
   }
 
   hide(): void {
@@ -103,4 +165,9 @@ export const MENU_STYLE = `
 .nsdl-gv-menu-item:hover > .nsdl-gv-submenu { display: block; }
 .nsdl-gv-menu-input { font: inherit; margin: 2px 6px; width: 200px; padding: 2px 6px;
   border: 1px solid #60a5fa; border-radius: 4px; }
+.nsdl-gv-suggestions { max-height: 220px; overflow-y: auto; margin-top: 2px !important; }
+.nsdl-gv-suggestion { padding: 2px 10px; cursor: pointer; white-space: nowrap; display: flex;
+  justify-content: space-between; gap: 12px; }
+.nsdl-gv-suggestion:hover, .nsdl-gv-suggestion.nsdl-gv-active { background: #eef2ff; }
+.nsdl-gv-suggestion-note { color: #6e7781; font-size: 0.9em; }
 `;

@@ -2,10 +2,14 @@
 // the `_editable` trait). Gestures (gesture.ts) and keys become requests to the kernel
 // (nsdl_jupyter/widgets/graph/_canvas_edit.py), each one undoable command of the document; the
 // view redraws from the patches and layouts the document's change events produce, never from
-// the answers. Terminals (terminals.ts) are fetched for the boxes on screen only.
+// the answers. Terminals (terminals.ts) are fetched for the boxes on screen only. Quick add
+// suggests operators as one types (suggest.ts); operators dropped from the Layer Palette
+// (drop.ts) are added where they land, by the same "add_at" request.
 import type { AnyModel } from "@anywidget/types";
-import { ContextMenu, type MenuItem } from "./context_menu";
+import type { GraphViewToKernel } from "../messages";
+import { ContextMenu, type MenuItem, type Suggestion } from "./context_menu";
 import { Disposables } from "./dom";
+import { carriesOperator, dropPoint, OPERATOR_TYPE } from "./drop";
 import { edgeCurve, toWorld } from "./geometry";
 import { type Action, type Drop, Gesture, type Press } from "./gesture";
 import { PSEUDO } from "./graph";
@@ -14,6 +18,7 @@ import type { GraphViewModel } from "./model";
 import type { Renderer } from "./renderer";
 import type { Requests } from "./requests";
 import type { SceneStore } from "./scene_store";
+import { rankKeys } from "./suggest";
 import {
   drawTerminals,
   type NodeTerminals,
@@ -45,6 +50,9 @@ interface LinkRef {
 }
 
 type Placed = ReturnType<typeof placeTerminals>;
+type Operators = GraphViewToKernel["operators"]["answer"];
+
+const SUGGESTIONS = 12; // lines of quick add's list (it scrolls past 8)
 
 const NO_TERMINALS: NodeTerminals = {
   tensors: [],
@@ -75,6 +83,8 @@ export class CanvasEditor {
     on(canvas, "keydown", (ev) => this.onKey(ev as KeyboardEvent));
     on(canvas, "contextmenu", (ev) => this.onContextMenu(ev as MouseEvent));
     on(canvas, "pointerdown", () => this.menu.hide());
+    on(canvas, "dragover", (ev) => this.onDragOver(ev as DragEvent));
+    on(canvas, "drop", (ev) => this.onDrop(ev as DragEvent));
     renderer.overlays.push(this.paint);
     this.disposables.add(() => {
       renderer.overlays.splice(renderer.overlays.indexOf(this.paint), 1);
@@ -309,12 +319,56 @@ export class CanvasEditor {
 
   private quickAdd(x: number, y: number): void {
     const [wx, wy] = this.world(x, y);
-    this.menu.ask(x, y, "Add operator here… (Enter)", "", (text) => {
-      void this.host.requests.send("add_at", { text, x: wx, y: wy }).then((r) => {
-        this.done(r);
-        if (r) this.host.select([r.value.message]);
-      });
+    let known: Operators | null = null;
+    const suggest = (text: string): Suggestion[] => {
+      if (!known) return [];
+      const category = new Map(known.keys.map((k, i) => [k, known?.categories[i] ?? ""]));
+      return rankKeys(known.keys, text, SUGGESTIONS).map((value) => ({
+        value,
+        note: category.get(value),
+      }));
+    };
+    const refresh = this.menu.ask(
+      x,
+      y,
+      "Add operator here… (Enter)",
+      "",
+      (text) => this.addAt(text, wx, wy, true),
+      suggest,
+    );
+    // the vocabulary comes once per quick add, not per key (local functions come and go)
+    void this.host.requests.send("operators", {}).then((r) => {
+      known = r?.value ?? null;
+      refresh();
     });
+  }
+
+  /** Quick add (fed from the selection: `link`) or a palette drop: one "add_at" request. */
+  private addAt(text: string, x: number, y: number, link: boolean): void {
+    void this.host.requests.send("add_at", { text, x, y, link }).then((r) => {
+      this.done(r);
+      if (r) this.host.select([r.value.message]);
+    });
+  }
+
+  private onDragOver(ev: DragEvent): void {
+    if (!this.enabled || !carriesOperator(ev.dataTransfer?.types)) return;
+    ev.preventDefault(); // accept the drop
+    if (ev.dataTransfer) ev.dataTransfer.dropEffect = "copy";
+  }
+
+  private onDrop(ev: DragEvent): void {
+    const key = ev.dataTransfer?.getData(OPERATOR_TYPE) ?? "";
+    if (!this.enabled || !key) return;
+    ev.preventDefault();
+    const { canvas, renderer } = this.host;
+    const [wx, wy] = dropPoint(
+      canvas.getBoundingClientRect(),
+      renderer.camera,
+      ev.clientX,
+      ev.clientY,
+    );
+    this.addAt(key, wx, wy, false);
   }
 
   private onContextMenu(ev: MouseEvent): void {

@@ -461,7 +461,13 @@ function drawEdgeShapes(f: Frame): void {
     if (labelled.has(src)) continue;
     labelled.add(src);
     const c = edgeCurve(layout, src, e.dst[k], layout.meta.direction);
-    const [x, y, room] = edgeShapeAt(c, layout.w[src], lr);
+    const box: [number, number, number, number] = [
+      layout.x[src],
+      layout.y[src],
+      layout.w[src],
+      layout.h[src],
+    ];
+    const [x, y, room] = edgeShapeAt(box, c, lr);
     const shape = fitText(graph.tensorShape[graph.edgeTensor[e.edge[k]]], room, spec.charWidth);
     if (!shape || !intersects(f.view, x, y - spec.size / 2, room, spec.size)) continue;
     text(f, shape, x, y);

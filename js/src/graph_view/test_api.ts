@@ -38,6 +38,15 @@ export function testApi(
       const { scale, tx, ty } = renderer.camera;
       return [r.left + cx * scale + tx, r.top + cy * scale + ty];
     },
+    /** client coordinates of the top-left corner of the box drawing node `name` (or group). */
+    corner: (name: string): [number, number] | null => {
+      const { layout } = store;
+      const slot = store.slotOf(name);
+      if (!layout || slot === undefined) return null;
+      const r = renderer.canvas.getBoundingClientRect();
+      const { scale, tx, ty } = renderer.camera;
+      return [r.left + layout.x[slot] * scale + tx, r.top + layout.y[slot] * scale + ty];
+    },
     /** client coordinates of the middle of the drawn edge from node `src` to node `dst`. */
     locateEdge: (src: string, dst: string): [number, number] | null => {
       const { scene } = store;
@@ -57,8 +66,11 @@ export function testApi(
       const slots = names.map((n) => store.slotOf(n)).filter((s): s is number => s !== undefined);
       renderer.fit(slots);
     },
-    /** The toolbar's Fit (readable; a second call shows the whole graph). */
-    fitReadable: () => renderer.fitReadable(),
+    /** The toolbar's Fit (readable, collapsing deeper levels when needed; a second call
+     *  shows the whole graph). */
+    fitReadable: () => renderer.fitReadable(undefined, true),
+    /** The first view's fit: the whole graph if legible, else its start (no collapsing). */
+    fitStart: () => renderer.fitReadable(),
     camera: () => ({ ...renderer.camera }),
     /** Node `name`'s precision or custom badge: its text and the client coordinates of its
      *  centre; null when none is drawn. */
@@ -125,6 +137,10 @@ export function testApi(
       }
       return out;
     },
+    /** Leaves (nodes, collapsed groups) in the layout, on screen or not. */
+    leaves: () => store.layout?.kind.filter((k) => k !== KIND_FRAME).length ?? 0,
+    /** Groups drawn open (frames). */
+    frames: () => store.layout?.kind.filter((k) => k === KIND_FRAME).length ?? 0,
     breadcrumb: () => nav.breadcrumb.parts(),
     minimap: () => nav.minimap.probe(),
     nodeNames: () => [...(store.graph?.nameIndex.keys() ?? [])],

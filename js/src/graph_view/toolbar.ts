@@ -55,8 +55,8 @@ export class Toolbar {
     this.button(
       "fit",
       "Fit",
-      "Fit: the graph at a readable size from its start (press again: the whole graph)",
-      () => renderer.fitReadable(),
+      "Fit: the whole graph at a readable size, deeper levels collapsed when needed (press again: the whole graph at any size)",
+      () => renderer.fitReadable(undefined, true),
     );
     const box = this.button("box-zoom", "Box zoom", "Drag a rectangle to zoom into", () => {
       this.boxZoom = !this.boxZoom;

@@ -54,6 +54,7 @@ export class GraphViewElement {
       scene: (scene) => {
         status.textContent = `${scene.graph.nameIndex.size.toLocaleString()} nodes · ${scene.layout.ref.length.toLocaleString()} boxes shown`;
         renderer.sceneChanged();
+        tooltip.hide(); // what it named may be gone (a deleted node): the next hover says anew
       },
       layout: () => {
         renderer.layoutChanged();
@@ -61,6 +62,7 @@ export class GraphViewElement {
       },
       paint: () => renderer.invalidate(),
       patched: () => {
+        tooltip.hide();
         renderer.patched();
         editor.invalidate();
       },
@@ -78,6 +80,7 @@ export class GraphViewElement {
       if (message === null) delete root.dataset.error;
       else root.dataset.error = status.textContent = `⚠ ${message}`;
     });
+    renderer.collapse = (groups) => void requests.send("collapse", { groups });
     const selection = new Selection(model, store, renderer, requests);
     const pane = new PropertiesPane(
       root,
@@ -116,7 +119,10 @@ export class GraphViewElement {
       boxZoom: () => toolbar.boxZoom,
       selected: () => selection.current(),
       select: (names) => selection.select(names),
-      toggleGroup: (kind, group) => void requests.send(kind, { groups: [group] }),
+      toggleGroup: (kind, group) => {
+        renderer.anchor(group);
+        void requests.send(kind, { groups: [group] });
+      },
       badgeClick: (x, y) => badges.click(x, y),
       inspect: (target) => pane.show(target),
       openBody: (slot) => {

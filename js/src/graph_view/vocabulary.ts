@@ -53,16 +53,21 @@ export function subgraphIcon(x: number, y: number): [number, number, number, num
 }
 
 /** Where an edge's tensor shape is written (left-aligned, centred on y) and how wide it may
- *  be: just past its source box, in the gap between layers, never on a box, a group title or
- *  another label (_drawing.py edge_shape_at). `c` is the edge's curve (geometry.ts edgeCurve). */
+ *  be: just past its source box `a` (x, y, w, h), in the gap between layers, never on a box,
+ *  a group title or another label (_drawing.py edge_shape_at). `c` is the edge's curve
+ *  (geometry.ts edgeCurve): in LR the label ends before the curve's end. */
 export function edgeShapeAt(
+  a: [number, number, number, number],
   c: number[],
-  sourceWidth: number,
   lr: boolean,
 ): [number, number, number] {
   const spec = V.edgeShape;
   const gap = V.gap;
-  if (lr) return [c[0] + spec.pad, c[1] + spec.dy, Math.min(c[6] - c[0], gap.layer) - 2 * spec.pad];
-  const y = c[1] + spec.pad + spec.size / 2;
-  return [c[0] + spec.dx, y, sourceWidth / 2 - spec.dx + gap.order - spec.pad];
+  const [x, y, w, h] = a;
+  if (lr) {
+    const reach = c[6] > x + w ? Math.min(c[6] - x - w, gap.layer) : gap.layer;
+    return [x + w + spec.pad, y + h / 2 + spec.dy, reach - 2 * spec.pad];
+  }
+  const top = y + h + spec.pad + spec.size / 2;
+  return [x + w / 2 + spec.dx, top, w / 2 - spec.dx + gap.order - spec.pad];
 }

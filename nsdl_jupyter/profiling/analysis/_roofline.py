@@ -74,6 +74,18 @@ PRECISION_DTYPES = {
 _ITEMSIZE: dict[str, float] = {"float64": 8, "float32": 4, "tf32": 4, "float16": 2}
 _ITEMSIZE.update({"bfloat16": 2, "int8": 1})
 _ITEMSIZE.update({"float8e4m3fn": 1, "int4": 0.5})
+COUNTER_COLUMNS = ("sm_throughput_pct", "dram_throughput_pct", "tensor_active_pct")
+# The rates against the roofs, computed once the layer rows are known (`_roofs`).
+_ROOF_COLUMNS = [
+    "achieved_flops_per_s",
+    "achieved_bytes_per_s",
+    "peak_flops_per_s",
+    "peak_bytes_per_s",
+    "roof_flops_per_s",
+    "compute_pct",
+    "memory_pct",
+    "pct_of_roof",
+]
 ROOFLINE_COLUMNS = [
     "name",
     "op_type",
@@ -87,23 +99,14 @@ ROOFLINE_COLUMNS = [
     "intensity",
     "dtype",
     "roof_dtype",
-    "achieved_flops_per_s",
-    "achieved_bytes_per_s",
-    "peak_flops_per_s",
-    "peak_bytes_per_s",
-    "roof_flops_per_s",
-    "compute_pct",
-    "memory_pct",
-    "pct_of_roof",
-    "sm_throughput_pct",
-    "dram_throughput_pct",
-    "tensor_active_pct",
+    *_ROOF_COLUMNS,
+    *COUNTER_COLUMNS,
     "bound",
     "bound_source",
     "kind",
     "work_status",
 ]
-COUNTER_COLUMNS = ("sm_throughput_pct", "dram_throughput_pct", "tensor_active_pct")
+_RATE_COLUMNS = {"intensity", *_ROOF_COLUMNS, "bound", "bound_source"}
 _TENSOR_CORE_KINDS = frozenset({"gemm", "conv", "attention"})
 
 
@@ -288,21 +291,6 @@ def _layer_work(layers: pd.DataFrame, time_column: str, work: NodeWork) -> pd.Da
             **{c: float(counters[c][row]) for c in COUNTER_COLUMNS},
         })  # fmt: skip
     return pd.DataFrame(rows, columns=[c for c in ROOFLINE_COLUMNS if c not in _RATE_COLUMNS])
-
-
-_RATE_COLUMNS = {
-    "intensity",
-    "achieved_flops_per_s",
-    "achieved_bytes_per_s",
-    "peak_flops_per_s",
-    "peak_bytes_per_s",
-    "roof_flops_per_s",
-    "compute_pct",
-    "memory_pct",
-    "pct_of_roof",
-    "bound",
-    "bound_source",
-}
 
 
 def consumers(work: NodeWork) -> dict[str, set[int]]:

@@ -9,7 +9,6 @@ reports progress, can be cancelled, and turns the runner's answer and trace into
 from __future__ import annotations
 
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, w
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._node_labels import node_labels
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
-from nsdl_jupyter.profiling._runners import RUNNER, reading_answer
+from nsdl_jupyter.profiling._runners import RUNNER
 from nsdl_jupyter.profiling.gpu._ncu_counters import NCU_METRICS
 from nsdl_jupyter.profiling.gpu._report import gpu_report_parts
 from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping, fused_node_mapping
@@ -55,7 +54,7 @@ def _tail(stderr: str, lines: int = _STDERR_IN_MESSAGE) -> str:
     return "\n".join(kept)
 
 
-class ProfileJob(StagedJob):
+class ProfileJob(StagedJob[ProfileReport]):
     """A running profile: `progress`, `cancel()`, `wait()` -> ProfileReport."""
 
     def __init__(
@@ -76,12 +75,6 @@ class ProfileJob(StagedJob):
             earlier=lambda path: starts_with(path, b"["),  # onnxruntime's traces: JSON lists
             what="trace_path",
         )
-        self._lock = threading.Lock()
-        self._report: ProfileReport | None = None
-        self._error: BaseException | None = None
-        self._finished = threading.Event()
-        self._result: JobResult | None = None
-
         # Everything that can be wrong with the inputs is found before a process starts.
         arrays = None
         if settings.input_folder is not None:
@@ -106,6 +99,7 @@ class ProfileJob(StagedJob):
                 "iterations": settings.iterations,
                 "warmup": settings.warmup,
                 "intra_op_threads": settings.intra_op_threads,
+                "spin_wait": settings.spin_wait,
                 "workdir": self._workdir,
                 "inputs": {"mode": "random", "dims": settings.dim_sizes, "seed": settings.seed},
                 "io_binding": settings.io_binding,
@@ -160,11 +154,7 @@ class ProfileJob(StagedJob):
 
     @property
     def done(self) -> bool:
-        return self._finished.is_set()
-
-    def cancel(self) -> None:
-        """End the child process; `wait()` then raises ProfileCancelledError."""
-        self._job.cancel()
+        return self._ended.is_set()
 
     @property
     def stderr(self) -> str:
@@ -176,29 +166,9 @@ class ProfileJob(StagedJob):
         Raises ProfileError (the runner reported an error), RunnerCrashError (the child died)
         or ProfileCancelledError; TimeoutError when `timeout` passes first (still running).
         """
-        with self._lock:
-            if self._report is not None:
-                return self._report
-            if self._error is not None:
-                raise self._error
-            try:
-                result = self._job.wait(timeout)
-            except TimeoutError:
-                raise
-            try:
-                with reading_answer(result, "profile"):
-                    self._report = self._finish(result)
-                return self._report
-            except BaseException as exc:
-                self._error = exc
-                raise
-            finally:
-                if self._report is not None or self._error is not None:
-                    self._cleanup()
-                    self._finished.set()
+        return self._wait_once(timeout, "profile")
 
-    def _finish(self, result: JobResult) -> ProfileReport:
-        self._result = result
+    def _answer_from(self, result: JobResult) -> ProfileReport:
         self._restore_clocks_if_left(result.result)
         stderr = _tail(result.stderr)
         if result.cancelled:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from nsdl_jupyter._errors import ArgumentError
+from nsdl_jupyter._paths import output_folder, safe_file_name
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling._report import recorded_path
 
@@ -66,6 +67,7 @@ class OrtSettingsKwargs(TypedDict, total=False):
     trace_path: str | os.PathLike[str] | None
     seed: int
     intra_op_threads: int | None
+    spin_wait: bool
     full_paths: bool
     gpu_timing: bool
     metrics_interval_ms: float
@@ -90,6 +92,9 @@ class OrtProfileSettings:
     - `dim_sizes`: sizes of named free dimensions for random inputs (others = 1), or
       `input_folder`: one TensorProto `<input name>.pb` per input;
     - `trace_path`: where the raw onnxruntime trace is kept (default from the model name);
+    - `intra_op_threads`: onnxruntime's intra-op threads (None: one per core); `spin_wait`:
+      idle threads spin for work (onnxruntime's default, the lowest latency) or, False, sleep,
+      which runs sharing one machine's cores want (a sweep's side-by-side CPU runs set it);
     - `full_paths`: record absolute paths and the host name in the report's metadata (off: file
       names, or paths relative to the working folder, and no host name, so a shared report or
       notebook does not carry the user's home folder or machine name);
@@ -120,6 +125,7 @@ class OrtProfileSettings:
     trace_path: Path | None = None
     seed: int = 0
     intra_op_threads: int | None = None
+    spin_wait: bool = True
     full_paths: bool = False
     gpu_timing: bool = True
     metrics_interval_ms: float = 10.0
@@ -191,10 +197,9 @@ class OrtProfileSettings:
             raise ProfileSettingsError("intra_op_threads: use None (onnxruntime's default) or >= 1")
 
     def default_trace_path(self, model_name: str) -> Path:
-        """`<cwd>/<model>_<provider>_profile.json`: beside the notebook, named after the model."""
+        """`<model>_<provider>_profile.json` in the model's output folder (`output_folder`)."""
         short = self.provider.removesuffix("ExecutionProvider").lower()
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_name) or "model"
-        return Path(os.getcwd()) / f"{safe}_{short}_profile.json"
+        return output_folder(model_name) / f"{safe_file_name(model_name)}_{short}_profile.json"
 
     def to_json(self) -> dict[str, Any]:
         """The settings as a report's metadata records them (paths as `full_paths` says)."""

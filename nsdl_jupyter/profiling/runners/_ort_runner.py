@@ -40,7 +40,6 @@ import os
 import platform
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -313,6 +312,8 @@ def _session(
     threads = request.get("intra_op_threads")
     if threads:
         so.intra_op_num_threads = int(threads)
+    if request.get("spin_wait") is False:  # runs that share the cores: idle threads sleep
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if profile_prefix is not None:
         so.enable_profiling = True
         so.profile_file_prefix = profile_prefix
@@ -674,6 +675,26 @@ def _version_of(distribution: str) -> str | None:
         return None
 
 
+def _version_beside(module: str, locations: Any) -> str | None:
+    """The version in the `*.dist-info` beside the module whose RECORD lists it: a look at a
+    few files, where `packages_distributions()` reads every installed distribution (~1 s)."""
+    for location in locations:
+        folder = os.path.dirname(os.path.abspath(str(location)))
+        prefix = module.lower().replace("-", "_")
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(".dist-info")]
+        except OSError:
+            continue
+        for name in sorted(n for n in names if n.lower().startswith(prefix)):
+            try:
+                with open(os.path.join(folder, name, "RECORD"), encoding="utf-8") as f:
+                    if any(line.startswith((module + "/", module + ".py")) for line in f):
+                        return name[: -len(".dist-info")].rsplit("-", 1)[1]
+            except (OSError, IndexError):
+                continue
+    return None
+
+
 def _module_version(module: str) -> str | None:
     """The version of the installed distribution that provides `module` (None when the module
     cannot be imported), found by the module, not by one distribution's name: TensorRT ships
@@ -681,10 +702,14 @@ def _module_version(module: str) -> str | None:
     import importlib.util
 
     try:
-        if importlib.util.find_spec(module) is None:
-            return None
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return None
+    if spec is None:
+        return None
+    found = _version_beside(module, spec.submodule_search_locations or [spec.origin or ""])
+    if found:
+        return found
     try:
         from importlib import metadata
 
@@ -698,24 +723,46 @@ def _module_version(module: str) -> str | None:
     return "installed (version unknown)"
 
 
-def _nvidia_smi() -> dict[str, Any]:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return {"available": False, "message": "nvidia-smi is not on PATH"}
-    try:
-        done = subprocess.run(
-            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"available": False, "message": str(exc)}
-    if done.returncode != 0:
-        return {"available": False, "message": (done.stderr or done.stdout).strip()[-500:]}
-    gpus = [[f.strip() for f in line.split(",")] for line in done.stdout.splitlines() if line]
-    return {"available": True, "gpus": gpus}
+def _target_probe() -> Any:
+    """The targets' probe (nsdl_jupyter/targets/_target_probe.py): deployed beside the runner
+    files on a remote target, found in its package folder on this machine."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    packaged = os.path.join(here, os.pardir, os.pardir, "targets", "_target_probe.py")
+    if not os.path.isfile(os.path.join(here, "_target_probe.py")) and os.path.isfile(packaged):
+        return _sibling(os.path.relpath(packaged, here), "nsdl_target_probe")
+    return _sibling("_target_probe.py", "nsdl_target_probe")
+
+
+def _runtime_set(request: dict[str, Any]) -> dict[str, Any] | None:
+    """For an SSH target with a runtime set: which of the wheels asked for are here, and the
+    set's venv when it is ready. The first time through, a ready venv's python runs this check
+    again (same process, so the same process group and the same pipes)."""
+    wanted = request.get("runtime_sets")
+    if not isinstance(wanted, dict):
+        return None
+    probe = _target_probe()
+    root = str(request.get("deploy_root") or os.getcwd())
+    base = os.environ.pop("NSDL_BASE_PLATFORM", None)
+    facts = json.loads(base) if base else probe.platform_facts()
+    venv = os.environ.pop("NSDL_READY_VENV", None)
+    if base is None:
+        venv = probe.ready_venv(root, wanted.get("sets") or {}, facts)
+        if venv is not None:
+            os.environ["NSDL_BASE_PLATFORM"] = json.dumps(facts)
+            os.environ["NSDL_READY_VENV"] = venv
+            sys.stdout.flush()
+            fd = os.environ.pop(_MESSAGE_FD, None)
+            if fd is not None:
+                os.dup2(int(fd), 1)  # the messages' stdout, as the launcher gave it
+            python = os.path.join(venv, "bin", "python")
+            os.execv(python, [python, "-u", os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+    asked = [str(p) for p in wanted.get("paths") or []]
+    return {
+        "platform": facts,
+        "asked": asked,
+        "present": probe.present(root, asked),
+        "ready_venv": venv,
+    }
 
 
 def _os_name() -> str:
@@ -729,8 +776,17 @@ def _os_name() -> str:
     return f"{platform.system()} {platform.release()}"
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity, which a container can narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        return os.cpu_count() or 0
+
+
 def target_check(request: dict[str, Any]) -> dict[str, Any]:
     """What this machine offers for profiling; never raises for a missing piece."""
+    runtime_set = _runtime_set(request)
     try:
         ort: dict[str, Any] = {"available": True, **probe(request)}
     except RunnerError as exc:
@@ -744,13 +800,15 @@ def target_check(request: dict[str, Any]) -> dict[str, Any]:
         "os": _os_name(),
         "system": platform.system(),
         "arch": platform.machine(),
+        "cores": _cores(),
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "onnxruntime": ort,
         "tensorrt": _module_version("tensorrt"),
         "tensorrt_rtx": _module_version("tensorrt_rtx"),
         "trtexec": trtexec,
-        "nvidia_smi": _nvidia_smi(),
+        "nvidia_smi": _target_probe().nvidia_smi(),
+        "runtime_sets": runtime_set,
         "disk_free_bytes": usage.free,
         "host": platform.node(),
     }

@@ -29,6 +29,7 @@ Keep it runnable on Python 3.8+, like `_ort_runner.py`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -951,6 +952,9 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
             "TrtSettingsError", "; ".join(refused), backend=backend, version=version
         )
     t0 = time.perf_counter()
+    cached = _engine_cache(request, settings, backend, version)
+    if cached is not None and (found := _reuse_engine(cached, request["output"])) is not None:
+        return found
     if backend == "trtexec":
         result = _build_trtexec(request, version)
     else:
@@ -967,7 +971,81 @@ def build(request: dict[str, Any]) -> dict[str, Any]:
     metadata["network"] = result.get("network")
     result["metadata"] = request["output"] + ".build.metadata.json"
     _write_atomic(result["metadata"], json.dumps(metadata, indent=1).encode("utf-8"))
+    if cached is not None:
+        _keep_engine(cached, request["output"], result)
     return result
+
+
+# ---- the engine cache of a target ---------------------------------------------------------
+
+_ENGINE_FILES = ("", ".build.log", ".graph.json", ".build.metadata.json")
+
+
+def _engine_cache(
+    request: dict[str, Any], settings: dict[str, Any], backend: str, version: str
+) -> str | None:
+    """The folder of this build in the target's engine cache, keyed by (model, settings,
+    TensorRT backend and version, GPU); None when the request asks for no cache."""
+    wanted = request.get("engine_cache")
+    if not isinstance(wanted, dict) or not wanted.get("folder") or not wanted.get("model"):
+        return None
+    gpus = _common._gpu_names()
+    device = int(settings.get("device_index", 0))
+    identity = {
+        "model": str(wanted["model"]),
+        "settings": settings,
+        "backend": backend,
+        "version": version,
+        "gpu": gpus[device] if device < len(gpus) else "nogpu",
+    }
+    text = json.dumps(identity, sort_keys=True, default=str)
+    key = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    return os.path.join(str(wanted["folder"]), key)
+
+
+def _rebase(value: Any, old: str, new: str) -> Any:
+    """`value` with the paths under `old` moved under `new`."""
+    if isinstance(value, str) and value.startswith(old):
+        return new + value[len(old) :]
+    if isinstance(value, dict):
+        return {k: _rebase(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebase(v, old, new) for v in value]
+    return value
+
+
+def _reuse_engine(folder: str, out: str) -> dict[str, Any] | None:
+    """The stored build's answer with its files placed at `out`, or None when not stored."""
+    try:
+        with open(os.path.join(folder, "answer.json"), encoding="utf-8") as f:
+            stored = json.load(f)
+        for suffix in _ENGINE_FILES:
+            source = os.path.join(folder, "engine" + suffix)
+            if os.path.exists(source):
+                shutil.copyfile(source, out + suffix)
+    except (OSError, ValueError):
+        return None
+    os.utime(os.path.join(folder, "answer.json"))  # its last use, which eviction goes by
+    result = _rebase(stored, os.path.join(folder, "engine"), out)
+    result["engine_cache"] = {"hit": True, "folder": folder}
+    emit("progress", phase="build", step="engine cache", depth=0, done=1, total=1, fraction=1.0)
+    return dict(result)
+
+
+def _keep_engine(folder: str, out: str, result: dict[str, Any]) -> None:
+    """Store the build's files and answer in the engine cache (complete or not at all)."""
+    partial = f"{folder}.partial-{os.getpid()}"
+    try:
+        os.makedirs(partial, exist_ok=True)
+        for suffix in _ENGINE_FILES:
+            if os.path.exists(out + suffix):
+                shutil.copyfile(out + suffix, os.path.join(partial, "engine" + suffix))
+        stored = _rebase(result, out, os.path.join(folder, "engine"))
+        _write_atomic(os.path.join(partial, "answer.json"), json.dumps(stored).encode("utf-8"))
+        os.replace(partial, folder)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)  # another build stored it first: fine
+    result["engine_cache"] = {"hit": False, "folder": folder}
 
 
 def capability(request: dict[str, Any]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ rejects. Nothing here imports TensorRT.
 
 from __future__ import annotations
 
+import posixpath
 import tempfile
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +49,8 @@ class EngineExport:
     optimization level, aux streams, workspace, profiles...) and `ignored` names the settings it
     does not hold although they were set (TensorRT-RTX 1.7 keeps its own hardware
     compatibility level, for one); `timing_cache` says whether a
-    cache was loaded and saved, `build_s` is TensorRT's build time alone. `inspector` is the
+    cache was loaded and saved (`answer["engine_cache"]`: whether an SshTarget's engine cache
+    gave the engine, `hit`), `build_s` is TensorRT's build time alone. `inspector` is the
     engine inspector's layer JSON, None where the engine could not be loaded (no GPU).
     """
 
@@ -152,7 +153,7 @@ def _raise_for(
     return result.result
 
 
-class EngineJob(StagedJob):
+class EngineJob(StagedJob[EngineExport]):
     """A running engine build: `progress`, `cancel()`, `wait()` -> EngineExport."""
 
     def __init__(
@@ -167,10 +168,6 @@ class EngineJob(StagedJob):
         super().__init__(target)
         self.source, self.output, self.settings = source, output, settings
         self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._export: EngineExport | None = None
-        self._error: BaseException | None = None
-        self._result: JobResult | None = None
         try:
             self._workdir = target.make_workdir()
             remote_model = _put_model(target, source, self._stage, self._workdir)
@@ -180,7 +177,7 @@ class EngineJob(StagedJob):
                 "model": remote_model,
                 "output": _remote_output(self._workdir, output.name, source, remote_model),
                 "settings": settings.to_request(),
-                "cache_dir": settings.cache_dir,
+                **target_caches(target, settings, remote_model),
                 "workdir": self._workdir,
             }
             self._job = self._start(RUNNER, request, debug_crash_at)
@@ -213,24 +210,10 @@ class EngineJob(StagedJob):
 
     def wait(self, timeout: float | None = None) -> EngineExport:
         """The export once the build has ended; TimeoutError when `timeout` passes first."""
-        with self._lock:
-            if self._export is not None:
-                return self._export
-            if self._error is not None:
-                raise self._error
-            try:
-                self._result = self._job.wait(timeout)
-            except TimeoutError:
-                raise
-            try:
-                with reading_answer(self._result, "build the engine"):
-                    self._export = self._finish(_raise_for(self._result, self.source, "build"))
-                return self._export
-            except BaseException as exc:
-                self._error = exc
-                raise
-            finally:
-                self._cleanup()
+        return self._wait_once(timeout, "build the engine")
+
+    def _answer_from(self, result: JobResult) -> EngineExport:
+        return self._finish(_raise_for(result, self.source, "build"))
 
     def _finish(self, answer: dict[str, Any]) -> EngineExport:
         self.target.get(answer["engine"], self.output)
@@ -340,6 +323,21 @@ def _remote_output(workdir: str, name: str, source: ModelSource, remote_model: s
     while name in taken or any(f"{name}{suffix}" in taken for suffix in _SIDE_FILES):
         name = f"engine-{name}"
     return f"{workdir}/{name}"
+
+
+def target_caches(target: Target, settings: TrtSettings, model: str | None) -> dict[str, Any]:
+    """The request fields that keep TensorRT's timing caches and the engines built from `model`
+    (its path on the target) in a target's own cache folders, where it has them (SshTarget:
+    its deploy folder, so cache_info, clear_cache and the size cap cover them); an identical
+    build later reuses the stored engine. Elsewhere: the settings' cache_dir alone."""
+    folder_of = getattr(target, "cache_folder", None)
+    if folder_of is None:
+        return {"cache_dir": settings.cache_dir}
+    fields: dict[str, Any] = {"cache_dir": settings.cache_dir or folder_of("tensorrt")}
+    if model is not None:  # deployed into a folder named by the model's content hash
+        digest = posixpath.basename(posixpath.dirname(model))
+        fields["engine_cache"] = {"folder": folder_of("engines"), "model": digest}
+    return fields
 
 
 def _put_model(target: Target, source: ModelSource, stage: Path, workdir: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,7 @@ from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
 from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, recorded_path
-from nsdl_jupyter.profiling._runners import reading_answer
-from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for
+from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for, target_caches
 from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings
 from nsdl_jupyter.profiling.tensorrt._trtexec import load_trtexec
 from nsdl_jupyter.targets import JobResult, LocalTarget, Target
@@ -134,7 +132,7 @@ def _opt_shapes(settings: TrtSettings, index: int) -> dict[str, list[int]]:
     return {name: list(dims["opt"]) for name, dims in profiles[index].items()}
 
 
-class TrtProfileJob(StagedJob):
+class TrtProfileJob(StagedJob[ProfileReport]):
     """A running TensorRT profile: `progress`, `cancel()`, `wait()` -> ProfileReport."""
 
     def __init__(
@@ -149,10 +147,6 @@ class TrtProfileJob(StagedJob):
     ) -> None:
         self.source, self.engine, self.settings, self.options = source, engine, settings, options
         self.built_as = built_as(engine) if engine is not None else {}
-        self._lock = threading.Lock()
-        self._report: ProfileReport | None = None
-        self._error: BaseException | None = None
-        self._result: JobResult | None = None
         if self.built_as.get("refit") == "stripped" and source is None:
             raise ProfileSettingsError(
                 "this engine was built weight-stripped (refit='stripped'): pass the ONNX model "
@@ -174,7 +168,7 @@ class TrtProfileJob(StagedJob):
                 "kind": "trt_profile",
                 "protocol": 1,
                 "settings": settings.to_request(),
-                "cache_dir": settings.cache_dir,
+                **target_caches(target, settings, None),
                 "workdir": self._workdir,
                 "passes": options.passes,
                 "iterations": options.iterations,
@@ -190,6 +184,7 @@ class TrtProfileJob(StagedJob):
             }
             if source is not None:
                 request["model"] = _put_model(target, source, self._stage, self._workdir)
+                request.update(target_caches(target, settings, request["model"]))
             if engine is not None:
                 request["engine"] = target.put(engine, self._workdir)
             else:
@@ -228,30 +223,13 @@ class TrtProfileJob(StagedJob):
     def done(self) -> bool:
         return self._job.done
 
-    def cancel(self) -> None:
-        """End the run (SIGTERM, then SIGKILL after a grace period); `wait()` then raises
-        ProfileCancelledError."""
-        self._job.cancel()
-
     def wait(self, timeout: float | None = None) -> ProfileReport:
         """The report once the run has ended; TimeoutError when `timeout` passes first."""
-        with self._lock:
-            if self._report is not None:
-                return self._report
-            if self._error is not None:
-                raise self._error
-            self._result = self._job.wait(timeout)
-            self._restore_clocks_if_left(self._result.result)
-            try:
-                with reading_answer(self._result, "profile with TensorRT"):
-                    answer = _raise_for(self._result, self.source, "profile", ProfileError)
-                    self._report = self._finish(answer)
-                return self._report
-            except BaseException as exc:
-                self._error = exc
-                raise
-            finally:
-                self._cleanup()
+        return self._wait_once(timeout, "profile with TensorRT")
+
+    def _answer_from(self, result: JobResult) -> ProfileReport:
+        self._restore_clocks_if_left(result.result)
+        return self._finish(_raise_for(result, self.source, "profile", ProfileError))
 
     def _finish(self, answer: dict[str, Any]) -> ProfileReport:
         self._set_progress(Progress("parsing", 0, 1, 0.96))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 
+from nsdl_jupyter._trt_shapes import check_min_opt_max, size_list
 from nsdl_jupyter.document import LayerPrecision, TensorRtProperties
 from nsdl_jupyter.profiling._errors import TrtSettingsError
 from nsdl_jupyter.profiling.ort._settings import replace_known
@@ -55,16 +56,6 @@ def _choice(name: str, value: Any, kind: Any) -> None:
         raise TrtSettingsError(f"{name}={value!r}: use one of {', '.join(map(repr, options))}")
 
 
-def _dims(where: str, value: Any) -> list[int]:
-    if not isinstance(value, (list, tuple)) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value
-    ):
-        raise TrtSettingsError(
-            f"{where}={value!r}: give a list of sizes >= 0, e.g. [1, 3, 224, 224]"
-        )
-    return [int(d) for d in value]
-
-
 def _profile(index: int, profile: Any) -> dict[str, dict[str, list[int]]]:
     if not isinstance(profile, dict) or not profile:
         raise TrtSettingsError(
@@ -76,15 +67,11 @@ def _profile(index: int, profile: Any) -> dict[str, dict[str, list[int]]]:
         where = f"optimization_profiles[{index}][{name!r}]"
         if not isinstance(shapes, dict) or set(shapes) != {"min", "opt", "max"}:
             raise TrtSettingsError(f"{where}: give exactly the keys 'min', 'opt', 'max'")
-        dims = {k: _dims(f"{where}[{k!r}]", shapes[k]) for k in ("min", "opt", "max")}
-        lo, mid, hi = dims["min"], dims["opt"], dims["max"]
-        if not len(lo) == len(mid) == len(hi) or any(
-            not a <= b <= c for a, b, c in zip(lo, mid, hi, strict=True)
-        ):
-            raise TrtSettingsError(
-                f"{where}: min, opt and max need the same rank and min <= opt <= max in every "
-                f"dimension (got {dims})"
-            )
+        dims = {
+            k: size_list(f"{where}[{k!r}]", shapes[k], TrtSettingsError)
+            for k in ("min", "opt", "max")
+        }
+        check_min_opt_max(where, dims, TrtSettingsError)
         one[str(name)] = dims
     return one
 

@@ -1,6 +1,8 @@
 """Designer: the default workspace in one widget: the graph in the centre, the palette and
 layer explorer on the left, the parameter and initializer editors on the right, type
-checking below, and a toolbar (save, save as, undo, redo, arrange, grid, export image).
+checking below, and a toolbar (save, save as, undo, redo, arrange, grid, export image, and
+the whole-model actions: Profile Model, Export TensorRT Engine, Global Modifications, each
+opened in a tab of the right pane).
 
 Selection flows from the GraphView to every tool window and back (a tool window that picks
 a node selects it in the graph, which brings it into view). Ctrl+Z / Ctrl+Y / Ctrl+S act on
@@ -17,7 +19,7 @@ import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import ipywidgets as widgets
 import traitlets
@@ -62,9 +64,11 @@ from nsdl_jupyter.widgets.graph._graph_view import GraphView
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
+    from nsdl_jupyter.widgets.designer._global_modifications import GlobalModifications
     from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
 
 _serial = itertools.count(1)
+_Panel = TypeVar("_Panel")
 
 
 class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
@@ -132,8 +136,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.right.tabs.observe(self._on_right_tab, names="selected_index")
         self.bodies = BodyTabs(self)
         self.functions.on_open(self.bodies.open_function)
-        self.activity: ActivityPanel | None = None  # "Profile from here" on the canvas
-        self.dock = ProfileDock()  # ... shows it below the canvas, across the whole width
+        self.activity: ActivityPanel | None = None  # the profile shown (tab or dock)
+        self.dock = ProfileDock()  # "Profile from here": below the canvas, the whole width
+        self.modifications: GlobalModifications | None = None  # the Modify tab
         self._remove_profile = self.graph.on_profile(self.profile_from)
         body = widgets.HBox([self.left, self.bodies.tabs, self.right])
         body.add_class("nsdl-designer-body")
@@ -178,6 +183,15 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.export_button = icon_button(
             "Export image", "write the canvas as PNG, JPEG or SVG to the path", "image"
         )
+        self.profile_button = icon_button(
+            "Profile Model", "profile the whole model with ONNX Runtime or TensorRT", "tachometer"
+        )
+        self.engine_button = icon_button(
+            "Export TensorRT Engine", "build a TensorRT engine of the model", "cogs"
+        )
+        self.modify_button = icon_button(
+            "Global Modifications", "FP16, sanitize, opset, tensor dtype, user tools", "magic"
+        )
         for part, css in (
             (self.save_button, "save"),
             (self.save_as_button, "save-as"),
@@ -186,6 +200,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             (self.arrange_button, "arrange"),
             (self.grid_toggle, "grid"),
             (self.export_button, "export"),
+            (self.profile_button, "profile-model"),
+            (self.engine_button, "export-engine"),
+            (self.modify_button, "modify"),
         ):
             part.add_class(f"nsdl-tb-{css}")
         widgets.link((self.grid_toggle, "value"), (self.graph, "show_grid"))
@@ -195,6 +212,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.redo_button.on_click(lambda _b: self.redo())
         self.arrange_button.on_click(lambda _b: self.bodies.active.graph.arrange())
         self.export_button.on_click(lambda _b: self.export_image(self.save_as_path.value))
+        self.profile_button.on_click(lambda _b: self.profile_model())
+        self.engine_button.on_click(lambda _b: self.export_engine())
+        self.modify_button.on_click(lambda _b: self.global_modifications())
         self.status = MessageLine("nsdl-designer-status")
         self.dirty_label = widgets.HTML()
         self.dirty_label.add_class("nsdl-dirty")
@@ -208,6 +228,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
                 self.arrange_button,
                 self.grid_toggle,
                 self.export_button,
+                self.profile_button,
+                self.engine_button,
+                self.modify_button,
                 self.palette.quick_add,
                 self.dirty_label,
             ],
@@ -362,13 +385,68 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         except (DocumentError, TransformError, WidgetError) as error:
             self.status.show(str(error))
             return None
-        panel = ActivityPanel(path, graph_view=self.graph)
-        if self.activity is not None:
-            self.activity.close()
-        self.activity = panel
-        self.dock.show(panel, f"Profile from {nodes[0]}")
+        panel = self._show_profile(
+            ActivityPanel(path, graph_view=self.graph), dock=f"Profile from {nodes[0]}"
+        )
         self.status.show(f"profiling {count} nodes from {nodes[0]} ({path.name})", "note")
         panel.run()
+        return panel
+
+    def profile_model(self, framework: str = "ort") -> ActivityPanel:
+        """Profile Model: the whole model in the Profile tab, on `framework` ("ort" or
+        "tensorrt": passes, prebuilt engine, clocks), ready to run (its Profile button)."""
+        from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel
+
+        panel = self.activity
+        if panel is None or panel.model is not self.doc or panel.status == "running":
+            panel = ActivityPanel(self.doc, graph_view=self.graph, framework=framework)
+        panel.framework = framework
+        return self._show_profile(panel)
+
+    def export_engine(self) -> ActivityPanel:
+        """Export TensorRT Engine: the Profile tab on TensorRT (builder settings, engine path,
+        Export with progress and cancel; the result names the file, its size, the build time)."""
+        return self.profile_model("tensorrt")
+
+    def global_modifications(self) -> GlobalModifications:
+        """The Global Modifications dialog in the Modify tab (FP16, sanitize, opset, tensor
+        dtype, user tools; one undo step each)."""
+        from nsdl_jupyter.widgets.designer._global_modifications import GlobalModifications
+
+        if self.modifications is None:
+            self.modifications = GlobalModifications(self.doc)
+        return self._show_in_right("Modify", self.modifications)
+
+    def _show_profile(self, panel: ActivityPanel, dock: str | None = None) -> ActivityPanel:
+        """Show `panel` in place of the profile shown before: in the Profile dock below the
+        canvas titled `dock` (Profile from here), else in the right pane's Profile tab."""
+        tabs = self.right.tabs
+        former = self.activity
+        if former is not None and former is not panel:
+            former.close()
+            if self.dock.content is former:
+                self.dock.hide()
+            if former in tabs.children:
+                index = tabs.children.index(former)
+                rest = () if dock else (panel,)  # replaced in place, or its tab goes
+                tabs.children = (*tabs.children[:index], *rest, *tabs.children[index + 1 :])
+                if not dock:
+                    tabs.set_title(index, "Profile")
+        self.activity = panel
+        if dock:
+            self.dock.show(panel, dock)
+            return panel
+        return self._show_in_right("Profile", panel)
+
+    def _show_in_right(self, title: str, panel: _Panel) -> _Panel:
+        """Select `panel`'s tab of the right pane (added as `title` if new), expanded."""
+        tabs = self.right.tabs
+        if panel in tabs.children:
+            index = tabs.children.index(panel)
+        else:
+            index = self.right.add(title, panel)
+        tabs.selected_index = index
+        self.right.expanded = True
         return panel
 
     def close(self) -> None:
@@ -390,6 +468,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             getattr(self, "graph", None),
             getattr(self, "shortcuts", None),
             getattr(self, "activity", None),
+            getattr(self, "modifications", None),
         ):
             if part is not None:
                 part.close()

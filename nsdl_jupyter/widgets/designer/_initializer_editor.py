@@ -3,7 +3,8 @@ of the selected node (lower part).
 
 Upper: filter by name and dtype; shape, size and location per initializer; create (literal,
 .npy file, or generated with the fill methods the dtype allows, the others disabled);
-delete (disconnects its users); open in the tensor editor (statistics and one page of values).
+delete (disconnects its users); open in the tensor editor (statistics and one page of values,
+whose cells edit the initializer: one undo step each).
 Lower: per input of the selected node, a searchable list to switch the initializer, a
 disconnect button and a preview; free inputs get "connect initializer".
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as widgets
+import numpy as np
 import traitlets
 
 from nsdl_jupyter._display import html_text, neutralize
@@ -32,6 +34,7 @@ from nsdl_jupyter.editors import (
     filter_rows,
     initializer_rows,
     input_slots,
+    set_initializer_value,
 )
 from nsdl_jupyter.widgets.designer._tensor_editor import TensorEditor
 from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
@@ -57,6 +60,7 @@ class InitializerEditor(ToolWindow):
         self._binding = False
         self._active = True
         self._slots_stale = False
+        self._tensor_name: str | None = None  # the initializer the tensor editor shows
         # ---- upper part: the table
         self.filter_box = widgets.Text(
             placeholder="filter by name",
@@ -180,6 +184,7 @@ class InitializerEditor(ToolWindow):
             return
         if event.initializers or event.edges or event.source == "load" or event.renamed:
             self.refresh()
+            self._follow_tensor(event)
         names = set(self.selected)
         renamed = dict(event.renamed)
         if any(old in names for old in renamed) or names & event.removed:
@@ -229,10 +234,34 @@ class InitializerEditor(ToolWindow):
             self.table_error.show(f"no initializer named {name!r}")
             return
         self.table_error.show(None)
+        self._show_tensor(name)
+        self._list_rows()
+
+    def _show_tensor(self, name: str, keep_position: bool = False) -> None:
+        value = self.doc.graph.initializers[name]
         location = self.doc.external_location(name)
         where = f" (external: {location.location})" if location else ""
-        self.tensor_editor.show(value.const_value, title=f"{name}{where}")
-        self._list_rows()
+
+        def edit(array: np.ndarray) -> str | None:
+            return set_initializer_value(self.doc, name, array)
+
+        self.tensor_editor.show(
+            value.const_value, title=f"{name}{where}", on_edit=edit, keep_position=keep_position
+        )
+        self._tensor_name = name
+
+    def _follow_tensor(self, event: ChangeEvent) -> None:
+        """The shown initializer after an edit, an undo or a rename (closed when deleted)."""
+        name = self._tensor_name
+        if name is None or self.tensor_editor.grid is None:
+            return
+        name = dict(event.renamed).get(name, name)
+        if name in self.doc.graph.initializers:
+            self._show_tensor(name, keep_position=True)
+        else:
+            self._tensor_name = None
+            self.tensor_editor.clear()
+            self._list_rows()
 
     def _list_rows(self) -> None:
         """A shorter list while the tensor editor is open leaves its values more room."""

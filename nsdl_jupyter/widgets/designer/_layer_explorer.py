@@ -1,4 +1,5 @@
-"""LayerExplorer: the model's layers as a list, grouped by type or name scope, filtered by
+"""LayerExplorer: the model's layers as a list, grouped by type or name scope, sorted (graph
+order, name, op type, or how many nodes share the op type; either direction), filtered by
 name, by type and by attribute values (the Filters button shows how many are active).
 
 Choosing a row and pressing "Go to" (or double-clicking it inside the Designer) selects the
@@ -20,11 +21,18 @@ from nsdl_jupyter._display import html_text, neutralize
 from nsdl_jupyter.document import NO_CONSTRAINT, ChangeEvent, DocumentError, ModelDocument
 from nsdl_jupyter.editors import (
     COMPARISONS,
+    LAYER_SORTS,
     AttributeCondition,
     LayerExplorerState,
     ListEntry,
 )
-from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._tool_window import (
+    MessageLine,
+    ToolWindow,
+    button,
+    sort_dropdown,
+    style_widget,
+)
 
 _GROUPINGS = (("flat", "none"), ("by type", "type"), ("by scope", "scope"))
 
@@ -54,6 +62,7 @@ class LayerExplorer(ToolWindow):
         self.filters_button.add_class("nsdl-filters-button")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="none")
         self.group_by.style.button_width = "78px"
+        self.sort = sort_dropdown(LAYER_SORTS, "nsdl-layer-sort")
         self.show_constants = widgets.Checkbox(
             value=self.state.filter.show_constants, description="show constants", indent=False,
             layout=widgets.Layout(width="auto"),
@@ -84,6 +93,7 @@ class LayerExplorer(ToolWindow):
 
         self.filter_box.observe(lambda _c: self._apply_filter(), names="value")
         self.group_by.observe(self._on_group_by, names="value")
+        self.sort.observe(self._on_sort, names="value")
         self.show_constants.observe(self._on_constants, names="value")
         self.filters_button.observe(lambda c: self._show_advanced(c["new"]), names="value")
         self.list.observe(self._on_list, names="value")
@@ -97,6 +107,7 @@ class LayerExplorer(ToolWindow):
             widgets.HBox([self.filter_box, self.filters_button]),
             self.advanced,
             self.group_by,
+            self.sort,
             self.show_constants,
             widgets.HTML("<span class='nsdl-note'>layer  ·  type  ·  TRT-Prec</span>"),
             self.list,
@@ -214,6 +225,10 @@ class LayerExplorer(ToolWindow):
 
     def _on_group_by(self, change: dict[str, Any]) -> None:
         self.state.set_group_by(change["new"])
+        self._render()
+
+    def _on_sort(self, change: dict[str, Any]) -> None:
+        self.state.set_order(change["new"])
         self._render()
 
     def _turn(self, delta: int) -> None:

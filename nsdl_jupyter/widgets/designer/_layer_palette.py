@@ -1,6 +1,7 @@
 """LayerPalette: every operator of the model's imported opsets (ORT contrib ops when their
 domain is imported) and its local functions, grouped by category, domain or name and
-filterable; adding one places
+filterable and sortable (name, category, domain, or how many nodes use it); adding one (Add,
+a double-click, or a drag onto the canvas, which places it where it is dropped) places
 a new node with a generated unique name and selects it, so the graph view centres on it.
 The quick-add box finds an operator by typing (Enter adds the best match)."""
 
@@ -14,13 +15,22 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import (
+    PALETTE_SORTS,
     PaletteEntry,
     PaletteIndex,
     add_operator,
     entry_for_text,
     explain_missing,
+    operator_counts,
 )
-from nsdl_jupyter.widgets.designer._tool_window import MessageLine, ToolWindow, button, style_widget
+from nsdl_jupyter.widgets.designer._operator_list import OperatorList
+from nsdl_jupyter.widgets.designer._tool_window import (
+    MessageLine,
+    ToolWindow,
+    button,
+    sort_dropdown,
+    style_widget,
+)
 
 _GROUPINGS = (("category", "category"), ("domain", "domain"), ("name", "name"))
 
@@ -36,7 +46,7 @@ class LayerPalette(ToolWindow):
         self.current: PaletteEntry | None = None
         self._functions = self._known()
         self.added: list[str] = []
-        self._lists: list[widgets.Select] = []
+        self._lists: list[OperatorList] = []
         self._binding = False
         self.filter_box = widgets.Text(
             placeholder="filter operators",
@@ -46,6 +56,7 @@ class LayerPalette(ToolWindow):
         self.filter_box.add_class("nsdl-palette-filter")
         self.group_by = widgets.ToggleButtons(options=list(_GROUPINGS), value="category")
         self.group_by.style.button_width = "84px"
+        self.sort = sort_dropdown(PALETTE_SORTS, "nsdl-palette-sort")
         self.groups = widgets.Accordion()
         self.groups.add_class("nsdl-palette-list")
         self.details = widgets.HTML()
@@ -73,6 +84,7 @@ class LayerPalette(ToolWindow):
         self.quick_message = MessageLine("nsdl-quick-message")
         self.filter_box.observe(lambda _c: self._render_groups(), names="value")
         self.group_by.observe(lambda _c: self._render_groups(), names="value")
+        self.sort.observe(lambda _c: self._render_groups(), names="value")
         self.add_button.on_click(lambda _b: self.add_current())
         self.count = widgets.HTML()
         self.children = [
@@ -81,6 +93,7 @@ class LayerPalette(ToolWindow):
             self.quick_message,
             widgets.HBox([self.filter_box]),
             self.group_by,
+            self.sort,
             self.count,
             self.groups,
             self.details,
@@ -96,6 +109,8 @@ class LayerPalette(ToolWindow):
 
     def _on_document_event(self, event: ChangeEvent) -> None:
         # local functions come and go with plain edits (create, delete, undo): compare keys
+        if self.sort.value.key == "count" and (event.added or event.removed):
+            self._render_groups()
         if event.metadata or event.source == "load" or self._functions != self._known():
             self._functions = self._known()
             index = self._index()
@@ -109,14 +124,15 @@ class LayerPalette(ToolWindow):
 
     # ------------------------------------------------------------------ drawing
     def _render_groups(self) -> None:
-        groups = self.index.groups(self.group_by.value, self.filter_box.value)
+        order = self.sort.value
+        counts = operator_counts(self.doc) if order.key == "count" else None
+        groups = self.index.groups(self.group_by.value, self.filter_box.value, order, counts)
         for old in self._lists:
             old.close()
         lists = []
         for _title, entries in groups:
-            choice = widgets.Select(
+            choice = OperatorList(
                 options=[(e.op_type if not e.domain else e.key, e.key) for e in entries],
-                value=None,
                 rows=min(8, max(2, len(entries))),
                 layout=widgets.Layout(width="auto"),
             )

@@ -114,6 +114,10 @@ STYLE = f"""<style>
 .nsdl-designer-toolbar > .nsdl-dirty {{ flex: 0 1 auto; min-width: 0; overflow: hidden;
   white-space: nowrap; text-overflow: ellipsis; }}
 .nsdl-designer-toolbar > .nsdl-icon-button {{ width: 34px !important; padding: 0; }}
+.nsdl-side-pane .widget-tab-contents > .nsdl-activity-panel {{ height: 100%;
+  overflow-x: hidden; overflow-y: auto; }}
+.nsdl-side-pane .nsdl-activity-panel .widget-tab > .widget-tab-contents {{ flex: 0 0 auto;
+  overflow: visible; }}
 </style>"""
 
 

@@ -1,8 +1,9 @@
 """TensorEditor: statistics and a paged grid of a tensor's values.
 
 Only the statistics and the current page reach the browser, never the whole tensor. With an
-`on_edit` callback (tensor and list attributes) the cells are editable: a changed cell gives
-a new array to the callback, which applies it through the document (one undo step).
+`on_edit` callback (tensor and list attributes, initializers) the cells are editable: a
+changed cell is parsed for the tensor's dtype (numbers only, never evaluated as code) and
+gives a new array to the callback, which applies it through the document (one undo step).
 """
 
 from __future__ import annotations
@@ -59,7 +60,17 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         ):
             b.on_click(lambda _b, d=delta: self._move(*d))
         self.close_button.on_click(lambda _b: self.clear())
-        navigation = widgets.HBox([self.up, self.down, self.left, self.right, self.close_button])
+        # large tensors: jump to an element by its index instead of paging there
+        self.index_box = widgets.Text(
+            placeholder="go to index, e.g. 0, 3",
+            continuous_update=False,
+            layout=widgets.Layout(flex="1 1 auto", width="auto", min_width="0"),
+        )
+        self.index_box.add_class("nsdl-tensor-goto")
+        self.index_box.observe(lambda c: c["new"].strip() and self.go_to(c["new"]), names="value")
+        navigation = widgets.HBox(
+            [self.up, self.down, self.left, self.right, self.index_box, self.close_button]
+        )
         navigation.add_class("nsdl-tensor-navigation")
         # the one scroll area of the values (the buttons above it stay in view)
         self.body = widgets.VBox([self.position, self.stats, self.page_html, self.cell_grid])
@@ -113,13 +124,30 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
         if self.grid is None or self._on_edit is None:
             return "this tensor is read-only here"
         try:
-            array = self.grid.with_cell(row, column, text)
+            edit = self.grid.edit_cell(row, column, text)
+        except TensorEditError as error:
+            self.error.show(str(error))
+            self._render_page()  # the cell shows the value the tensor still holds
+            return str(error)
+        problem = self._on_edit(edit.array)
+        if problem is None and edit.note:
+            self.error.show(edit.note, "note")
+        else:
+            self.error.show(problem)
+        return problem
+
+    def go_to(self, text: str) -> str | None:
+        """Show the page holding element index `text` (``2, 0, 17``); the error, or None."""
+        if self.grid is None:
+            return "no tensor is shown"
+        try:
+            self.grid.find(text)
         except TensorEditError as error:
             self.error.show(str(error))
             return str(error)
-        problem = self._on_edit(array)
-        self.error.show(problem)
-        return problem
+        self.error.show(None)
+        self._render_page()
+        return None
 
     # ------------------------------------------------------------------ drawing
     def _move(self, rows: int, columns: int) -> None:
@@ -142,6 +170,7 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
             b.layout.display = "" if down_pages > 1 else "none"
         for b in (self.left, self.right):
             b.layout.display = "" if across_pages > 1 else "none"
+        self.index_box.layout.display = "" if down_pages * across_pages > 1 else "none"
         if self._on_edit is None:
             self.cell_grid.layout.display = "none"
             self.page_html.layout.display = ""

@@ -5,7 +5,7 @@ windows work in JupyterLab, Notebook 7 and VS Code without custom JavaScript."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -15,6 +15,7 @@ from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
+from nsdl_jupyter.editors import sort_choices
 
 _MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
 _CELL = "border: 1px solid var(--jp-border-color2, #e0e0e0); padding: 1px 6px; text-align: right;"
@@ -131,3 +132,17 @@ def icon_button(name: str, tooltip: str, icon: str) -> widgets.Button:
     )
     part.add_class("nsdl-icon-button")
     return part
+
+
+def sort_dropdown(keys: Sequence[str], css_class: str) -> widgets.Dropdown:
+    """A list's sort order: each key in both directions, labelled with the true direction."""
+    choices = sort_choices(keys)
+    dropdown = widgets.Dropdown(
+        options=choices,
+        value=choices[0][1],
+        description="sort",
+        style={"description_width": "auto"},
+        layout=widgets.Layout(width="auto", max_width="100%"),
+    )
+    dropdown.add_class(css_class)
+    return dropdown

@@ -14,7 +14,7 @@ import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import onnx_ir as ir
 
@@ -27,22 +27,25 @@ from nsdl_jupyter.document import (
     layout_coordinate,
 )
 from nsdl_jupyter.document.edits import SetMapping
-from nsdl_jupyter.editors import PaletteIndex, add_operator, entry_for_text
-from nsdl_jupyter.transforms import carried_nodes, extract_subgraph
 from nsdl_jupyter.widgets._errors import WidgetError
 from nsdl_jupyter.widgets._messages import (
     AddAt,
     Done,
+    Empty,
     Extract,
     Link,
     Move,
     Nodes,
+    Operators,
     Precision,
     Rename,
     Terminals,
     Unlink,
 )
 from nsdl_jupyter.widgets._protocol import Handler
+
+if TYPE_CHECKING:
+    from nsdl_jupyter.editors import PaletteIndex
 
 _MAX_TERMINAL_NODES = 2000  # the canvas asks only for boxes on screen at a readable zoom
 _MAX_PART = 100  # of a node name in an extracted file's name: file names end at 255 bytes
@@ -76,6 +79,7 @@ class CanvasEdits:
             "extract": self.extract,
             "profile": self.profile,
             "add_at": self.add_at,
+            "operators": self.operators,
         }
 
     def _doc(self) -> ModelDocument:
@@ -186,20 +190,30 @@ class CanvasEdits:
         return _done(doc)
 
     def add_at(self, payload: AddAt) -> Done:
-        """Quick add at the pointer: the operator typed, fed from the selected node like the
-        Designer's quick add, its box where the pointer is."""
+        """Quick add at the pointer, or an operator dropped from the palette: the operator
+        typed (or dragged), its box where the pointer is; quick add (`link`) feeds it from the
+        selected node like the Designer's quick add."""
+        # imported on use: the editors and transforms packages would slow the first view
+        from nsdl_jupyter.editors import add_operator, entry_for_text
+
         doc = self._doc()
         _canvas_point(payload["x"], payload["y"])  # refused before the node is added
         imports = doc.opset_imports
-        entry, problem = entry_for_text(PaletteIndex(imports), payload["text"], imports)
+        entry, problem = entry_for_text(_palette(doc), payload["text"], imports)
         if entry is None:
             raise WidgetError(problem)
+        link_from = self.selected()[:1] if payload["link"] else []
         with doc.batch(f"add {entry.op_type}"):
-            name, problem = add_operator(doc, entry, link_from=self.selected()[:1])
+            name, problem = add_operator(doc, entry, link_from=link_from)
             if name is None:
                 raise WidgetError(problem)
             self._place(doc, {name: (payload["x"], payload["y"])}, "place")
         return {"message": name}
+
+    def operators(self, _payload: Empty) -> Operators:
+        """Quick add's suggestions come from this list, sent once each time it opens."""
+        entries = _palette(self._doc()).entries
+        return {"keys": [e.key for e in entries], "categories": [e.category for e in entries]}
 
     # ------------------------------------------------------------------ not edits
     def extract(self, payload: Extract) -> Done:
@@ -227,6 +241,12 @@ class CanvasEdits:
         for callback in list(self._profile_callbacks):
             callback(list(payload["nodes"]))
         return {"message": f"profiling from {', '.join(payload['nodes'])}"}
+
+
+def _palette(doc: ModelDocument) -> PaletteIndex:
+    from nsdl_jupyter.editors import PaletteIndex  # on use: see add_at
+
+    return PaletteIndex(doc.opset_imports, doc.functions.values())
 
 
 def _canvas_point(x: float, y: float) -> list[float]:
@@ -274,6 +294,8 @@ def extract_nodes(
 ) -> tuple[Path, int]:
     """Write nodes `names` (with `downstream`, and everything they feed) as a model beside the
     document's file, named after the first node; its path and the node count."""
+    from nsdl_jupyter.transforms import extract_subgraph  # on use: see add_at
+
     chosen = [doc.node(n) for n in names]
     if not chosen:
         raise WidgetError("nothing to extract: select nodes first")
@@ -348,6 +370,8 @@ def _downstream(start: Iterable[ir.Node]) -> set[ir.Node]:
 def _boundary(graph: ir.Graph, nodes: set[ir.Node]) -> tuple[list[str], list[str]]:
     """Tensors a set of nodes reads from outside (cut there) and those it hands on. The
     constants and shape arithmetic they read come along, so only activations are cut."""
+    from nsdl_jupyter.transforms import carried_nodes  # on use: see add_at
+
     carried = carried_nodes(nodes)
     inputs: dict[str, None] = {}
     outputs: dict[str, None] = {}

@@ -9,8 +9,12 @@ At the top a TargetPicker chooses where it runs (this machine or an SSH connecti
 runner's log, streamed from the target, is shown below the progress bar.
 With TensorRT, the TrtSettingsForm shows every engine setting (defaults of the seed), gated by
 the TensorRT the target has (probed when TensorRT is first chosen); Export builds the engine
-with progress and cancel. The settings are kept per model in its companion file.
+with progress and cancel, and Profile runs `start_profile_trt` with the run's controls (passes,
+iterations and warm-up, a prebuilt engine instead of a build, lock clocks, hide non-compute:
+the controls the ONNX Runtime side has are the same widgets). The settings are kept per model
+in its companion file.
 A second tab, Sweep, holds a SweepPanel of the same model: axes, saved targets, run, table.
+A third, Fleet, the saved targets' GPU slots, drivers, runtimes and caches (FleetView).
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text, shown_path
+from nsdl_jupyter._paths import output_folder, safe_file_name
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.profiling import (
+    ENGINE_SUFFIXES,
     EngineExport,
     EngineJob,
     InputFolderError,
@@ -52,6 +58,7 @@ from nsdl_jupyter.widgets.profile._failure import failure_html
 from nsdl_jupyter.widgets.profile._log_view import LogView
 from nsdl_jupyter.widgets.profile._profile_view import ProfileView
 from nsdl_jupyter.widgets.profile._trt_settings_form import TrtSettingsForm
+from nsdl_jupyter.widgets.targets._fleet_view import FleetView
 from nsdl_jupyter.widgets.targets._target_picker import TargetPicker
 
 if TYPE_CHECKING:
@@ -229,9 +236,11 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         first shown)."""
         self._sweep: SweepPanel | None = None
         self._sweep_tab = widgets.VBox([])
-        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab])
+        self.fleet_view = FleetView()  # checks the fleet only when Refresh is pressed
+        self.tabs = widgets.Tab([widgets.VBox(profile), self._sweep_tab, self.fleet_view])
         self.tabs.set_title(0, "Profile")
         self.tabs.set_title(1, "Sweep")
+        self.tabs.set_title(2, "Fleet")
         self.tabs.observe(self._on_tab, names="selected_index")
         return self.tabs
 
@@ -361,6 +370,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             for control in gpu_only:
                 control.disabled = off
             self._gpu_note.value = f"<small>{html_text(_GPU_OFF)}</small>" if off else ""
+            if self.framework == "tensorrt":  # TensorRT always runs on the GPU
+                self._lock_clocks.disabled = False
 
     def _on_hide_non_compute(self, change: dict[str, Any]) -> None:
         if self.view is not None:
@@ -418,10 +429,31 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.trt_form = TrtSettingsForm(settings)
         self._trt_title = widgets.HTML("")
         self._trt_title.add_class("nsdl-trt-title")
+        engine = output_folder(name) / f"{safe_file_name(name)}.engine"
         self._engine_path = widgets.Text(
-            f"{name}.engine", description="Engine file", layout=widgets.Layout(width="70%")
+            shown_path(engine), description="Engine file", layout=widgets.Layout(width="70%")
         )
         self._model_note = widgets.HTML(f"<small>{html_text(note)}</small>" if note else "")
+        self._passes = widgets.BoundedIntText(
+            10, min=1, max=1_000_000, description="Passes",
+            tooltip="profiled runs; the per-layer times are their average",
+        )  # fmt: skip
+        self._prebuilt = widgets.Text(
+            "", description="Prebuilt engine", style={"description_width": "initial"},
+            placeholder="empty: build from the model; or a .engine / .plan file",
+            layout=widgets.Layout(width="70%"),
+        )  # fmt: skip
+        self._prebuilt.add_class("nsdl-trt-prebuilt")
+        wrap = widgets.Layout(flex_flow="row wrap")
+        trt_run = widgets.VBox(
+            [
+                widgets.HTML("<b>Profile</b> (TensorRT per-layer times)"),
+                widgets.HBox([self._passes, self._iterations, self._warmup], layout=wrap),
+                self._prebuilt,
+                widgets.HBox([self._lock_clocks, self._hide_non_compute], layout=wrap),
+            ]
+        )
+        trt_run.add_class("nsdl-trt-run")
         self._export = widgets.Button(description="Export", button_style="primary", icon="cogs")
         self._export.add_class("nsdl-activity-export")
         self._export.on_click(lambda _b: self.export())
@@ -431,7 +463,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._trt_profile.tooltip = "build and profile the engine per layer (nj.profile_trt)"
         self.trt_form.controls["backend"].observe(lambda _c: self._gate_trt(), names="value")
         self._trt_box = widgets.VBox(
-            [self._trt_title, self._model_note, self.trt_form, self._engine_path]
+            [self._trt_title, self._model_note, self.trt_form, self._engine_path, trt_run]
         )
 
     @traitlets.observe("framework")
@@ -444,6 +476,7 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._run.layout.display = "none" if trt else None
         self._export.layout.display = None if trt else "none"
         self._trt_profile.layout.display = None if trt else "none"
+        self._on_provider({"new": self.provider})
         if trt and self.backends is None:
             self._probe_trt()
 
@@ -498,7 +531,8 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self._message.value = ""
         try:
             settings = self.trt_settings()
-            output = Path(self._engine_path.value.strip() or "model.engine").expanduser()
+            text = self._engine_path.value.strip()
+            output = Path(text).expanduser() if text else output_folder() / "model.engine"
             job = start_export_engine(self.model, output, settings, target=self.target,
                                       progress=self._on_progress)  # fmt: skip
         except Exception as exc:  # a settings error: nothing started
@@ -534,9 +568,21 @@ class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         if self.status == "running":
             return
         self.error, self.report = None, None
+        self._message.value = ""
+        engine = self._prebuilt.value.strip()
         try:
-            job = start_profile_trt(self.model, self.trt_settings(), target=self.target,
-                                    progress=self._on_progress)  # fmt: skip
+            if engine and not engine.lower().endswith(ENGINE_SUFFIXES):
+                raise ProfileSettingsError(
+                    f"prebuilt engine: {engine!r} is not a {' / '.join(ENGINE_SUFFIXES)} file "
+                    "(leave it empty to build the engine from the model)"
+                )
+            job = start_profile_trt(
+                engine or self.model, self.trt_settings(), model=self.model if engine else None,
+                target=self.target, progress=self._on_progress,
+                passes=int(self._passes.value), iterations=int(self._iterations.value),
+                warmup=int(self._warmup.value), lock_clocks=bool(self._lock_clocks.value),
+                hide_non_compute=bool(self._hide_non_compute.value),
+            )  # fmt: skip
         except Exception as exc:
             self._fail(exc)
             return
