@@ -90,7 +90,7 @@ OPENED = f"""() => {{
     return v.w >= v.full.width - 1 && v.h >= v.full.height - 1 && v.full.height > 0; }};
   const buttons = [...editor.querySelectorAll('.nsdl-open-initializer, .nsdl-delete-initializer,'
                                               + ' .nsdl-tensor-editor button')].filter(shown);
-  const grid = editor.querySelector('.nsdl-tensor-page');
+  const grid = [...editor.querySelectorAll('.nsdl-tensor-page, .nsdl-tensor-cells')].find(shown);
   const scrolling = [];
   for (let a = grid.parentElement; a && a !== root; a = a.parentElement) {{
     const s = getComputedStyle(a);
@@ -173,7 +173,8 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     nb.page.locator(f"{ROOT} .lm-TabBar-tab", has_text="Initializers").first.click()
     nb.page.locator(f"{ROOT} .nsdl-initializer-list select").first.select_option(index=0)
     nb.page.locator(f"{ROOT} .nsdl-open-initializer").first.click()
-    page = nb.page.locator(f"{ROOT} .nsdl-initializer-editor .nsdl-tensor-page").first
+    values = ":is(.nsdl-tensor-page, .nsdl-tensor-cells):visible"  # read-only or editable
+    page = nb.page.locator(f"{ROOT} .nsdl-initializer-editor {values}").first
     page.wait_for(timeout=30_000)
     opened = measure(nb, "initializer", log)
     check_layout(opened)

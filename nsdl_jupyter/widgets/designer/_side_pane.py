@@ -36,7 +36,7 @@ _DEFAULT_WIDTH = {"left": f"max({MIN_WIDTH}px, 17%)", "right": "max(196px, 24%)"
 _GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶", ("right", False): "◀"}
 
 _BOX = ":is(input, select:not([size]), textarea)"  # a list (select[size]) is no field
-_FIELD = f".widget-inline-hbox:has(> {_BOX})"
+_FIELD = f".widget-inline-hbox:not(.nsdl-tensor-cell):has(> {_BOX})"  # a grid cell is no field
 _TEXT = ".nsdl-note, .nsdl-info-table td, .widget-label, .widget-label-basic, .widget-html-content"
 FORM_STYLE = f"""
 .nsdl-designer {_FIELD} {{ flex-wrap: wrap; max-width: 100%; min-width: 0; height: auto;
