@@ -90,7 +90,7 @@ OPENED = f"""() => {{
     return v.w >= v.full.width - 1 && v.h >= v.full.height - 1 && v.full.height > 0; }};
   const buttons = [...editor.querySelectorAll('.nsdl-open-initializer, .nsdl-delete-initializer,'
                                               + ' .nsdl-tensor-editor button')].filter(shown);
-  const grid = editor.querySelector('.nsdl-tensor-page');
+  const grid = [...editor.querySelectorAll('.nsdl-tensor-page, .nsdl-tensor-cells')].find(shown);
   const scrolling = [];
   for (let a = grid.parentElement; a && a !== root; a = a.parentElement) {{
     const s = getComputedStyle(a);
@@ -173,7 +173,8 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     nb.page.locator(f"{ROOT} .lm-TabBar-tab", has_text="Initializers").first.click()
     nb.page.locator(f"{ROOT} .nsdl-initializer-list select").first.select_option(index=0)
     nb.page.locator(f"{ROOT} .nsdl-open-initializer").first.click()
-    page = nb.page.locator(f"{ROOT} .nsdl-initializer-editor .nsdl-tensor-page").first
+    values = ":is(.nsdl-tensor-page, .nsdl-tensor-cells):visible"  # read-only or editable
+    page = nb.page.locator(f"{ROOT} .nsdl-initializer-editor {values}").first
     page.wait_for(timeout=30_000)
     opened = measure(nb, "initializer", log)
     check_layout(opened)
@@ -204,6 +205,11 @@ def test_drag_a_pane_strip_and_the_width_is_kept(notebook: Any) -> None:
     nb.run_cell(0)
     nb.wait_for('.nsdl-graph-view[data-ready="1"]')
     nb.wait_for('.nsdl-designer[data-keys-ready="1"]')
+    settle(nb)
+    # the right pane closed first: the canvas keeps half the Designer, and at 1280x800 both
+    # panes open leave it too little room for the left one to grow by the whole 100 px
+    nb.page.locator(f"{ROOT} .nsdl-pane-right .nsdl-pane-toggle").first.click()
+    nb.page.wait_for_selector(f"{ROOT} .nsdl-pane-right.nsdl-pane-closed", timeout=30_000)
     settle(nb)
     pane = nb.page.locator(f"{ROOT} .nsdl-pane-left").first
     canvas = nb.page.locator(f"{ROOT} .nsdl-graph-view canvas").first

@@ -1,13 +1,15 @@
 // DesignerKeys widget entry (Python side: nsdl_jupyter/widgets/designer/_keys.py). It draws
 // nothing: it finds the Designer box around it and turns Ctrl+Z / Ctrl+Y / Ctrl+S (when the
 // focus is inside the Designer), double-clicks on its lists (and on graph attributes in the
-// ParameterEditor) and drags of its side-pane strips (panes.ts) into messages to the kernel.
+// ParameterEditor) and drags of its side-pane strips (panes.ts) into messages to the kernel;
+// text cut with an ellipsis gets its full text as a tooltip (tooltips.ts).
 import type { RenderProps } from "@anywidget/types";
 import type { DesignerKeysToKernel } from "../messages";
 import { Channel } from "../protocol";
 import { actionFor, isTextField, wantsQuickAdd } from "./keys";
 import { ACTIVATE, type DesignerKeysModel } from "./model";
 import { attachPaneGrips } from "./panes";
+import { attachCutTooltips } from "./tooltips";
 
 function render({ model, el }: RenderProps<DesignerKeysModel>) {
   el.classList.add("nsdl-designer-keys");
@@ -87,6 +89,7 @@ function render({ model, el }: RenderProps<DesignerKeysModel>) {
     root.addEventListener("dblclick", onDoubleClick);
     const owner = root;
     cleanups.push(attachPaneGrips(root, (payload) => channel.notify("resize_pane", payload)));
+    cleanups.push(attachCutTooltips(root));
     cleanups.push(() => {
       window.removeEventListener("keydown", onKey, true);
       owner.removeEventListener("dblclick", onDoubleClick);

@@ -5,7 +5,7 @@ import type { DesignerKeysToKernel } from "../messages";
 
 type ResizePane = DesignerKeysToKernel["resize_pane"]["payload"];
 
-export const MIN_WIDTH = 120; // px, as MIN_WIDTH in _side_pane.py
+export const MIN_WIDTH = 160; // px, as MIN_WIDTH in _side_pane.py
 
 /** The width a drag from `start` to `x` gives a pane that was `width0` wide. */
 export function draggedWidth(side: ResizePane["pane"], width0: number, start: number, x: number) {

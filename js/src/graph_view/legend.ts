@@ -1,17 +1,20 @@
-// The overlay's legend: its label, the colour ramp and the value range.
+// The overlay's legend, a line below the canvas (never over a box): its label, the value
+// range around the colour ramp.
 import { gradientCss } from "./colormap";
 import { div } from "./dom";
 import type { OverlayMeta } from "./model";
 
 export function showLegend(legend: HTMLElement, meta: OverlayMeta | null): void {
   legend.innerHTML = "";
-  legend.style.display = meta ? "block" : "none";
+  legend.style.display = meta ? "" : "none";
   if (!meta) return;
   const colormap = meta.colormap ?? "viridis";
-  div(legend, "nsdl-gv-legend-title").textContent = meta.label ?? "";
+  const title = div(legend, "nsdl-gv-legend-title");
+  title.textContent = meta.label ?? "";
+  title.title = meta.label ?? "";
+  div(legend, "nsdl-gv-legend-min").textContent = fmt(meta.min ?? 0);
   div(legend, "nsdl-gv-legend-bar").style.background = gradientCss(colormap);
-  const ticks = div(legend, "nsdl-gv-legend-ticks");
-  ticks.innerHTML = `<span>${fmt(meta.min ?? 0)}</span><span>${fmt(meta.max ?? 1)}</span>`;
+  div(legend, "nsdl-gv-legend-max").textContent = fmt(meta.max ?? 1);
 }
 
 function fmt(v: number): string {

@@ -1,5 +1,7 @@
 // The minimap: an overview of the whole layout in a corner of the canvas with the viewport as
-// a rectangle; a click or a drag on it centres the view there. The overview is drawn once per
+// a rectangle; a click or a drag on it centres the view there. It never covers a box: once the
+// camera rests it takes the first corner of the canvas with no box under it, and hides when
+// every corner has one, or when the canvas is too small to spare the room. The overview is drawn once per
 // layout into its own canvas, when the browser is idle after the first paint; following the
 // camera only moves the rectangle (a positioned div), so panning costs nothing per box.
 import { Disposables, div } from "./dom";
@@ -14,6 +16,11 @@ const SHORT = 120; // ... across it
 const THIN = 36; // the least across it (a deep graph is stretched across rather than a line)
 const SHARE_LONG = 0.35; // the most of the canvas's size it takes along ...
 const SHARE_SHORT = 0.25; // ... and across
+const MAX_SCALE = 0.06; // the most minimap px per layout px: a small graph gets a small overview
+const MIN_CANVAS = [360, 260]; // CSS px: a smaller canvas shows no minimap
+const SETTLE_MS = 120; // the camera at rest this long: look for a free corner
+const INSET = 8; // CSS px from the canvas's edges
+const FOOT = 26; // CSS px kept free at the bottom (the status line)
 
 export class Minimap {
   private readonly canvas: HTMLCanvasElement;
@@ -27,6 +34,8 @@ export class Minimap {
   private sx = 1;
   private sy = 1;
   private readonly disposables = new Disposables();
+  private corner: string | null = "right bottom"; // where it sits; null: no free corner
+  private settle = 0;
 
   constructor(
     readonly el: HTMLElement,
@@ -68,6 +77,7 @@ export class Minimap {
   private cancel(): void {
     if (this.pending) cancelIdleCallback(this.pending);
     this.pending = 0;
+    clearTimeout(this.settle);
   }
 
   /** After a paint: redraw the overview when the layout or the canvas size changed; move
@@ -97,7 +107,7 @@ export class Minimap {
     const long = Math.min(LONG, SHARE_LONG * (wide ? width : height));
     const short = Math.min(SHORT, SHARE_SHORT * (wide ? height : width));
     const [mw, mh] = wide ? [long, short] : [short, long];
-    const k = Math.min(mw / b.w, mh / b.h);
+    const k = Math.min(mw / b.w, mh / b.h, MAX_SCALE);
     const w = Math.max(Math.min(THIN, mw), b.w * k);
     const h = Math.max(Math.min(THIN, mh), b.h * k);
     this.bounds = b;
@@ -157,8 +167,12 @@ export class Minimap {
     const v = worldViewport(renderer.camera, renderer.width, renderer.height);
     const b = this.bounds;
     const all = v.x <= b.x && v.y <= b.y && v.x + v.w >= b.x + b.w && v.y + v.h >= b.y + b.h;
-    this.el.style.display = all ? "none" : "block";
-    if (all) return;
+    const small = renderer.width < MIN_CANVAS[0] || renderer.height < MIN_CANVAS[1];
+    this.el.style.display = all || small || this.corner === null ? "none" : "block";
+    clearTimeout(this.settle);
+    if (all || small) return;
+    this.settle = window.setTimeout(() => this.place(), SETTLE_MS);
+    if (this.corner === null) return;
     const w = b.w * this.sx;
     const h = b.h * this.sy;
     const x0 = Math.max(0, (v.x - b.x) * this.sx);
@@ -170,6 +184,48 @@ export class Minimap {
     style.top = `${y0}px`;
     style.width = `${Math.max(2, x1 - x0)}px`;
     style.height = `${Math.max(2, y1 - y0)}px`;
+  }
+
+  /** Put the minimap in the first corner where it covers no box, or hide it. */
+  private place(): void {
+    const { layout } = this.store;
+    const { renderer } = this;
+    if (!layout || this.drawnFor !== layout) return;
+    const w = this.el.offsetWidth || Number.parseFloat(this.canvas.style.width) + 8;
+    const h = this.el.offsetHeight || Number.parseFloat(this.canvas.style.height) + 8;
+    const { scale, tx, ty } = renderer.camera;
+    const free = (x: number, y: number) => {
+      // the corner's rectangle in layout coordinates, against every box
+      const [x0, y0] = [(x - tx) / scale, (y - ty) / scale];
+      const [x1, y1] = [(x + w - tx) / scale, (y + h - ty) / scale];
+      for (let s = 0; s < layout.ref.length; s++) {
+        if (layout.kind[s] === KIND_FRAME) continue;
+        const [bx, by] = [layout.x[s], layout.y[s]];
+        if (bx < x1 && bx + layout.w[s] > x0 && by < y1 && by + layout.h[s] > y0) return false;
+      }
+      return true;
+    };
+    const right = renderer.width - INSET - w;
+    const bottom = renderer.height - FOOT - h;
+    const top = this.top + INSET;
+    const corners: [string, number, number][] = [
+      ["right bottom", right, bottom],
+      ["right top", right, top],
+      ["left bottom", INSET, bottom],
+      ["left top", INSET, top],
+    ];
+    const found = corners.find(([, x, y]) => free(x, y));
+    this.corner = found ? found[0] : null;
+    const style = this.el.style;
+    if (found) {
+      const [horizontal, vertical] = found[0].split(" ");
+      style.left = horizontal === "left" ? `${INSET}px` : "auto";
+      style.right = horizontal === "right" ? `${INSET}px` : "auto";
+      style.top = vertical === "top" ? `${top}px` : "auto";
+      style.bottom = vertical === "bottom" ? `${FOOT}px` : "auto";
+    }
+    style.display = found ? "block" : "none";
+    this.el.dataset.corner = this.corner ?? "none";
   }
 
   /** Centre the view on the world point under minimap point (mx, my) (CSS px). */

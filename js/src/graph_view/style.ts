@@ -6,11 +6,13 @@ export const STYLE = `
 .nsdl-graph-view { display: flex; flex-direction: column; height: var(--nsdl-gv-height, 560px);
   border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff;
   font: 12px ${V.font}; color: ${V.text.dark}; }
+.nsdl-gv-toolbar { display: flex; flex-wrap: nowrap; gap: 4px; align-items: center; padding: 4px 6px;
+  border-bottom: 1px solid #d0d7de; background: #f6f8fa; overflow-x: auto; overflow-y: hidden;
+  scrollbar-width: thin; flex: 0 0 auto; }
+.nsdl-gv-toolbar > * { flex: 0 0 auto; white-space: nowrap; }
 .nsdl-gv-toolbar.nsdl-gv-compact { gap: 2px; padding: 3px 4px; }
 .nsdl-gv-compact .nsdl-gv-btn { padding: 1px 5px; font-size: 11px; }
-.nsdl-gv-compact .nsdl-gv-search { width: auto; flex: 1 1 90px; min-width: 90px; }
-.nsdl-gv-toolbar { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; padding: 4px 6px;
-  border-bottom: 1px solid #d0d7de; background: #f6f8fa; }
+.nsdl-gv-compact .nsdl-gv-search { width: auto; flex: 1 0 120px; min-width: 120px; }
 .nsdl-gv-btn { font: inherit; padding: 2px 8px; border: 1px solid #d0d7de; border-radius: 4px;
   background: #ffffff; cursor: pointer; color: #1f2328; }
 .nsdl-gv-btn:hover { background: #eef2ff; }
@@ -25,10 +27,11 @@ export const STYLE = `
   background: rgba(31,35,40,0.92); color: #fff; padding: 4px 8px; border-radius: 4px;
   font: 11px ui-monospace, SFMono-Regular, Menlo, monospace; max-width: 420px; overflow: hidden;
   z-index: 2; }
-.nsdl-gv-legend { position: absolute; left: 8px; bottom: 8px; display: none; padding: 6px 8px;
-  background: rgba(255,255,255,0.92); border: 1px solid #d0d7de; border-radius: 4px; width: 180px; }
-.nsdl-gv-legend-bar { height: 10px; border-radius: 2px; margin: 4px 0 2px; }
-.nsdl-gv-legend-ticks { display: flex; justify-content: space-between; color: #57606a; }
+.nsdl-gv-legend { display: flex; flex: 0 0 auto; align-items: center; gap: 6px; padding: 3px 8px;
+  border-top: 1px solid #d0d7de; background: #f6f8fa; min-width: 0; white-space: nowrap; }
+.nsdl-gv-legend-title { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
+.nsdl-gv-legend-bar { flex: 0 1 160px; min-width: 40px; height: 10px; border-radius: 2px; }
+.nsdl-gv-legend-min, .nsdl-gv-legend-max { flex: 0 0 auto; color: #57606a; }
 .nsdl-gv-status { position: absolute; right: 8px; bottom: 6px; color: #57606a; pointer-events: none;
   background: rgba(255,255,255,0.8); padding: 0 4px; border-radius: 3px; }
 .nsdl-gv-breadcrumb { position: absolute; left: 0; right: 0; top: 0; height: ${BREADCRUMB_HEIGHT}px;

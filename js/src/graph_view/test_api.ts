@@ -119,6 +119,24 @@ export function testApi(
       return slotsInside(layout, worldViewport(renderer.camera, renderer.width, renderer.height))
         .length;
     },
+    /** Client rectangles of the leaves (nodes, collapsed groups) drawn at least partly
+     *  inside the canvas, cut to it: what an overlay (legend, minimap) must not cover. */
+    screenBoxes: () => {
+      const layout = store.layout;
+      if (!layout) return [];
+      const r = renderer.canvas.getBoundingClientRect();
+      const { scale, tx, ty } = renderer.camera;
+      const out: { x: number; y: number; w: number; h: number }[] = [];
+      for (let s = 0; s < layout.ref.length; s++) {
+        if (layout.kind[s] === KIND_FRAME) continue;
+        const x0 = Math.max(r.left, r.left + layout.x[s] * scale + tx);
+        const y0 = Math.max(r.top, r.top + layout.y[s] * scale + ty);
+        const x1 = Math.min(r.right, r.left + (layout.x[s] + layout.w[s]) * scale + tx);
+        const y1 = Math.min(r.bottom, r.top + (layout.y[s] + layout.h[s]) * scale + ty);
+        if (x1 > x0 && y1 > y0) out.push({ x: x0, y: y0, w: x1 - x0, h: y1 - y0 });
+      }
+      return out;
+    },
     /** Leaves (nodes, collapsed groups) in the layout, on screen or not. */
     leaves: () => store.layout?.kind.filter((k) => k !== KIND_FRAME).length ?? 0,
     /** Groups drawn open (frames). */

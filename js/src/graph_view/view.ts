@@ -41,11 +41,12 @@ export class GraphViewElement {
     canvas.className = "nsdl-gv-canvas";
     stage.appendChild(canvas);
     const tooltip = new Tooltip(div(stage, "nsdl-gv-tooltip"));
-    const legend = div(stage, "nsdl-gv-legend");
     const status = div(stage, "nsdl-gv-status");
     const band = div(stage, "nsdl-gv-band");
     const crumbs = div(stage, "nsdl-gv-breadcrumb");
     const map = div(stage, "nsdl-gv-minimap");
+    const legend = div(root, "nsdl-gv-legend"); // below the stage: it never covers a box
+    showLegend(legend, null);
 
     const grid = () => !!model.get("show_grid");
     // the store's events run only from `store.loadTopology()` on, when every part exists

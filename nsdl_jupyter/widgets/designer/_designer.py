@@ -45,6 +45,8 @@ from nsdl_jupyter.widgets.designer._keys import DesignerKeys
 from nsdl_jupyter.widgets.designer._layer_explorer import LayerExplorer
 from nsdl_jupyter.widgets.designer._layer_palette import LayerPalette
 from nsdl_jupyter.widgets.designer._parameter_editor import ParameterEditor
+from nsdl_jupyter.widgets.designer._profile_dock import STYLE as DOCK_STYLE
+from nsdl_jupyter.widgets.designer._profile_dock import ProfileDock
 from nsdl_jupyter.widgets.designer._side_pane import STYLE as PANE_STYLE
 from nsdl_jupyter.widgets.designer._side_pane import Side, SidePane
 from nsdl_jupyter.widgets.designer._tool_window import (
@@ -134,7 +136,8 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         self.right.tabs.observe(self._on_right_tab, names="selected_index")
         self.bodies = BodyTabs(self)
         self.functions.on_open(self.bodies.open_function)
-        self.activity: ActivityPanel | None = None  # the Profile tab (model or extraction)
+        self.activity: ActivityPanel | None = None  # the profile shown (tab or dock)
+        self.dock = ProfileDock()  # "Profile from here": below the canvas, the whole width
         self.modifications: GlobalModifications | None = None  # the Modify tab
         self._remove_profile = self.graph.on_profile(self.profile_from)
         body = widgets.HBox([self.left, self.bodies.tabs, self.right])
@@ -142,11 +145,15 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         super().__init__(
             [
                 style_widget(),
-                widgets.HTML(PANE_STYLE, layout=widgets.Layout(display="none")),
+                widgets.HTML(
+                    PANE_STYLE + f"<style>{DOCK_STYLE}</style>",
+                    layout=widgets.Layout(display="none"),
+                ),
                 self.toolbar,
                 self.status,
                 self.palette.quick_message,
                 body,
+                self.dock,
                 self.type_check,
                 self.shortcuts,
             ],
@@ -367,7 +374,7 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
 
     def profile_from(self, nodes: list[str]) -> ActivityPanel | None:
         """The canvas menu's "Profile from here": the model from `nodes` on, written beside
-        this one, profiled with ONNX Runtime in the right pane's Profile tab; its per-node
+        this one, profiled with ONNX Runtime in the Profile dock below the canvas; its per-node
         times colour this canvas. None when the extraction is refused (the status says why)."""
         from nsdl_jupyter.widgets.profile._activity_panel import (
             ActivityPanel,  # imports pandas: late
@@ -378,7 +385,9 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         except (DocumentError, TransformError, WidgetError) as error:
             self.status.show(str(error))
             return None
-        panel = self._show_profile(ActivityPanel(path, graph_view=self.graph))
+        panel = self._show_profile(
+            ActivityPanel(path, graph_view=self.graph), dock=f"Profile from {nodes[0]}"
+        )
         self.status.show(f"profiling {count} nodes from {nodes[0]} ({path.name})", "note")
         panel.run()
         return panel
@@ -408,16 +417,25 @@ class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
             self.modifications = GlobalModifications(self.doc)
         return self._show_in_right("Modify", self.modifications)
 
-    def _show_profile(self, panel: ActivityPanel) -> ActivityPanel:
-        """Show `panel` in the Profile tab, in place of the panel shown there before."""
+    def _show_profile(self, panel: ActivityPanel, dock: str | None = None) -> ActivityPanel:
+        """Show `panel` in place of the profile shown before: in the Profile dock below the
+        canvas titled `dock` (Profile from here), else in the right pane's Profile tab."""
         tabs = self.right.tabs
         former = self.activity
         if former is not None and former is not panel:
-            index = tabs.children.index(former)
             former.close()
-            tabs.children = (*tabs.children[:index], panel, *tabs.children[index + 1 :])
-            tabs.set_title(index, "Profile")
+            if self.dock.content is former:
+                self.dock.hide()
+            if former in tabs.children:
+                index = tabs.children.index(former)
+                rest = () if dock else (panel,)  # replaced in place, or its tab goes
+                tabs.children = (*tabs.children[:index], *rest, *tabs.children[index + 1 :])
+                if not dock:
+                    tabs.set_title(index, "Profile")
         self.activity = panel
+        if dock:
+            self.dock.show(panel, dock)
+            return panel
         return self._show_in_right("Profile", panel)
 
     def _show_in_right(self, title: str, panel: _Panel) -> _Panel:

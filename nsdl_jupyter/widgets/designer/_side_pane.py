@@ -5,6 +5,15 @@ side is js/src/designer_keys/panes.ts). A dragged width is kept in the user sett
 Layout rules (CSS below): the pane takes the canvas's height and never grows with its
 content; each tool window scrolls inside it and shrinks its rows to the pane's width. The
 canvas's own Arrange, Grid and PNG buttons give way to the Designer's toolbar, which has them.
+The canvas keeps at least half of the Designer's width: the panes give way first, down to
+their least width.
+
+One rule set for every form in the Designer (tool windows, the Profile dock, dialogs added
+later): a labelled field keeps its box at least FIELD_MIN_WIDTH wide and wraps the box below
+its label when both do not fit one line; in a narrow pane or dock (a CSS container) every
+label sits above its box. Text too long for its place ends in an ellipsis (the Designer's
+script gives it its full text as a tooltip, js/src/designer_keys/tooltips.ts); nothing breaks
+inside a word.
 """
 
 from __future__ import annotations
@@ -18,22 +27,51 @@ from nsdl_jupyter.editors import get_setting, set_setting
 from nsdl_jupyter.widgets.designer._tool_window import button
 
 Side = Literal["left", "right"]
-MIN_WIDTH = 120  # px; also the smallest width a drag can give (panes.ts)
-_DEFAULT_WIDTH = {"left": "17%", "right": "24%"}  # of the Designer: the canvas keeps ~55%
+MIN_WIDTH = 160  # px; also the smallest width a drag can give (panes.ts)
+FIELD_MIN_WIDTH = 120  # px: the least width of an input or a select in the Designer
+NARROW = 300  # px: a pane or dock narrower than this puts every label above its box
+# of the Designer, at least room for a field (left) and a field with its label (right): the
+# canvas keeps 55% of an 850 px Designer (1280 px screen, file browser open) and more
+_DEFAULT_WIDTH = {"left": f"max({MIN_WIDTH}px, 17%)", "right": "max(196px, 24%)"}
 _GLYPH = {("left", True): "◀", ("left", False): "▶", ("right", True): "▶", ("right", False): "◀"}
+
+_BOX = ":is(input, select:not([size]), textarea)"  # a list (select[size]) is no field
+_FIELD = f".widget-inline-hbox:not(.nsdl-tensor-cell):has(> {_BOX})"  # a grid cell is no field
+_TEXT = ".nsdl-note, .nsdl-info-table td, .widget-label, .widget-label-basic, .widget-html-content"
+FORM_STYLE = f"""
+.nsdl-designer {_FIELD} {{ flex-wrap: wrap; max-width: 100%; min-width: 0; height: auto;
+  row-gap: 2px; }}
+.nsdl-designer {_FIELD} > {_BOX} {{ flex: 1 1 {FIELD_MIN_WIDTH}px;
+  min-width: {FIELD_MIN_WIDTH}px; }}
+.nsdl-designer {_FIELD} > .widget-label {{ flex: 0 1 auto; }}
+.nsdl-designer :is({_TEXT}, pre) {{ overflow-wrap: normal; word-break: normal; }}
+.nsdl-designer :is(.nsdl-info-table td, .widget-label, .widget-label-basic) {{
+  overflow: hidden; text-overflow: ellipsis; }}
+.nsdl-designer .widget-label-basic > span {{ white-space: nowrap; }}
+.nsdl-designer pre {{ white-space: pre; }}
+.nsdl-designer .widget-html-content:has(> .nsdl-note) {{ line-height: 1.4; }}
+.nsdl-designer .widget-html-content:has(> :is(.nsdl-mono, b):only-child) {{ overflow: hidden;
+  text-overflow: ellipsis; white-space: nowrap; }}
+@container nsdl-pane (max-width: {NARROW}px) {{
+  .nsdl-designer {_FIELD} {{ flex-direction: column; align-items: stretch;
+    width: auto !important; }}
+  .nsdl-designer {_FIELD} > .widget-label {{ width: auto !important; max-width: 100%;
+    text-align: left; margin-bottom: 0; }}
+  .nsdl-designer {_FIELD} > {_BOX} {{ flex: 0 0 auto; width: 100%; margin-left: 0; }}
+}}"""
 
 # Inline layout styles from Python win over stylesheets: the rules that must beat them say
 # !important; every rule is scoped to the Designer.
 STYLE = f"""<style>
 .nsdl-designer {{ box-sizing: border-box; max-width: 100%; min-width: 0; overflow: hidden; }}
 .nsdl-designer-body {{ flex-wrap: nowrap; align-items: stretch; min-width: 0; }}
-.nsdl-designer-body > .nsdl-body-tabs {{ flex: 1 1 0; min-width: 200px; }}
+.nsdl-designer-body > .nsdl-body-tabs {{ flex: 1 1 0; min-width: 50%; }}
 .nsdl-designer .nsdl-body-tabs > .widget-tab-contents {{ padding: 0 !important;
   border: none !important; }}
 .nsdl-designer .nsdl-gv-arrange, .nsdl-designer .nsdl-gv-grid, .nsdl-designer .nsdl-gv-export
   {{ display: none; }}
 .nsdl-body-tabs > .lm-TabBar:has(.lm-TabBar-tab:only-child) {{ display: none; }}
-.nsdl-side-pane {{ flex: 0 0 auto; min-width: {MIN_WIDTH}px; max-width: 60%;
+.nsdl-side-pane {{ flex: 0 1 auto; min-width: {MIN_WIDTH}px; max-width: 40%;
   display: flex; flex-direction: row; contain: size; box-sizing: border-box;
   overflow: hidden; }}
 .nsdl-side-pane.nsdl-pane-closed {{ min-width: 0; }}
@@ -45,6 +83,7 @@ STYLE = f"""<style>
   max-width: none; }}
 .nsdl-side-pane .widget-tab > .widget-tab-contents {{ flex: 1 1 0; min-height: 0;
   overflow: hidden; box-sizing: border-box; padding: 4px 2px 4px 4px; }}
+.nsdl-side-pane .widget-tab > .widget-tab-contents {{ container: nsdl-pane / inline-size; }}
 .nsdl-side-pane .widget-tab-contents > .nsdl-tool {{ height: 100%; overflow-x: hidden;
   overflow-y: auto; box-sizing: border-box; }}
 .nsdl-side-pane .nsdl-tool .jupyter-widgets {{ max-width: 100%; min-width: 0;
@@ -52,12 +91,13 @@ STYLE = f"""<style>
 .nsdl-side-pane .nsdl-tool .widget-hbox, .nsdl-side-pane .widget-toggle-buttons
   {{ flex-wrap: wrap; }}
 .nsdl-side-pane .widget-vbox > * {{ flex-shrink: 0; }}
-.nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; }}
-.nsdl-side-pane .nsdl-tool .nsdl-info-table {{ max-width: 100%; }}
-.nsdl-side-pane .nsdl-tool .nsdl-info-table td + td {{ overflow-wrap: anywhere; }}
+.nsdl-side-pane .nsdl-tool select[size] {{ max-height: 24em; min-width: 0; }}
+.nsdl-side-pane .nsdl-tool .nsdl-info-table {{ width: 100%; table-layout: fixed; }}
+.nsdl-side-pane .nsdl-tool .nsdl-info-table td:first-child {{ width: 38%; }}
 .nsdl-side-pane .widget-toggle-buttons > div {{ display: flex; flex-wrap: wrap; max-width: 100%; }}
 .nsdl-side-pane .widget-toggle-buttons .widget-toggle-button {{ width: auto !important;
   flex: 1 1 auto; min-width: 0; padding: 0 6px; }}
+{FORM_STYLE}
 .nsdl-pane-strip {{ flex: 0 0 12px; width: 12px; display: flex; flex-direction: column;
   align-items: center; cursor: col-resize; touch-action: none; user-select: none;
   background: var(--jp-layout-color2, #eeeeee); }}
@@ -67,9 +107,10 @@ STYLE = f"""<style>
 .nsdl-pane-closed > .nsdl-pane-strip {{ cursor: default; }}
 .nsdl-designer-toolbar {{ flex-wrap: nowrap !important; min-width: 0; overflow: hidden; }}
 .nsdl-designer-toolbar > * {{ flex: 0 0 auto; }}
-.nsdl-designer-toolbar > .nsdl-save-path {{ flex: 0 1 200px !important; min-width: 60px; }}
-.nsdl-designer-toolbar > .nsdl-quick-add {{ flex: 0 1 240px !important; min-width: 90px;
-  width: auto !important; }}
+.nsdl-designer-toolbar > .nsdl-save-path {{ flex: 0 1 200px !important;
+  min-width: {FIELD_MIN_WIDTH}px; }}
+.nsdl-designer-toolbar > .nsdl-quick-add {{ flex: 0 1 240px !important;
+  min-width: {FIELD_MIN_WIDTH}px; width: auto !important; }}
 .nsdl-designer-toolbar > .nsdl-dirty {{ flex: 0 1 auto; min-width: 0; overflow: hidden;
   white-space: nowrap; text-overflow: ellipsis; }}
 .nsdl-designer-toolbar > .nsdl-icon-button {{ width: 34px !important; padding: 0; }}
