@@ -42,7 +42,9 @@ def test_a_callers_frozen_objects_stay_frozen() -> None:
         frozen = gc.get_freeze_count()
         with gc_paused():
             _ = [_Node() for _ in range(10)]
-        assert gc.get_freeze_count() == frozen
+        # still frozen, and nothing the block built joined them; the count may only fall, as
+        # other threads of the test process free frozen objects meanwhile
+        assert 0 < gc.get_freeze_count() <= frozen
         assert id(kept) not in {id(o) for o in gc.get_objects(generation=2)}
     finally:
         gc.unfreeze()
