@@ -19,13 +19,30 @@ import posixpath
 import secrets
 import shlex
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from nsdl_jupyter.targets._errors import TargetError
 
 _CHUNK = 1 << 20
+
+
+def read_from(
+    path: Path, offset: int, size: int, name: str, progress: Progress | None
+) -> Iterator[bytes]:
+    """The bytes of `path` from `offset` on, a chunk at a time; `progress(name, sent, size)`
+    hears of each chunk once the caller has sent it (when the next one is asked for)."""
+    with open(path, "rb") as source:
+        source.seek(offset)
+        sent = offset
+        for chunk in iter(lambda: source.read(_CHUNK), b""):
+            yield chunk
+            sent += len(chunk)
+            if progress is not None:
+                progress(name, sent, size)
+
+
 RESUMABLE_BYTES = 4 << 20  # uploads from this size on resume where a cut-off one stopped
 Progress = Callable[[str, int, int], None]  # (remote path, bytes there so far, total bytes)
 STREAM_FIX = (
@@ -213,18 +230,10 @@ class SftpFiles:
         return 0
 
     def _send(self, local_path: Path, remote: str, offset: int, size: int, name: str) -> None:
-        with (
-            open(local_path, "rb") as source,
-            self._sftp.open(remote, "ab" if offset else "wb") as target,
-        ):
+        with self._sftp.open(remote, "ab" if offset else "wb") as target:
             target.set_pipelined(True)
-            source.seek(offset)
-            sent = offset
-            for chunk in iter(lambda: source.read(_CHUNK), b""):
+            for chunk in read_from(local_path, offset, size, name, self.progress):
                 target.write(chunk)
-                sent += len(chunk)
-                if self.progress is not None:
-                    self.progress(name, sent, size)
 
     def write_bytes(self, remote_path: str, data: bytes) -> int:
         with self._sftp.open(remote_path, "wb") as f:
@@ -342,14 +351,8 @@ class StreamFiles:
             right = 0 < there < size and fields[1] == sha256_prefix(local_path, there)
             offset = there if right else 0
             channel.sendall(f"{offset}\n".encode())
-            with open(local_path, "rb") as f:
-                f.seek(offset)
-                sent = offset
-                for chunk in iter(lambda: f.read(_CHUNK), b""):
-                    channel.sendall(chunk)
-                    sent += len(chunk)
-                    if self.progress is not None:
-                        self.progress(remote_path, sent, size)
+            for chunk in read_from(local_path, offset, size, remote_path, self.progress):
+                channel.sendall(chunk)
             channel.shutdown_write()
             out = b"".join(iter(lambda: channel.recv(_CHUNK), b""))
             err = b"".join(iter(lambda: channel.recv_stderr(_CHUNK), b""))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 VIEW = ".jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view"
@@ -52,3 +53,17 @@ def graph_api(nb: Any, expression: str, arg: Any = None) -> Any:
             return ({expression})(root.__nsdl, arg, root); }}""",
         [arg],
     )
+
+
+def view_api(nb: Any, k: int) -> Callable[..., Any]:
+    """`graph_api` for the k-th view of the visible notebook (one that shows several):
+    `api(expression, arg=None)`."""
+
+    def api(expression: str, arg: Any = None) -> Any:
+        return nb.page.evaluate(
+            f"""([k, arg]) => {{ const root = document.querySelectorAll('{VIEW}')[k];
+                return ({expression})(root.__nsdl, arg, root); }}""",
+            [k, arg],
+        )
+
+    return api

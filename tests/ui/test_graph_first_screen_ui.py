@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.ui.graph_probe import view_api
+
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
@@ -44,12 +46,7 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
         view.scroll_into_view_if_needed()
         nb.two_frames()
 
-        def api(expression: str, arg: Any = None, view_index: int = k) -> Any:
-            return nb.page.evaluate(
-                f"""([k, arg]) => {{ const root = document.querySelectorAll('{NB} {VIEW}')[k];
-                    return ({expression})(root.__nsdl, arg, root); }}""",
-                [view_index, arg],
-            )
+        api = view_api(nb, k)
 
         label, shown, leaves = api("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
         left, top, width, height = api(CANVAS)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.ui.graph_probe import VIEW as VISIBLE_VIEW
-from tests.ui.graph_probe import graph_api
+from tests.ui.graph_probe import graph_api, view_api
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -260,12 +260,7 @@ def test_module_exports_open_on_their_outline_one_click_from_inside(notebook: An
         view.scroll_into_view_if_needed()
         nb.two_frames()
 
-        def api(expression: str, arg: Any = None, view_index: int = k) -> Any:
-            return nb.page.evaluate(
-                f"""([k, arg]) => {{ const root = document.querySelectorAll('{NB} {VIEW}')[k];
-                    return ({expression})(root.__nsdl, arg, root); }}""",
-                [view_index, arg],
-            )
+        api = view_api(nb, k)
 
         label = api("(a) => a.labelPx()")
         assert label["now"] >= label["legible"], (name, label)
