@@ -2,8 +2,9 @@
 JupyterLab's file browser open and 1024x768 without it. Every input and select in every
 pane, form and the Profile dock is at least 120 px wide, no word is split across two lines,
 a cut label ends in an ellipsis with its full text as tooltip, both toolbars are one row,
-and after "Profile from here" the canvas keeps at least half of the Designer's width with
-the legend and minimap off the node boxes."""
+and after "Profile from here" the canvas keeps at least half of the Designer's width and,
+with the dock in view, as much height as the dock; the legend, minimap and status line stay
+off the node boxes."""
 
 from __future__ import annotations
 
@@ -137,10 +138,11 @@ def one_row(nb: Any, css: str) -> dict[str, Any]:
 
 
 def overlaps(nb: Any) -> list[str]:
-    """Node boxes on screen covered by the shown legend or minimap."""
+    """Node boxes on screen covered by the shown legend, minimap or status line."""
     boxes = graph_api(nb, "(api) => api.screenBoxes()")
     covers = nb.page.evaluate(
-        f"""() => [...document.querySelectorAll('{ROOT} .nsdl-gv-legend, {ROOT} .nsdl-gv-minimap')]
+        f"""() => [...document.querySelectorAll(
+              '{ROOT} :is(.nsdl-gv-legend, .nsdl-gv-minimap, .nsdl-gv-status)')]
               .filter(e => getComputedStyle(e).display !== 'none')
               .map(e => {{ const r = e.getBoundingClientRect();
                           return [e.className, r.left, r.top, r.right, r.bottom]; }})"""
@@ -209,6 +211,21 @@ def test_designer_fits_small_screens(
                      .getBoundingClientRect().width]"""
     )
     log["designer, canvas"] = width
+    # the dock scrolled into view at the bottom of the notebook: the canvas above it in view
+    # is at least as tall as the dock
+    heights = log["canvas in view, dock"] = nb.page.evaluate(
+        f"""() => {{
+          const dock = document.querySelector('{ROOT} .nsdl-profile-dock');
+          dock.scrollIntoView({{block: 'end'}});
+          const port = document.querySelector('{NB} .jp-WindowedPanel-outer')
+            .getBoundingClientRect();
+          const c = document.querySelector('{ROOT} .nsdl-graph-view canvas')
+            .getBoundingClientRect();
+          return [Math.min(c.bottom, port.bottom) - Math.max(c.top, port.top),
+                  dock.getBoundingClientRect().height]; }}"""
+    )
+    nb.two_frames()
+    nb.screenshot("profiled-dock-in-view")
     for css in (".nsdl-designer-toolbar", ".nsdl-gv-toolbar"):
         rows = log[f"profiled {css}"] = one_row(nb, css)
         if rows["rows"] != 1:
@@ -216,6 +233,7 @@ def test_designer_fits_small_screens(
     log["overlaps"] = covered = overlaps(nb)
     (nb.shots / "fit.json").write_text(json.dumps(log, indent=1))
     assert width[1] >= 0.5 * width[0], width
+    assert heights[0] >= heights[1], heights
     assert covered == [], covered
     assert problems == {}, json.dumps(problems, indent=1)
     assert nb.error_outputs() == []

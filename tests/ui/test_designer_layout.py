@@ -81,7 +81,8 @@ GEOMETRY = f"""() => {{
 }}"""
 
 # After "Open": the table's buttons and the tensor editor's own buttons are fully visible,
-# and the value grid has exactly one scrolling ancestor below the Designer root.
+# the value grid's first cell is in view without scrolling, and the value grid has exactly one
+# scrolling ancestor below the Designer root.
 OPENED = f"""() => {{
 {_VISIBLE}
   const root = document.querySelector('{ROOT}');
@@ -99,7 +100,9 @@ OPENED = f"""() => {{
     if (scrolls) scrolling.push(a.className.toString().slice(-40) + ' ' + a.scrollWidth + 'x'
       + a.scrollHeight + ' in ' + a.clientWidth + 'x' + a.clientHeight);
   }}
+  const cell = editor.querySelector('.nsdl-tensor-cells input');
   return {{
+    first_cell: cell ? fully(cell) : null,
     buttons: buttons.length,
     hidden: buttons.filter(b => !fully(b)).map(b => b.className.toString().slice(0, 60)),
     scrolling,
@@ -182,6 +185,7 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     log["initializer_buttons"] = inside
     (nb.shots / "geometry.json").write_text(json.dumps(log, indent=1))
     assert inside["buttons"] >= 3 and inside["hidden"] == [], inside
+    assert inside["first_cell"] is True, inside
     assert len(inside["scrolling"]) <= 1, inside
     assert inside["editor"][0] <= inside["editor"][1], "the initializer editor overflows its pane"
 

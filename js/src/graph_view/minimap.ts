@@ -20,7 +20,6 @@ const MAX_SCALE = 0.06; // the most minimap px per layout px: a small graph gets
 const MIN_CANVAS = [360, 260]; // CSS px: a smaller canvas shows no minimap
 const SETTLE_MS = 120; // the camera at rest this long: look for a free corner
 const INSET = 8; // CSS px from the canvas's edges
-const FOOT = 26; // CSS px kept free at the bottom (the status line)
 
 export class Minimap {
   private readonly canvas: HTMLCanvasElement;
@@ -206,7 +205,7 @@ export class Minimap {
       return true;
     };
     const right = renderer.width - INSET - w;
-    const bottom = renderer.height - FOOT - h;
+    const bottom = renderer.height - INSET - h;
     const top = this.top + INSET;
     const corners: [string, number, number][] = [
       ["right bottom", right, bottom],
@@ -222,7 +221,7 @@ export class Minimap {
       style.left = horizontal === "left" ? `${INSET}px` : "auto";
       style.right = horizontal === "right" ? `${INSET}px` : "auto";
       style.top = vertical === "top" ? `${top}px` : "auto";
-      style.bottom = vertical === "bottom" ? `${FOOT}px` : "auto";
+      style.bottom = vertical === "bottom" ? `${INSET}px` : "auto";
     }
     style.display = found ? "block" : "none";
     this.el.dataset.corner = this.corner ?? "none";

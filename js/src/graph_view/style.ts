@@ -27,20 +27,21 @@ export const STYLE = `
   background: rgba(31,35,40,0.92); color: #fff; padding: 4px 8px; border-radius: 4px;
   font: 11px ui-monospace, SFMono-Regular, Menlo, monospace; max-width: 420px; overflow: hidden;
   z-index: 2; }
-.nsdl-gv-legend { display: flex; flex: 0 0 auto; align-items: center; gap: 6px; padding: 3px 8px;
+.nsdl-gv-foot { display: flex; flex: 0 0 auto; align-items: center; gap: 12px; padding: 3px 8px;
   border-top: 1px solid #d0d7de; background: #f6f8fa; min-width: 0; white-space: nowrap; }
+.nsdl-gv-legend { display: flex; flex: 0 1 auto; align-items: center; gap: 6px; min-width: 0; }
 .nsdl-gv-legend-title { flex: 0 1 auto; min-width: 0; overflow: hidden; text-overflow: ellipsis; }
 .nsdl-gv-legend-bar { flex: 0 1 160px; min-width: 40px; height: 10px; border-radius: 2px; }
 .nsdl-gv-legend-min, .nsdl-gv-legend-max { flex: 0 0 auto; color: #57606a; }
-.nsdl-gv-status { position: absolute; right: 8px; bottom: 6px; color: #57606a; pointer-events: none;
-  background: rgba(255,255,255,0.8); padding: 0 4px; border-radius: 3px; }
+.nsdl-gv-status { flex: 0 1 auto; min-width: 0; margin-left: auto; color: #57606a;
+  overflow: hidden; text-overflow: ellipsis; }
 .nsdl-gv-breadcrumb { position: absolute; left: 0; right: 0; top: 0; height: ${BREADCRUMB_HEIGHT}px;
   box-sizing: border-box; padding: 4px 8px; background: rgba(246,248,250,0.9); border-bottom: 1px solid #eaeef2;
   color: #57606a; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; z-index: 1;
   pointer-events: none; }
 .nsdl-gv-crumb { color: ${V.frame.text}; cursor: pointer; font-weight: 600; pointer-events: auto; }
 .nsdl-gv-crumb:hover { text-decoration: underline; }
-.nsdl-gv-minimap { position: absolute; right: 8px; bottom: 26px; padding: 3px; z-index: 1;
+.nsdl-gv-minimap { position: absolute; right: 8px; bottom: 8px; padding: 3px; z-index: 1;
   background: rgba(255,255,255,0.92); border: 1px solid #d0d7de; border-radius: 4px;
   cursor: pointer; touch-action: none; line-height: 0; }
 .nsdl-gv-minimap canvas { display: block; }

@@ -41,11 +41,13 @@ export class GraphViewElement {
     canvas.className = "nsdl-gv-canvas";
     stage.appendChild(canvas);
     const tooltip = new Tooltip(div(stage, "nsdl-gv-tooltip"));
-    const status = div(stage, "nsdl-gv-status");
     const band = div(stage, "nsdl-gv-band");
     const crumbs = div(stage, "nsdl-gv-breadcrumb");
     const map = div(stage, "nsdl-gv-minimap");
-    const legend = div(root, "nsdl-gv-legend"); // below the stage: it never covers a box
+    // the line below the stage: the legend and the status never cover a box
+    const foot = div(root, "nsdl-gv-foot");
+    const legend = div(foot, "nsdl-gv-legend");
+    const status = div(foot, "nsdl-gv-status");
     showLegend(legend, null);
 
     const grid = () => !!model.get("show_grid");

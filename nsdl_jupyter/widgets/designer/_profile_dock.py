@@ -11,7 +11,10 @@ import traitlets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.widgets.designer._tool_window import icon_button
 
-HEIGHTS = {False: "300px", True: "560px"}  # the dock's body, normal and tall
+# the dock's body, normal and tall. Normal follows the window: the notebook shows about 85 %
+# of it, and a third of the window leaves the canvas above at least as tall as the dock
+# (1280x800: 256 px of dock, some 330 px of canvas in view); tall is the button's choice.
+HEIGHTS = {False: "min(300px, 32vh)", True: "560px"}
 
 STYLE = """
 .nsdl-profile-dock { border-top: 1px solid var(--jp-border-color2, #e0e0e0); min-width: 0; }

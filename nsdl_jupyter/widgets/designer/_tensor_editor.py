@@ -72,8 +72,9 @@ class TensorEditor(widgets.VBox):  # type: ignore[misc]
             [self.up, self.down, self.left, self.right, self.index_box, self.close_button]
         )
         navigation.add_class("nsdl-tensor-navigation")
-        # the one scroll area of the values (the buttons above it stay in view)
-        self.body = widgets.VBox([self.position, self.stats, self.page_html, self.cell_grid])
+        # the one scroll area of the values (the buttons above it stay in view); the values
+        # come before the statistics so that a short pane shows them without scrolling
+        self.body = widgets.VBox([self.position, self.page_html, self.cell_grid, self.stats])
         self.body.add_class("nsdl-tensor-body")
         super().__init__([style_widget(), self.title, navigation, self.body, self.error])
         self.add_class("nsdl-tool")
