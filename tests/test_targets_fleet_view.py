@@ -1,6 +1,6 @@
 """The ActivityPanel's Fleet tab (issue 27, item 4): the saved targets' GPU slots, driver,
-runtimes and cache size in one table, checked when Refresh is pressed and never when the panel
-is built; a host with two GPUs (a stand-in nvidia-smi on its PATH) shows two slots."""
+CUDA, runtimes and cache size in one table, checked when Refresh is pressed and never when the
+panel is built; a host with two GPUs (a stand-in nvidia-smi on its PATH) shows two slots."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def test_the_fleet_tab_checks_the_saved_targets_on_refresh_only(
     frame = view.frame()
     assert list(frame["slot"]) == [0, 1]
     assert set(frame["name"]) == {"two-gpus"} and set(frame["driver"]) == {"550.54.15"}
-    assert set(frame["gpu"]) == {"NVIDIA A100-SXM4-80GB"}
+    assert set(frame["gpu"]) == {"NVIDIA A100-SXM4-80GB"} and set(frame["cuda"]) == {"12.4"}
     assert (frame["cache_bytes"] > 0).all() and frame["error"].isna().all()
+    assert "<th>cuda</th>" in view.table.value and "<td>12.4</td>" in view.table.value
     assert "NVIDIA A100-SXM4-80GB" in view.table.value and "2 slot(s)" in view.status.value
     assert not view.refresh_button.disabled

@@ -1,7 +1,8 @@
 """Resumable uploads (issue 27, item 1): a big upload cut off by a dropped connection (the
 server's session processes killed mid-file) resumes on the next try from what reached the
 target, sending only the rest, with and without the SFTP subsystem; the file that lands has the
-sha256 of the one sent. And the commands a check costs (issue 27, benchmark goal)."""
+sha256 of the one sent. And the commands a check and a warm profile cost (issue 27, benchmark
+goal)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from nsdl_jupyter.profiling import check_target
+from nsdl_jupyter.profiling import check_target, profile_ort
 from nsdl_jupyter.targets import TargetError
 from nsdl_jupyter.targets._ssh_files import RESUMABLE_BYTES
 from tests._sshd import Sshd, SshLab, ssh_lab
+from tests.test_targets_ssh import small_model
 
 pytestmark = pytest.mark.skipif(
     not Path("/usr/sbin/sshd").exists() or os.geteuid() != 0,
@@ -114,3 +116,21 @@ def test_a_warm_check_is_one_command_and_leaves_no_job_folder(
     assert connecting == (0 if sftp else 1)  # the deploy folder: over SFTP, or one command
     assert warm == 2
     assert not list((deploy / "jobs").iterdir())
+
+
+@pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "no-sftp"])
+def test_a_warm_profile_fetches_its_files_in_one_command(
+    lab: SshLab, tmp_path: Path, sftp: bool
+) -> None:
+    """Without SFTP, a warm profile costs the launch and one command that brings back the
+    trace and the optimized model together; over SFTP the launch alone."""
+    server = lab.servers[0 if sftp else 1]
+    model = small_model(tmp_path / "small.onnx")
+    with lab.target(server, deploy_dir=str(tmp_path / "deploy")) as target:
+        profile_ort(model, target=target, iterations=1)  # deploys runner files and model
+        before = commands(server)
+        report = profile_ort(model, target=target, iterations=1, trace_path=tmp_path / "t.json")
+        warm = commands(server) - before
+    assert warm == (1 if sftp else 2)
+    assert (tmp_path / "t.json").stat().st_size > 0 and len(report.layers) == 3
+    assert not list(tmp_path.rglob(".*.partial"))

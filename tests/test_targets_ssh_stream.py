@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from nsdl_jupyter.profiling import profile_ort
 from nsdl_jupyter.targets import SshTarget, TargetError
+from nsdl_jupyter.targets._ssh_files import StreamFiles, sh_command
 from tests._sshd import Sshd, keygen
 from tests.test_targets_ssh import small_model
 
@@ -110,3 +112,57 @@ def test_a_failing_stream_names_the_cause_and_the_fix(
         with pytest.raises(TargetError, match=r"no SFTP subsystem.*Subsystem sftp internal-sftp"):
             target.get(target.deploy_root + "/no such file", tmp_path / "x.bin")
         assert not (tmp_path / "x.bin").exists()
+
+
+class Impostor:
+    """A real channel to the real sshd that runs `script` (the target's answer) in place of
+    the command the host sends, with the paths the host asked for as its arguments."""
+
+    def __init__(self, channel: Any, script: str) -> None:
+        self._channel = channel
+        self._script = script
+
+    def exec_command(self, command: str) -> None:
+        asked = shlex.split(command)[4:]  # sh -c <script> sh <paths...>
+        self._channel.exec_command(sh_command(self._script, *asked))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._channel, name)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "for p; do printf '5 - ../../escaped.json\\000hello'; done",  # names not asked for
+        "for p; do printf '5 - %s\\000helloEXTRA' \"$p\"; done",  # more than it announced
+        "for p; do printf '999 - %s\\000hello' \"$p\"; done",  # less than it announced
+        "printf '5 - %s\\000hello' \"$1\"",  # the first file only
+        'for p; do printf \'5 %s %s\\000hello\' "$(printf x%.0s $(seq 64))" "$p"; done',
+        "head -c 300000 /dev/zero",  # no header at all
+    ],
+    ids=["name", "oversized", "short", "missing", "sha256", "no-header"],
+)
+def test_a_batched_download_refuses_an_answer_not_asked_for(
+    servers: tuple[Path, Sshd, Sshd], tmp_path: Path, script: str
+) -> None:
+    """Whatever a target answers, a batch lands whole and checked or not at all: a package
+    error, nothing written outside the destination, the files already there kept."""
+    key, _, without = servers
+    dest = tmp_path / "dest" / "deeper"
+    dest.mkdir(parents=True)
+    (dest / "trace.json").write_text("the last trace")
+    with target_of(key, without, tmp_path) as target:
+        workdir = target.make_workdir()
+        remote = target.put(small_model(tmp_path / "m.onnx"), workdir)
+        with target._remote_files() as files:
+            assert isinstance(files, StreamFiles)
+            honest = files._open
+            files._open = lambda: Impostor(honest(), script)
+        with pytest.raises(TargetError, match="no SFTP subsystem"):
+            target.get_many({remote: dest / "trace.json", remote + "x": dest / "other.onnx"})
+        files._open = honest
+        target.get_many({remote: tmp_path / "back.onnx"})  # the connection still serves
+    assert [p.name for p in dest.iterdir()] == ["trace.json"]
+    assert (dest / "trace.json").read_text() == "the last trace"
+    assert not list(tmp_path.rglob("escaped*")) and not list(tmp_path.rglob("*.partial"))
+    assert (tmp_path / "back.onnx").read_bytes() == (tmp_path / "m.onnx").read_bytes()

@@ -1,4 +1,5 @@
-"""The fleet: every saved target's GPUs, driver, runtimes and cache size in one table.
+"""The fleet: every saved target's GPUs, driver (and the CUDA version it runs), runtimes and
+cache size in one table.
 
 Each GPU of a host is a slot (its index is the `CUDA_VISIBLE_DEVICES` value that picks it).
 What was found is kept beside the saved connections (`fleet.json`, no secrets), so the table
@@ -20,7 +21,10 @@ from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter.profiling._target_check import TargetCheck, check_target
 from nsdl_jupyter.targets import Connections, SshTarget, connections
 
-COLUMNS = ("name", "slot", "gpu", "driver", "memory", "runtimes", "cache_bytes", "checked", "error")
+COLUMNS = (
+    "name", "slot", "gpu", "driver", "cuda", "memory", "runtimes", "cache_bytes", "checked",
+    "error",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class FleetRow:
     slot: int | None  # the GPU's index on its host; None: no GPU seen
     gpu: str
     driver: str
+    cuda: str  # the newest CUDA version the driver runs ("" where not known)
     memory: str
     runtimes: str
     cache_bytes: int | None
@@ -74,21 +79,22 @@ def _probe(saved: Connections, name: str) -> list[FleetRow]:
             check = check_target(target)
             cache = target.cache_info().total_bytes
     except NsdlError as exc:
-        return [FleetRow(name, None, "", "", "", "", None, now, str(exc))]
+        return [FleetRow(name, None, "", "", "", "", "", None, now, str(exc))]
     runtimes = _runtimes(check)
     smi = check.raw.get("nvidia_smi") or {}
     gpus = [g for g in smi.get("gpus") or [] if isinstance(g, list) and len(g) >= 3]
     if not gpus:
-        return [FleetRow(name, None, "none", "", "", runtimes, cache, now)]
+        return [FleetRow(name, None, "none", "", "", "", runtimes, cache, now)]
+    cuda = str(smi.get("cuda") or "")
     return [
-        FleetRow(name, slot, str(g[0]), str(g[1]), str(g[2]), runtimes, cache, now)
+        FleetRow(name, slot, str(g[0]), str(g[1]), cuda, str(g[2]), runtimes, cache, now)
         for slot, g in enumerate(gpus)
     ]
 
 
 def fleet(saved: Connections | None = None, *, refresh: bool | Sequence[str] = False) -> Fleet:
-    """The saved targets' GPUs (one row per GPU slot), driver, runtimes and cache size, as last
-    checked; `refresh=True` checks every target again, a list of names those; a target never
+    """The saved targets' GPUs (one row per GPU slot), driver, CUDA, runtimes and cache size,
+    as last checked; `refresh=True` checks every target again, a list of names those; a target never
     checked is checked now."""
     saved = saved or connections()
     store = saved.path.with_name("fleet.json")

@@ -227,6 +227,11 @@ class Target(Protocol):
         """Bring a file the runner wrote back to `local_path` (atomically)."""
         ...
 
+    def get_many(self, files: Mapping[str, Path]) -> None:
+        """`get` for several files at once (target path -> local path): a remote target brings
+        them in as few round trips as it can."""
+        ...
+
     def remove_workdir(self, workdir: str) -> None: ...
 
     def start(

@@ -128,6 +128,10 @@ class LocalTarget:
         shutil.copyfile(target_path, partial)
         os.replace(partial, local_path)
 
+    def get_many(self, files: Mapping[str, Path]) -> None:
+        for target_path, local_path in files.items():
+            self.get(target_path, local_path)
+
     def remove_workdir(self, workdir: str) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -414,15 +414,25 @@ class SshTarget(TargetCaches):
         return posixpath.join(folder, local_path.name)
 
     def get(self, target_path: str, local_path: Path) -> None:
-        local_path = Path(local_path)
-        local_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = local_path.with_name(f".{local_path.name}.partial")
+        self.get_many({target_path: local_path})
+
+    def get_many(self, files: Mapping[str, Path]) -> None:
+        """Without SFTP, all of them in one command (each costs sshd a process); each lands
+        (atomically) only once every one has arrived and checked out."""
+        wanted = {remote: Path(local) for remote, local in files.items()}
+        partials = {
+            remote: local.with_name(f".{local.name}.partial") for remote, local in wanted.items()
+        }
         try:
-            with self._remote_files() as files:
-                self.bytes_downloaded += files.download(target_path, partial)
-            os.replace(partial, local_path)
+            for local in wanted.values():
+                local.parent.mkdir(parents=True, exist_ok=True)
+            with self._remote_files() as remote_files:
+                self.bytes_downloaded += remote_files.download(list(partials.items()))
+            for remote, local in wanted.items():
+                os.replace(partials[remote], local)
         finally:
-            partial.unlink(missing_ok=True)
+            for partial in partials.values():
+                partial.unlink(missing_ok=True)
 
     def remove_workdir(self, workdir: str) -> None:
         """Best effort: with the connection gone, the folder stays (under jobs/). Without SFTP

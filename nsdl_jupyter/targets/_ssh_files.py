@@ -58,10 +58,10 @@ _PUT = (
     'if [ "${h%% *}" != "$4" ]; then rm -f -- "$2"; echo "nsdl: $1 arrived changed" >&2; '
     'exit 4; fi; fi; mv -f -- "$2" "$1"'
 )
-# a header line `<size> <sha256 or ->`, then the bytes
+# for each path asked: a header `<size> <sha256 or -> <path>` ended by a NUL, then the bytes
 _GET = (
-    'n=$(wc -c < "$1") || exit 2; h=$(sha256sum < "$1" 2>/dev/null) || h=-; '
-    'printf "%s %s\\n" $n "${h%% *}"; exec cat -- "$1"'
+    'for p; do n=$(wc -c < "$p") || exit 2; h=$(sha256sum < "$p" 2>/dev/null) || h=-; '
+    'printf "%s %s %s\\0" $n "${h%% *}" "$p"; cat -- "$p" || exit 2; done'
 )
 # $1: final path, $2: partial path (named by the content), $3: size, $4: sha256. Says what the
 # partial holds (`<size> <sha256 or ->`), reads the offset the host sends from (else starts over)
@@ -137,8 +137,9 @@ class RemoteFiles(Protocol):
 
     def write_bytes(self, remote_path: str, data: bytes) -> int: ...
 
-    def download(self, remote_path: str, local_path: Path) -> int:
-        """Write the remote file to `local_path`; returns the bytes received."""
+    def download(self, pairs: Sequence[tuple[str, Path]]) -> int:
+        """Write each remote file (the first of a pair) to its local path (the second); returns
+        the bytes received."""
         ...
 
     def remove_tree(self, path: str) -> None: ...
@@ -240,9 +241,12 @@ class SftpFiles:
             f.write(data)
         return len(data)
 
-    def download(self, remote_path: str, local_path: Path) -> int:
-        self._sftp.get(remote_path, str(local_path))  # makes local_path before opening the source
-        return local_path.stat().st_size
+    def download(self, pairs: Sequence[tuple[str, Path]]) -> int:
+        received = 0
+        for remote_path, local_path in pairs:
+            self._sftp.get(remote_path, str(local_path))  # makes local_path, then opens remote
+            received += local_path.stat().st_size
+        return received
 
     def remove_tree(self, path: str) -> None:
         """Over SFTP (a remote command costs sshd about 0.1 s to start); `rm -rf` for nested
@@ -366,32 +370,33 @@ class StreamFiles:
     def write_bytes(self, remote_path: str, data: bytes) -> int:
         return self._put(remote_path, data, len(data), hashlib.sha256(data).hexdigest())
 
-    def download(self, remote_path: str, local_path: Path) -> int:
+    def download(self, pairs: Sequence[tuple[str, Path]]) -> int:
+        """All of `pairs` in one command (each costs sshd a process and the login shell's
+        start-up). The target's answer is checked against what was asked: each path in its
+        order, its size and sha256, nothing after the last; the local paths are the caller's
+        alone, so no name the target sends chooses where bytes land."""
         channel = self._open()
         try:
             channel.settimeout(self._timeout)
-            channel.exec_command(sh_command(_GET, remote_path))
-            header = _header(channel).encode()
-            digest = hashlib.sha256()
-            received = 0
-            with open(local_path, "wb") as f:
-                for chunk in iter(lambda: channel.recv(_CHUNK), b""):
-                    f.write(chunk)
-                    digest.update(chunk)
-                    received += len(chunk)
+            channel.exec_command(sh_command(_GET, *(remote for remote, _ in pairs)))
+            stream = _Stream(channel)
+            try:
+                received = sum(_receive(stream, remote, local) for remote, local in pairs)
+                if stream.read(1):
+                    raise _AnswerError("it sent more than the files asked for")
+            except _AnswerError as exc:
+                if not stream.ended:  # it may still be sending: no stderr to wait for
+                    raise self._fail("the download", str(exc)) from None
+                err = b"".join(iter(lambda: channel.recv_stderr(_CHUNK), b""))
+                detail = f"{exc}; {err.decode('utf-8', 'replace').strip() or 'no error text'}"
+                raise self._fail("the download", detail) from None
             err = b"".join(iter(lambda: channel.recv_stderr(_CHUNK), b""))
             code = int(channel.recv_exit_status())
         finally:
             channel.close()
-        fields = header.decode().split()
-        if code != 0 or len(fields) != 2 or not fields[0].isdigit():
-            detail = (header + err).decode("utf-8", "replace") or f"exit code {code}"
-            raise self._fail(f"the download of {remote_path}", detail)
-        if received != int(fields[0]) or fields[1] not in ("-", digest.hexdigest()):
-            raise self._fail(
-                f"the download of {remote_path}",
-                f"{received} bytes arrived of {fields[0]}, or their sha256 differs",
-            )
+        if code != 0:
+            detail = err.decode("utf-8", "replace") or f"exit code {code}"
+            raise self._fail("the download", detail)
         return received
 
     def remove_tree(self, path: str) -> None:
@@ -411,3 +416,60 @@ def _header(channel: Any) -> str:
             break
         header += byte
     return header.decode("ascii", "replace")
+
+
+class _AnswerError(Exception):
+    """A streamed download's answer is not what was asked (said in the message)."""
+
+
+class _Stream:
+    """The stdout of a channel, read in chunks and handed out in the pieces asked for."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+        self._buffer = b""
+        self.ended = False
+
+    def read(self, most: int) -> bytes:
+        """Up to `most` bytes (b"" at the end)."""
+        if not self._buffer and not self.ended:
+            self._buffer = self._channel.recv(_CHUNK)
+            self.ended = not self._buffer
+        piece, self._buffer = self._buffer[:most], self._buffer[most:]
+        return piece
+
+    def read_until(self, end: bytes, most: int, what: str) -> bytes:
+        """The bytes before `end` (consumed, not returned), at most `most` of them."""
+        line = b""
+        while end not in line:
+            if len(line) > most:
+                raise _AnswerError(f"{what} is longer than {most} bytes: {line[:80]!r}")
+            piece = self.read(_CHUNK)
+            if not piece:
+                raise _AnswerError(f"it ended before {what}")
+            line += piece
+        line, rest = line.split(end, 1)
+        self._buffer = rest + self._buffer
+        return line
+
+
+def _receive(stream: _Stream, remote: str, local: Path) -> int:
+    """One file of a streamed download: its header (checked against `remote`), then exactly
+    the bytes it announced, into `local`; returns their number."""
+    asked = remote.encode("utf-8", "surrogateescape")
+    fields = stream.read_until(b"\0", len(asked) + 100, f"the header of {remote}").split(b" ", 2)
+    if len(fields) != 3 or not fields[0].isdigit() or fields[2] != asked:
+        raise _AnswerError(f"it answered {b' '.join(fields)[:200]!r} where {remote} was asked")
+    size, sha = int(fields[0]), fields[1].decode("ascii", "replace")
+    digest = hashlib.sha256()
+    received = 0
+    with open(local, "wb") as f:
+        while received < size and (chunk := stream.read(min(_CHUNK, size - received))):
+            f.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+    if received != size or sha not in ("-", digest.hexdigest()):
+        raise _AnswerError(
+            f"{received} bytes of {remote} arrived of {size}, or their sha256 differs"
+        )
+    return received

@@ -124,13 +124,6 @@ class ProfileJob(StagedJob[ProfileReport]):
             self._cleanup()
             raise
 
-    def _fetch(self, remote: str | None, name: str) -> Path | None:
-        if not remote:
-            return None
-        local = self._stage / name
-        self.target.get(remote, local)
-        return local
-
     # ---- progress -------------------------------------------------------------------------
 
     def _on_event(self, message: dict[str, Any]) -> None:
@@ -198,21 +191,25 @@ class ProfileJob(StagedJob[ProfileReport]):
             )
         self._set_progress(Progress("parsing", 0, 1, 0.96))
         answer = result.result
-        self.target.get(answer["trace"], self.trace_path)
+        optimized = self._stage / "optimized.onnx"
+        wanted = {answer["trace"]: self.trace_path}
+        if answer.get("optimized_model"):
+            wanted[answer["optimized_model"]] = optimized
+        gpu = answer.get("gpu") or {}
+        fetched: dict[str, Path | None] = {}
+        for key, name in (
+            ("timing", "gpu_kernels.npz"),
+            ("free_running", "gpu_kernels_free.npz"),
+            ("counters", "ncu_counters.csv"),
+        ):
+            remote = (gpu.get(key) or {}).get("file")
+            fetched[name] = self._stage / name if remote else None
+            if remote:
+                wanted[remote] = self._stage / name
+        self.target.get_many(wanted)  # one round trip (without SFTP: one command, not one each)
         mapping = None
         if answer.get("optimized_model"):
-            optimized = self._stage / "optimized.onnx"
-            self.target.get(answer["optimized_model"], optimized)
             mapping = fused_node_mapping(self._staged_model, optimized)
-        gpu = answer.get("gpu") or {}
-        fetched = {
-            name: self._fetch((gpu.get(key) or {}).get("file"), name)
-            for key, name in (
-                ("timing", "gpu_kernels.npz"),
-                ("free_running", "gpu_kernels_free.npz"),
-                ("counters", "ncu_counters.csv"),
-            )
-        }
         report = _report_from_run(
             answer, self.trace_path, self.source, self.settings, mapping=mapping, files=fetched
         )

@@ -233,10 +233,9 @@ class TrtProfileJob(StagedJob[ProfileReport]):
 
     def _finish(self, answer: dict[str, Any]) -> ProfileReport:
         self._set_progress(Progress("parsing", 0, 1, 0.96))
-        local: dict[str, Path] = {}
-        for key, remote in dict(answer["exports"]).items():
-            local[key] = self._stage / Path(remote).name
-            self.target.get(remote, local[key])
+        exports = dict(answer["exports"])
+        local = {key: self._stage / Path(remote).name for key, remote in exports.items()}
+        self.target.get_many({remote: local[key] for key, remote in exports.items()})
         name = self.source.name if self.source is not None else None
         if name is None and self.engine is not None:
             name = self.engine.name.rsplit(".", 1)[0]

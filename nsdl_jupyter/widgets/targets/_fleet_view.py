@@ -1,6 +1,6 @@
-"""FleetView: the saved targets' GPUs (one row per GPU slot), driver, runtimes and cache size
-in one table (`nj.fleet()`), checked again when the user presses Refresh, never when built
-(checking a fleet connects to every host)."""
+"""FleetView: the saved targets' GPUs (one row per GPU slot), driver, the CUDA version it runs,
+runtimes and cache size in one table (`nj.fleet()`), checked again when the user presses
+Refresh, never when built (checking a fleet connects to every host)."""
 
 from __future__ import annotations
 
