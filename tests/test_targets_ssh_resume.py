@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,6 +38,17 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _settled_size(path: Path, timeout: float = 20.0) -> int:
+    """The file's size once it stops growing: after its connection is killed, the target's
+    writer (orphaned, no longer a child of sshd) still drains what its pipe held."""
+    deadline = time.monotonic() + timeout
+    sizes = [-1, -2, -3]
+    while time.monotonic() < deadline and len(set(sizes[-3:])) > 1:
+        time.sleep(0.2)
+        sizes.append(path.stat().st_size)
+    return sizes[-1]
+
+
 @pytest.mark.parametrize("sftp", [True, False], ids=["sftp", "no-sftp"])
 def test_a_cut_off_upload_resumes_where_it_stopped(lab: SshLab, tmp_path: Path, sftp: bool) -> None:
     server = lab.servers[0 if sftp else 1]
@@ -57,7 +69,7 @@ def test_a_cut_off_upload_resumes_where_it_stopped(lab: SshLab, tmp_path: Path, 
     with pytest.raises(TargetError):
         target.put(wheel, target.connect().make_workdir())
     (partial,) = deploy.rglob("*.partial-*")
-    there = partial.stat().st_size
+    there = _settled_size(partial)
     assert cuts and 0 < there < size
 
     target.upload_progress = None
