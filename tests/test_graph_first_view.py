@@ -85,6 +85,16 @@ OUTLINES = {
     "resnet50_dynamo": ["layer1", "layer2", "layer3", "layer4"],
     "convnext_tiny_torchscript": ["features", "classifier"],  # avgpool: one node, drawn inline
     "convnext_tiny_dynamo": ["features", "avgpool", "classifier"],
+    "vit_b_16_torchscript": ["encoder"],  # one module holding most of the model
+    "efficientnet_b0_dynamo": ["features"],  # avgpool, classifier: a node each, drawn inline
+}
+# a few boxes would leave the first screen mostly empty: the first view opens the largest
+# module (and what it holds), laid out in bands, while the whole stays legible
+OPENED = {
+    "convnext_tiny_torchscript": ["features"],
+    "convnext_tiny_dynamo": ["features"],
+    "vit_b_16_torchscript": ["encoder"],
+    "efficientnet_b0_dynamo": ["features"],
 }
 Rect = tuple[float, float, float, float]
 
@@ -104,13 +114,24 @@ def drawn_labels(scene: GraphScene) -> list[tuple[str, int, int]]:
     return [(h.groups[~r].label if r < 0 else items[r].name, k, r) for _, _, r, k in rows]
 
 
+def top_modules(scene: GraphScene) -> list[str]:
+    """The modules of the top level the first view draws (closed or opened), in flow order."""
+    h = scene.hierarchy
+    return [
+        label
+        for label, kind, r in drawn_labels(scene)
+        if kind != KIND_NODE and h.groups[~r].parent == 0
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(OUTLINES))
 def test_first_view_is_the_outline_of_collapsed_modules(name: str) -> None:
     scene = GraphScene(graph_of(name))
     drawn = drawn_labels(scene)
-    assert scene.expanded == {0} and not [k for _, k, _ in drawn if k == KIND_FRAME]
-    groups = [label for label, kind, _ in drawn if kind == KIND_GROUP]
-    assert groups == OUTLINES[name]
+    opened = [label for label, kind, _ in drawn if kind == KIND_FRAME]
+    assert opened == OPENED.get(name, [])
+    assert {scene.hierarchy.groups[g].label for g in scene.expanded - {0}} == set(opened)
+    assert top_modules(scene) == OUTLINES[name]
     assert len(drawn) <= 30  # a screen of boxes, not the graph
     ops = [scene.table.items[ref].op for _, kind, ref in drawn if kind == KIND_NODE]
     if name.startswith("resnet"):  # conv1 … layer4 → fc
@@ -241,8 +262,7 @@ def test_whole_outline_fits_the_default_view_legibly(name: str) -> None:
     assert not box_overlaps(result)
     _, bad = label_collisions(scene)
     assert not bad, bad[:5]
-    groups = [label for label, kind, _ in drawn_labels(scene) if kind == KIND_GROUP]
-    assert groups == OUTLINES[name]
+    assert top_modules(scene) == OUTLINES[name]
 
 
 def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None:

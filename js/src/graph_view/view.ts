@@ -170,7 +170,20 @@ export class GraphViewElement {
     });
     applyHeight();
     store.loadTopology();
-    const observer = new ResizeObserver(() => renderer.resize());
+    // the kernel cuts a module outline's bands to the canvas's height (graph/_bands.py)
+    let sizeTimer = 0;
+    const reportHeight = () => {
+      const height = Math.round(renderer.height);
+      if (height < 120 || height === model.get("_canvas_height")) return;
+      model.set("_canvas_height", height);
+      model.save_changes();
+    };
+    d.add(() => clearTimeout(sizeTimer));
+    const observer = new ResizeObserver(() => {
+      renderer.resize();
+      clearTimeout(sizeTimer);
+      sizeTimer = window.setTimeout(reportHeight, 150);
+    });
     observer.observe(stage);
     d.add(() => observer.disconnect());
   }

@@ -109,6 +109,9 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _precisions = traitlets.Dict().tag(sync=True)  # node -> TensorRT precision (badges)
     _precision_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # the canvas's height in CSS px as the browser drew it (0 before): the bands of a module
+    # outline fill it, so a taller view gets longer columns
+    _canvas_height = traitlets.Int(0).tag(sync=True)
     # the properties pane beside the canvas (what a click selected); False hides it
     show_properties = traitlets.Bool(True).tag(sync=True)
     # edit gestures on the canvas: on when the view shows an open document, off for a file
@@ -138,6 +141,9 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
+        resized = self._scene.set_canvas_height(options.get("height", 560), widget=True)
+        if resized and not isinstance(collapsed, list):
+            self._scene.expanded = self._scene.default_expanded()
         self._properties = Properties(self._scene)
         self._scene.types.listener = self._on_types_inferred
         self._scene.engine.placed = self._canvas.moved
@@ -175,6 +181,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
+        self.observe(self._on_canvas_height, names=["_canvas_height"])
         track_static_picture(self, lambda: graph_view_html(self.picture_state()))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
@@ -238,6 +245,19 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         else:
             self._scene.show_constants = bool(change["new"])
         self._relayout()
+
+    def _on_canvas_height(self, change: dict[str, Any]) -> None:
+        before = self._scene.engine.replaced()
+        if not self._scene.set_canvas_height(int(change["new"])):
+            return
+        after = self._scene.layout()
+        if (
+            before is not None
+            and np.array_equal(before.refs, after.refs)
+            and np.array_equal(before.rects, after.rects)
+        ):
+            return  # the same cut: nothing moves
+        self._layout = self._scene.layout_bytes(after)
 
     def expand(self, *groups: str) -> None:
         """Expand groups by key (``"/encoder/layer.0"``); no argument: expand all."""
