@@ -321,3 +321,57 @@ def test_left_to_right_outline_wraps_into_rows_with_room_for_shapes() -> None:
     assert len(lines) >= 2
     gaps = [b[0] - a[1] for line in lines for a, b in itertools.pairwise(line)]
     assert min(gaps) >= VOCABULARY["gap"]["layer"] - 1e-3
+
+
+def blocks_of(scene: GraphScene, key: str) -> tuple[Rect, list[Rect]]:
+    """The frame of opened module `key` and the boxes of the modules it holds."""
+    g = scene.hierarchy.by_key()[key]
+    rects = scene.layout().rect_of()
+    inside = [rects[r] for r in rects if r < 0 and scene.hierarchy.groups[~r].parent == g]
+    return rects[~g], inside
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("resnet50_torchscript", "/layer3"),  # layer3.0 … layer3.5
+        ("vit_b_16_torchscript", "/encoder/layers"),  # encoder_layer_0 … 11
+        ("convnext_tiny_dynamo", "/features/5"),  # nine CNBlocks
+    ],
+)
+def test_an_opened_chain_of_modules_is_cut_into_bands_that_fit_the_view(
+    name: str, key: str
+) -> None:
+    """Issue 25: a module opened by a click shows its inside in bands like the top level (not
+    one column taller than the screen): the frame fits the view at a legible scale."""
+    scene = GraphScene(graph_of(name))
+    scene.expand([scene.hierarchy.by_key()[key]])
+    frame, blocks = blocks_of(scene, key)
+    room_w, room_h = scene.engine.band_room
+    assert len({round(x) for x, _, _, _ in blocks}) >= 2  # columns side by side
+    assert frame[2] <= room_w and frame[3] <= room_h, (frame, scene.engine.band_room)
+    assert not box_overlaps(scene.layout())
+    _, bad = label_collisions(scene)
+    assert not bad, bad[:5]
+    scene.engine.band_top = False  # before: one column
+    column, _ = blocks_of(scene, key)
+    assert column[3] > room_h
+
+
+def test_a_taller_canvas_gets_longer_columns() -> None:
+    """The bands fill the canvas the browser reports: GPT-2's h.0 … h.11 in three columns on
+    the default canvas, in two on a taller one; a canvas too small to count, or a graph
+    without bands, keeps its layout."""
+    scene = GraphScene(graph_of("gpt2_dynamo"))
+
+    def columns() -> int:
+        rects = scene.layout().rect_of()
+        return len({round(rects[r][0]) for r in rects if r < 0})
+
+    assert columns() == 3
+    assert scene.set_canvas_height(760)
+    assert columns() == 2 and scene.layout().height <= scene.engine.band_room[1]
+    assert not scene.set_canvas_height(760)  # the same room
+    assert not scene.set_canvas_height(40)  # a hidden output's canvas
+    tiny = GraphScene(graph_of("control_flow_torchscript"))
+    assert not tiny.set_canvas_height(900)
