@@ -15,7 +15,7 @@ from nsdl_jupyter.graph import GraphScene
 from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
-from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE, LayoutResult
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_NODE, LayoutResult
 from nsdl_jupyter.graph._svg import edge_curve, scene_svg
 from tests import real_exports
 

@@ -220,7 +220,7 @@ def test_the_bands_follow_the_canvas_height_the_browser_reports() -> None:
     model = onnx.load(real_exports.FOLDER / "gpt2_dynamo.onnx")
 
     def columns(view: GraphView) -> int:
-        meta, c = decode_columns(view._layout)
+        _, c = decode_columns(view._layout)
         return len({round(float(x)) for x, ref in zip(c["x"], c["ref"], strict=True) if ref < 0})
 
     default, tall = GraphView(model), GraphView(model, height=820)
