@@ -109,7 +109,8 @@ export class Renderer {
   layoutChanged(): void {
     // bands cut anew for this canvas's size: a view nobody moved since its first fit fits anew
     const room = String(this.store.layout?.meta.room ?? "");
-    const recut = room !== this.room && this.room !== null && this.atReadableFit();
+    const recut =
+      room !== this.room && this.room !== null && !this.anchored && this.atReadableFit();
     this.room = room;
     this.readableView = null; // a new drawing: the next Fit is a first one
     this.keepAnchor();

@@ -247,17 +247,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         self._relayout()
 
     def _on_canvas_height(self, change: dict[str, Any]) -> None:
-        before = self._scene.engine.replaced()
-        if not self._scene.set_canvas_height(int(change["new"])):
-            return
-        after = self._scene.layout()
-        if (
-            before is not None
-            and np.array_equal(before.refs, after.refs)
-            and np.array_equal(before.rects, after.rects)
-        ):
-            return  # the same cut: nothing moves
-        self._layout = self._scene.layout_bytes(after)
+        # a new room always comes with its layout (the same cut or not): the view fits anew
+        # only on a layout whose room differs from the one it drew
+        if self._scene.set_canvas_height(int(change["new"])):
+            self._layout = self._scene.layout_bytes()
 
     def expand(self, *groups: str) -> None:
         """Expand groups by key (``"/encoder/layer.0"``); no argument: expand all."""
