@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # the default GraphView's canvas (its height 560 px) in JupyterLab at 1280x800 with the file
 # browser open, measured by tests/ui/test_graph_first_screen_ui.py
-CANVAS_W, CANVAS_H = 846.0, 507.0
+CANVAS_W, CANVAS_H = 846.0, 510.0
 WIDGET_H = 560.0  # GraphView.height by default: the toolbar and the line below take the rest
 # renderer.ts READABLE: margins, the breadcrumb over the canvas's top, the least label size
 MARGIN, TOP, LEGIBLE_PX = 24.0, 24.0, 10.0

@@ -1,7 +1,8 @@
 """Issue 25, the first screen at real size: JupyterLab at 1280x800 with the file browser open,
 the default GraphView (560 px) on real exports. The whole module outline is in view with every
 label legible; Fit after opening every module collapses the deepest levels until the whole
-drawing is legible again (screenshots in test-output/ui/)."""
+drawing is legible again (screenshots in test-output/ui/). A taller GraphView cuts the outline
+into longer columns: the kernel cuts them for the canvas height the browser reports."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
     cells = ["import nsdl_jupyter as nj"]
     cells += [f"nj.GraphView(nj.open_model({str(folder / f'{n}.onnx')!r}))" for n in OUTLINE]
+    gpt2_file = str(folder / "gpt2_dynamo.onnx")
+    cells += [f"tall = nj.GraphView(nj.open_model({gpt2_file!r}), height=820)\ntall"]
+    cells += ["print('CANVAS', tall._canvas_height, tall._scene.engine.band_room)"]
     nb = notebook(cells, width=1280, height=800)
     nb.run_all()
     nb.wait_idle()
@@ -59,6 +63,22 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
             assert left < at[0] < left + width and top < at[1] < top + height, (name, key, at)
         assert api("(a) => a.breadcrumb()") == ["graph"]
         view.screenshot(path=str(nb.shots / f"first_screen_{name}.png"))
+
+    # a taller view: h.0 … h.11 in two columns (three in the 560 px views), all legible, cut
+    # for the canvas height the browser reported
+    tall = view_api(nb, len(OUTLINE))
+    nb.page.locator(f"{NB} {READY}").nth(len(OUTLINE)).scroll_into_view_if_needed()
+    nb.two_frames()
+    label, shown, leaves = tall("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
+    height = tall(CANVAS)[3]
+    xs = {round(tall("(a, key) => a.corner(key)", f"/h.{i}")[0]) for i in range(12)}
+    print("tall view: canvas height", height, "label", label, "boxes", shown, "of", leaves)
+    assert label["now"] >= label["legible"] and shown == leaves and len(xs) == 2, (label, xs)
+    printed = nb.run_cell(len(OUTLINE) + 2)
+    assert f"CANVAS {round(height)} " in printed, (printed, height)
+    nb.page.locator(f"{NB} {READY}").nth(len(OUTLINE)).screenshot(
+        path=str(nb.shots / "first_screen_tall_gpt2_dynamo.png")
+    )
 
     # every module open: Fit collapses the deepest open levels until the whole is legible
     k = list(OUTLINE).index("gpt2_dynamo")
