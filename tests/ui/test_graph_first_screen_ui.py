@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.graph_probe import view_api
+from tests.ui.graph_probe import each_view
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -44,14 +44,9 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
     nb.wait_idle()
     assert nb.error_outputs() == []
     assert nb.page.locator(".jp-FileBrowser").first.is_visible()  # as a user has it
-    for k, (name, modules) in enumerate(OUTLINE.items()):
-        view = nb.page.locator(f"{NB} {READY}").nth(k)
-        view.wait_for(timeout=120_000)
-        view.scroll_into_view_if_needed()
-        nb.two_frames()
-
-        api = view_api(nb, k)
-
+    for (name, modules), (_, view, api) in zip(
+        OUTLINE.items(), each_view(nb, len(OUTLINE)), strict=True
+    ):
         label, shown, leaves = api("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
         left, top, width, height = api(CANVAS)
         print(name, "canvas", width, height, "label", label, "boxes", shown, "of", leaves)
