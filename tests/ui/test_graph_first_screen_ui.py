@@ -61,9 +61,7 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
 
     # a taller view: h.0 … h.11 in two columns (three in the 560 px views), all legible, cut
     # for the canvas height the browser reported
-    tall = view_api(nb, len(OUTLINE))
-    nb.page.locator(f"{NB} {READY}").nth(len(OUTLINE)).scroll_into_view_if_needed()
-    nb.two_frames()
+    *_, (_, tall_view, tall) = each_view(nb, len(OUTLINE) + 1)
     label, shown, leaves = tall("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
     height = tall(CANVAS)[3]
     xs = {round(tall("(a, key) => a.corner(key)", f"/h.{i}")[0]) for i in range(12)}
@@ -71,9 +69,7 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
     assert label["now"] >= label["legible"] and shown == leaves and len(xs) == 2, (label, xs)
     printed = nb.run_cell(len(OUTLINE) + 2)
     assert f"CANVAS {round(height)} " in printed, (printed, height)
-    nb.page.locator(f"{NB} {READY}").nth(len(OUTLINE)).screenshot(
-        path=str(nb.shots / "first_screen_tall_gpt2_dynamo.png")
-    )
+    tall_view.screenshot(path=str(nb.shots / "first_screen_tall_gpt2_dynamo.png"))
 
     # every module open: Fit collapses the deepest open levels until the whole is legible
     k = list(OUTLINE).index("gpt2_dynamo")
