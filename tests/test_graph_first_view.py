@@ -375,3 +375,13 @@ def test_a_taller_canvas_gets_longer_columns() -> None:
     assert not scene.set_canvas_height(40)  # a hidden output's canvas
     tiny = GraphScene(graph_of("control_flow_torchscript"))
     assert not tiny.set_canvas_height(900)
+
+
+def test_reopened_with_its_companion_the_first_view_is_laid_out_alike() -> None:
+    """The companion file keeps which groups are closed; a document opened again with it
+    draws ConvNeXt's opened `features` inside the outline's bands as the first time did."""
+    graph = graph_of("convnext_tiny_dynamo")
+    first = GraphScene(graph)
+    again = GraphScene(graph, positions=dict(first.positions), collapsed=first.collapsed_keys)
+    assert again.expanded == first.expanded != {0}
+    assert again.layout().rect_of() == first.layout().rect_of()

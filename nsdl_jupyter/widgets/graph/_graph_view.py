@@ -141,9 +141,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
         self._scene.direction = options.pop("direction", "TB")
         self._scene.show_constants = bool(options.pop("show_constants", False))
-        resized = self._scene.set_canvas_height(options.get("height", 560), widget=True)
-        if resized and not isinstance(collapsed, list):
-            self._scene.expanded = self._scene.default_expanded()
+        if self._scene.set_canvas_height(options.get("height", 560), widget=True):
+            first = self._scene.default_expanded()  # also: which modules open in bands
+            if not isinstance(collapsed, list):
+                self._scene.expanded = first
         self._properties = Properties(self._scene)
         self._scene.types.listener = self._on_types_inferred
         self._scene.engine.placed = self._canvas.moved
