@@ -20,6 +20,12 @@ Goal (issue 25, cell -> drawn on a quiet 2-core machine): ResNet-50 <= 0.8 s, BE
 of which the browser's part (bench/bench_graph_view.py) <= 0.15 s.
 
     python bench/bench_open.py --fresh-kernel [--models resnet50_torchscript ...] [--repeat 5]
+
+--browser (with --fresh-kernel): the same cell in JupyterLab + headless Chromium, a new
+notebook (fresh kernel) each run: Ctrl+Enter -> the widget's "drawn", split into the kernel's
+part, the data reaching the view, data -> first paint (decode + first frame) and the frame
+to "drawn"; with --netron PYTHON (a Python with `pip install netron==9.3.3`), Netron in the
+same Chromium: page request -> first node drawn. Wall seconds, the best of --repeat.
 """
 
 from __future__ import annotations
@@ -157,7 +163,115 @@ def cell_in_fresh_kernel(path: Path) -> dict[str, tuple[float, float]]:
         manager.shutdown_kernel(now=True)
 
 
-def fresh_kernel(models: list[str], repeat: int) -> None:
+_LAB_CELL = """import time; T0 = time.time() * 1000
+import nsdl_jupyter as nj; doc = nj.open_model(PATH); view = nj.GraphView(doc)
+print("T", T0, time.time() * 1000)
+view"""
+_VIEW_STATS = """([i]) => {
+  const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+  const cell = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')[i];
+  const s = cell.querySelector('.nsdl-graph-view').__nsdl.stats();
+  return [s.topologyAt, s.firstPaintAt];
+}"""
+
+
+def lab_runs(paths: dict[str, Path], repeat: int) -> dict[str, dict[str, float]]:
+    """Per model, the best of `repeat` fresh kernels in JupyterLab: the cell -> drawn (s)
+    and its split (ms)."""
+    import time
+
+    import bench_graph_view as gv
+    from playwright.sync_api import sync_playwright
+
+    harness = gv._harness()
+    best: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as state, sync_playwright() as p:
+        lab = harness._start_lab(Path(state))
+        browser = p.chromium.launch(
+            executable_path=harness.CHROMIUM, args=harness.CHROMIUM_FLAGS, headless=True
+        )
+        try:
+            for name, path in paths.items():
+                runs = []
+                for k in range(repeat):
+                    notebook = f"fresh_{name}_{k}_{time.time_ns()}.ipynb"
+                    cell = _LAB_CELL.replace("PATH", repr(str(path)))
+                    harness.write_notebook(lab.root / notebook, ["1", cell])
+                    context = browser.new_context(viewport={"width": 1280, "height": 800})
+                    nb = harness.NotebookPage(context.new_page(), lab, notebook, Path(state))
+                    nb.open()
+                    nb.run_cell(0)  # the kernel is up
+                    pressed: list[float] = []
+                    drawn = gv.timed_run(nb, 1, gv.CELL_READY, [1], pressed)
+                    t0, t1 = (float(v) for v in nb.output(1).split("T", 1)[1].split()[:2])
+                    data_at, painted_at = nb.page.evaluate(_VIEW_STATS, [1])
+                    runs.append({
+                        "cell_to_drawn_s": drawn,
+                        "kernel_ms": t1 - t0,
+                        "to_view_ms": data_at - t1,
+                        "data_to_paint_ms": painted_at - data_at,
+                        "paint_to_drawn_ms": pressed[0] + 1000 * drawn - painted_at,
+                    })  # fmt: skip
+                    context.close()
+                best[name] = {k: round(min(r[k] for r in runs), 3) for k in runs[0]}
+        finally:
+            browser.close()
+            harness._stop_lab(lab.process)
+    return best
+
+
+def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, float]:
+    """Per model, the best of `repeat` Netron pages (a new server each): request -> drawn (s)."""
+    import socket
+    import subprocess
+    import time
+
+    import bench_graph_view as gv
+    from playwright.sync_api import sync_playwright
+
+    harness = gv._harness()
+    best: dict[str, float] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=harness.CHROMIUM, args=harness.CHROMIUM_FLAGS, headless=True
+        )
+        for name, path in paths.items():
+            runs = []
+            for _ in range(repeat):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    port = probe.getsockname()[1]
+                serve = f"import netron, time; netron.start({str(path)!r}, ('127.0.0.1', {port}), "
+                serve += "browse=False); time.sleep(3600)"
+                server = subprocess.Popen([python, "-c", serve], stdout=subprocess.DEVNULL)
+                try:
+                    for _ in range(600):
+                        try:
+                            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                            break
+                        except OSError:
+                            time.sleep(0.1)
+                    url = f"http://127.0.0.1:{port}/"
+                    context = browser.new_context(viewport={"width": 1280, "height": 800})
+                    # Netron asks for cookie consent before it shows a model
+                    consent = str(time.time_ns() // 10**6)
+                    context.add_cookies([{"name": "consent", "value": consent, "url": url}])
+                    page = context.new_page()
+                    start = time.perf_counter()
+                    page.goto(url)
+                    # a selector wait: Netron replaces window.eval, which page.evaluate uses
+                    page.wait_for_selector("#canvas .node", timeout=300_000)
+                    runs.append(time.perf_counter() - start)
+                    context.close()
+                finally:
+                    server.kill()
+                    server.wait()
+            best[name] = round(min(runs), 3)
+        browser.close()
+    return best
+
+
+def fresh_kernel(models: list[str], repeat: int, browser: bool, netron: str | None) -> None:
     import sys
 
     sys.path.insert(0, str(REPO))
@@ -165,8 +279,8 @@ def fresh_kernel(models: list[str], repeat: int) -> None:
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nsdl-bench-fresh-") as folder:
-        for name in models:
-            path = real_exports.save(name, folder)
+        paths = {name: real_exports.save(name, folder) for name in models}
+        for name, path in paths.items():
             runs = [cell_in_fresh_kernel(path) for _ in range(repeat)]
             results[name] = {"file_bytes": path.stat().st_size} | {
                 step: {
@@ -175,6 +289,8 @@ def fresh_kernel(models: list[str], repeat: int) -> None:
                 }
                 for step in runs[0]
             }
+        in_lab = lab_runs(paths, repeat) if browser else {}
+        in_netron = netron_runs(paths, repeat, netron) if browser and netron else {}
     print_table(
         f"first cell of a fresh kernel, import + open_model + GraphView: CPU s (wall s), best "
         f"of {repeat} kernels; read CPU on a shared machine",
@@ -188,6 +304,21 @@ def fresh_kernel(models: list[str], repeat: int) -> None:
             for name, r in results.items()
         ],
     )
+    if in_lab:
+        print_table(
+            f"the cell in JupyterLab, Ctrl+Enter -> drawn, wall, best of {repeat} fresh kernels"
+            + (" (Netron 9.3: page request -> drawn)" if in_netron else ""),
+            [
+                {"model": name, "cell -> drawn": fmt_seconds(r["cell_to_drawn_s"])}
+                | {k.removesuffix("_ms"): f"{v:.0f} ms" for k, v in r.items() if k.endswith("ms")}
+                | ({"netron": fmt_seconds(in_netron[name])} if name in in_netron else {})
+                for name, r in in_lab.items()
+            ],
+        )
+        for name, r in in_lab.items():
+            results[name]["lab"] = r
+            if name in in_netron:
+                results[name]["netron_request_to_drawn_s"] = in_netron[name]
     print()
     emit_json("open_fresh_kernel", {"repeat": repeat, "models": results})
 
@@ -198,9 +329,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best is kept)")
     parser.add_argument("--fresh-kernel", action="store_true", help="the first cell's split")
     parser.add_argument("--models", nargs="*", default=list(FRESH_MODELS))
+    parser.add_argument("--browser", action="store_true", help="also cell -> drawn in a browser")
+    parser.add_argument("--netron", metavar="PYTHON", help="a Python that has netron 9.3")
     args = parser.parse_args()
     if args.fresh_kernel:
-        fresh_kernel(args.models, args.repeat)
+        fresh_kernel(args.models, args.repeat, args.browser, args.netron)
         return
     results = {}
     with tempfile.TemporaryDirectory(prefix="nsdl-bench-open-") as folder:
