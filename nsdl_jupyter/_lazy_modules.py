@@ -45,7 +45,13 @@ def _run(module: types.ModuleType) -> None:
     module.__class__ = types.ModuleType
     if spec.submodule_search_locations is not None:
         module.__path__ = spec.submodule_search_locations
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        # as a failed import: the half-run module is forgotten, the next import tries again
+        if sys.modules.get(module.__name__) is module:
+            del sys.modules[module.__name__]
+        raise
 
 
 def defer_imports(names: Sequence[str] = DEFERRED) -> None:
