@@ -25,7 +25,9 @@ of which the browser's part (bench/bench_graph_view.py) <= 0.15 s.
 notebook (fresh kernel) each run: Ctrl+Enter -> the widget's "drawn", split into the kernel's
 part, the data reaching the view, data -> first paint (decode + first frame) and the frame
 to "drawn"; with --netron PYTHON (a Python with `pip install netron==9.3.3`), Netron in the
-same Chromium: page request -> first node drawn. Wall seconds, the best of --repeat.
+same Chromium: page request -> first node drawn. Wall seconds and the CPU seconds of every
+process involved (kernel, Lab server and browser; Netron's server and browser), each the best
+of --repeat.
 """
 
 from __future__ import annotations
@@ -163,9 +165,9 @@ def cell_in_fresh_kernel(path: Path) -> dict[str, tuple[float, float]]:
         manager.shutdown_kernel(now=True)
 
 
-_LAB_CELL = """import time; T0 = time.time() * 1000
+_LAB_CELL = """import time; T0, C0 = time.time() * 1000, time.process_time() * 1000
 import nsdl_jupyter as nj; doc = nj.open_model(PATH); view = nj.GraphView(doc)
-print("T", T0, time.time() * 1000)
+print("T", T0, time.time() * 1000, time.process_time() * 1000 - C0)
 view"""
 _VIEW_STATS = """([i]) => {
   const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
@@ -173,6 +175,25 @@ _VIEW_STATS = """([i]) => {
   const s = cell.querySelector('.nsdl-graph-view').__nsdl.stats();
   return [s.topologyAt, s.firstPaintAt];
 }"""
+
+
+def _cpu_of_children() -> dict[int, float]:
+    """CPU seconds of every process this one started, and theirs (Lab, its kernels, the
+    browser's processes, a Netron server): {pid: seconds}."""
+    import psutil  # type: ignore[import-untyped]
+
+    seconds = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # ended meanwhile
+            continue
+        seconds[child.pid] = times.user + times.system
+    return seconds
+
+
+def _cpu_since(before: dict[int, float]) -> float:
+    return sum(s - before.get(pid, 0.0) for pid, s in _cpu_of_children().items())
 
 
 def lab_runs(paths: dict[str, Path], repeat: int) -> dict[str, dict[str, float]]:
@@ -202,12 +223,16 @@ def lab_runs(paths: dict[str, Path], repeat: int) -> dict[str, dict[str, float]]
                     nb.open()
                     nb.run_cell(0)  # the kernel is up
                     pressed: list[float] = []
+                    before = _cpu_of_children()
                     drawn = gv.timed_run(nb, 1, gv.CELL_READY, [1], pressed)
-                    t0, t1 = (float(v) for v in nb.output(1).split("T", 1)[1].split()[:2])
+                    cpu_all = _cpu_since(before)
+                    t0, t1, cpu = (float(v) for v in nb.output(1).split("T", 1)[1].split()[:3])
                     data_at, painted_at = nb.page.evaluate(_VIEW_STATS, [1])
                     runs.append({
                         "cell_to_drawn_s": drawn,
+                        "cpu_to_drawn_s": cpu_all,  # kernel, Lab server and browser
                         "kernel_ms": t1 - t0,
+                        "kernel_cpu_ms": cpu,
                         "to_view_ms": data_at - t1,
                         "data_to_paint_ms": painted_at - data_at,
                         "paint_to_drawn_ms": pressed[0] + 1000 * drawn - painted_at,
@@ -220,8 +245,9 @@ def lab_runs(paths: dict[str, Path], repeat: int) -> dict[str, dict[str, float]]
     return best
 
 
-def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, float]:
-    """Per model, the best of `repeat` Netron pages (a new server each): request -> drawn (s)."""
+def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, dict[str, float]]:
+    """Per model, the best of `repeat` Netron pages (a new server each): request -> drawn,
+    wall and CPU (its server and the browser) seconds."""
     import socket
     import subprocess
     import time
@@ -230,13 +256,13 @@ def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, f
     from playwright.sync_api import sync_playwright
 
     harness = gv._harness()
-    best: dict[str, float] = {}
+    best: dict[str, dict[str, float]] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=harness.CHROMIUM, args=harness.CHROMIUM_FLAGS, headless=True
         )
         for name, path in paths.items():
-            runs = []
+            runs: list[tuple[float, float]] = []
             for _ in range(repeat):
                 with socket.socket() as probe:
                     probe.bind(("127.0.0.1", 0))
@@ -257,16 +283,20 @@ def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, f
                     consent = str(time.time_ns() // 10**6)
                     context.add_cookies([{"name": "consent", "value": consent, "url": url}])
                     page = context.new_page()
+                    before = _cpu_of_children()
                     start = time.perf_counter()
                     page.goto(url)
                     # a selector wait: Netron replaces window.eval, which page.evaluate uses
                     page.wait_for_selector("#canvas .node", timeout=300_000)
-                    runs.append(time.perf_counter() - start)
+                    runs.append((time.perf_counter() - start, _cpu_since(before)))
                     context.close()
                 finally:
                     server.kill()
                     server.wait()
-            best[name] = round(min(runs), 3)
+            best[name] = {
+                "request_to_drawn_s": round(min(wall for wall, _ in runs), 3),
+                "cpu_to_drawn_s": round(min(cpu for _, cpu in runs), 3),
+            }
         browser.close()
     return best
 
@@ -309,16 +339,27 @@ def fresh_kernel(models: list[str], repeat: int, browser: bool, netron: str | No
             f"the cell in JupyterLab, Ctrl+Enter -> drawn, wall, best of {repeat} fresh kernels"
             + (" (Netron 9.3: page request -> drawn)" if in_netron else ""),
             [
-                {"model": name, "cell -> drawn": fmt_seconds(r["cell_to_drawn_s"])}
+                {
+                    "model": name,
+                    "cell -> drawn": fmt_seconds(r["cell_to_drawn_s"]),
+                    "CPU": fmt_seconds(r["cpu_to_drawn_s"]),
+                }
                 | {k.removesuffix("_ms"): f"{v:.0f} ms" for k, v in r.items() if k.endswith("ms")}
-                | ({"netron": fmt_seconds(in_netron[name])} if name in in_netron else {})
+                | (
+                    {
+                        "netron": fmt_seconds(in_netron[name]["request_to_drawn_s"]),
+                        "netron CPU": fmt_seconds(in_netron[name]["cpu_to_drawn_s"]),
+                    }
+                    if name in in_netron
+                    else {}
+                )
                 for name, r in in_lab.items()
             ],
         )
         for name, r in in_lab.items():
             results[name]["lab"] = r
             if name in in_netron:
-                results[name]["netron_request_to_drawn_s"] = in_netron[name]
+                results[name]["netron"] = in_netron[name]
     print()
     emit_json("open_fresh_kernel", {"repeat": repeat, "models": results})
 
