@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from nsdl_jupyter import _plugins
 from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._lazy_modules import defer_imports
 from nsdl_jupyter._version import __version__
+
+defer_imports()  # before any module of the package imports onnx_ir (it imports sympy)
 
 if TYPE_CHECKING:
     from nsdl_jupyter._errors import OutputPathError

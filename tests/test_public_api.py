@@ -41,8 +41,29 @@ def test_a_first_graph_view_loads_only_what_it_draws(resnet18_file: Path) -> Non
     showing it must not load onnxruntime (contrib schemas), the editors or the transforms."""
     show = f"import nsdl_jupyter as nj; nj.GraphView(nj.open_model({str(resnet18_file)!r}))"
     heavy = "('onnxruntime', 'pandas', 'plotly.graph_objects', 'nsdl_jupyter.editors', "
-    heavy += "'nsdl_jupyter.transforms')"
+    heavy += "'nsdl_jupyter.transforms', 'sympy.core')"  # sympy: nsdl_jupyter/_lazy_modules.py
     assert _heavy_modules_after(show, heavy) == "[]"
+
+
+def test_sympy_deferred_by_the_package_loads_on_first_use() -> None:
+    """onnx_ir's symbolic dimensions and a user's sympy work as without the deferral: the
+    first use runs sympy (a submodule imported first runs the package's __init__ first)."""
+    code = (
+        "import sys, nsdl_jupyter, onnx_ir as ir; assert 'sympy.core' not in sys.modules; "
+        "d = ir.SymbolicDim('N') * 2 + 1; print(d.evaluate({'N': 3}), end=' '); "
+        "from sympy.core import Symbol; import sympy; print(sympy.Symbol is Symbol, end=' '); "
+        "import onnx_ir._symbolic_shapes as s; print(s.parse_symbolic_expression('max(a, 2)'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "7 True Max(2, a)\n"
+    first = "import nsdl_jupyter; from sympy.core import Symbol; import sympy; print(sympy.pi)"
+    result = subprocess.run(
+        [sys.executable, "-c", first], check=False, capture_output=True, text=True
+    )
+    assert (result.returncode, result.stdout) == (0, "pi\n"), result.stderr
 
 
 def test_every_error_class_of_the_package_is_an_nsdl_error() -> None:

@@ -139,7 +139,15 @@ export class Renderer {
     this.canvas.width = Math.round(rect.width * dpr);
     this.canvas.height = Math.round(rect.height * dpr);
     if (!this.fitted && this.store.layout) this.initialView();
-    this.invalidate();
+    if (this.stats.draws > 0) {
+      this.invalidate();
+      return;
+    }
+    // the first sizing (a ResizeObserver callback: after layout, before this frame's paint)
+    // draws at once: waiting for the next animation frame would show the graph a frame later
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.paint();
   }
 
   private drawOptions(): DrawOptions {
