@@ -44,6 +44,10 @@ fi
 # The whole suite is strict by default, so a missing prerequisite can never pass as a skip;
 # NSDL_STRICT=0 relaxes it on a machine that lacks chromium or sshd on purpose.
 export NSDL_STRICT="${NSDL_STRICT:-1}"
+# Every test process (pytest workers, kernels, CLI and runner children) imports the package:
+# with bytecode caching off (PYTHONDONTWRITEBYTECODE, set in some CI shells) each of them
+# compiles it again from source (~0.1-0.3 s of CPU per process, hundreds of processes).
+unset PYTHONDONTWRITEBYTECODE
 is_on() { case "${1,,}" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
 if is_on "${CI:-}" || is_on "${NSDL_STRICT:-}"; then
   echo "test.sh: strict mode (CI / NSDL_STRICT): a test skipped for a missing prerequisite fails"
