@@ -10,9 +10,11 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
 Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test process),
-`notebook` (function: writes a notebook from code cells into the lab root and returns a
+`notebook` (function: writes a notebook from code cells into the lab root, opens it in the
+process's one kept JupyterLab page (`_KeptPage`) with a kernel of its own, and returns a
 `NotebookPage` driver).
-Screenshots go to test-output/ui/<test name>/.
+Screenshots go to test-output/ui/<test name>/: those a test takes, and "final" when it fails
+(of every test with NSDL_UI_FINAL_SHOTS=1).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 TOKEN = f"nsdl-ui-token-{os.getpid()}"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 TIMEOUT_MS = 120_000
+# NSDL_UI_FINAL_SHOTS=1: a "final" screenshot of every test's page, not only a failed one's
+FINAL_SHOTS = os.environ.get("NSDL_UI_FINAL_SHOTS", "") not in ("", "0")
 
 
 def _free_port() -> int:
@@ -231,7 +235,8 @@ _CHROMIUM = _Chromium()
 @pytest.fixture(scope="session")
 def chromium() -> Generator[_Chromium, None, None]:
     yield _CHROMIUM
-    _CHROMIUM.stop()
+    _CHROMIUM.stop()  # closes the kept page's context with the browser
+    _KEPT.context = _KEPT.page = None
 
 
 @pytest.fixture
@@ -257,16 +262,39 @@ class NotebookPage:
         self.name = name
         self.shots = shots
         self.console_errors: list[str] = []
-        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text[:300]))
+        page.on("console", self._on_console)
+
+    def _on_console(self, message: Any) -> None:
+        if message.type == "error":
+            self.console_errors.append(message.text[:300])
+
+    def detach(self) -> None:
+        """Stop collecting the page's console errors (the page goes on to the next test)."""
+        self.page.remove_listener("console", self._on_console)
 
     # ------------------------------------------------------------------ opening and running
     def open(self) -> None:
+        """Load JupyterLab in this page, in a fresh workspace, with the notebook open."""
         workspace = f"ui{int(time.time() * 1000)}"
         self.page.goto(
             f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.name}?token={TOKEN}",
             wait_until="domcontentloaded",
             timeout=TIMEOUT_MS,
         )
+        self._wait_ready()
+
+    def open_in_place(self) -> None:
+        """Open the notebook in the JupyterLab this page has loaded already (`_KeptPage`)."""
+        self.page.evaluate(
+            "async (path) => { await window.jupyterapp.commands.execute("
+            "'docmanager:open', {path, factory: 'Notebook'}); }",
+            self.name,
+        )
+        self._wait_ready()
+        # the launcher JupyterLab opened when the last test's tabs closed
+        self.page.evaluate(_CLOSE_OTHER_TABS)
+
+    def _wait_ready(self) -> None:
         self.page.locator(
             ".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text=self.name
         ).first.wait_for(timeout=TIMEOUT_MS)
@@ -415,6 +443,83 @@ _DELETE_SESSIONS = """async (token) => {
   for (const s of sessions)
     await fetch('/api/sessions/' + s.id + '?token=' + token, {method: 'DELETE'});
 }"""
+# Every tab of the main area but the current notebook's.
+_CLOSE_OTHER_TABS = """() => { const shell = window.jupyterapp.shell;
+  for (const w of Array.from(shell.widgets('main')))
+    if (w !== shell.currentWidget) w.dispose(); }"""
+# A test's tabs closed without asking (their changes are not kept: the notebook files are the
+# test's), the page scrolled back, the focus dropped and the side areas as they were at load.
+_RESET_PAGE = """([left, right]) => { const shell = window.jupyterapp.shell;
+  for (const w of Array.from(shell.widgets('main'))) {
+    if (w.context) w.context.model.dirty = false;
+    w.dispose();
+  }
+  if (left) shell.activateById(left); else shell.collapseLeft();
+  if (right) shell.activateById(right); else shell.collapseRight();
+  for (const e of [document.scrollingElement, document.body,
+                   ...document.querySelectorAll('#main, #main > *, .lm-DockPanel')]) {
+    if (e) { e.scrollTop = 0; e.scrollLeft = 0; }
+  }
+  document.activeElement?.blur?.();
+}"""
+# The side areas' open panels (null: collapsed), to put them back after each test.
+_SIDE_AREAS = """() => ['left', 'right'].map(side => {
+  const tab = document.querySelector(
+    `.jp-SideBar.jp-mod-${side} .lm-TabBar-tab.lm-mod-current`);
+  return tab ? tab.dataset.id : null; })"""
+
+
+class _KeptPage:
+    """One JupyterLab page per test process, kept loaded from one browser test to the next.
+
+    Loading JupyterLab (its bundles, the workspace, the extensions) costs Chromium and the
+    server several CPU seconds, more than most tests spend on their own work. So the first
+    browser test loads it as before (a fresh workspace, the notebook in the URL); each later
+    one opens its notebook in place (`docmanager:open`) after the previous test's tabs were
+    closed, its kernels shut down, its dialogs dismissed and the side areas, scroll and
+    focus put back as they were after the first load; the viewport is set to the test's
+    size. A test that failed leaves its page behind: the next one loads a fresh page.
+    `notebook(..., fresh_page=True)` gives a test a page of its own, loaded for it."""
+
+    def __init__(self) -> None:
+        self.context: Any = None
+        self.page: Any = None
+        self.sides: list[str | None] = [None, None]
+
+    def take(self, browser: Any, width: int, height: int) -> tuple[Any, bool]:
+        """The kept page at width x height, and whether JupyterLab still has to be loaded."""
+        if self.page is not None and not self.page.is_closed():
+            self.page.set_viewport_size({"width": width, "height": height})
+            return self.page, False
+        self.drop()
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page = self.context.new_page()
+        return self.page, True
+
+    def loaded(self) -> None:
+        self.sides = list(self.page.evaluate(_SIDE_AREAS))
+
+    def reset(self) -> None:
+        """Close the finished test's tabs and shut its kernels down; dismiss its dialogs."""
+        page = self.page
+        page.evaluate(_RESET_PAGE, self.sides)
+        for key in ("Shift", "Control", "Alt", "Meta"):  # held by a test: the body gets the key-up
+            page.keyboard.up(key)
+        page.evaluate(_DELETE_SESSIONS, TOKEN)
+        for _ in range(5):  # "Save your work?" and the like: Escape answers "cancel"
+            if not page.locator(".jp-Dialog").count():
+                break
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(100)
+
+    def drop(self) -> None:
+        context, self.context, self.page = self.context, None, None
+        if context is not None:
+            with contextlib.suppress(Exception):
+                context.close()
+
+
+_KEPT = _KeptPage()
 
 
 def write_notebook(path: Path, cells: Sequence[str]) -> None:
@@ -428,28 +533,75 @@ def write_notebook(path: Path, cells: Sequence[str]) -> None:
 
 @pytest.fixture
 def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generator[Any, None, None]:
-    """`notebook(cells) -> NotebookPage`: writes the cells as a notebook and opens it."""
+    """`notebook(cells, width=1400, height=1000, fresh_page=False) -> NotebookPage`: writes
+    the cells as a notebook and opens it in the process's kept JupyterLab page (`_KeptPage`),
+    or, with `fresh_page=True` (and for a test's second notebook), in a page loaded for it."""
     shots = REPO / "test-output" / "ui" / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     contexts: list[Any] = []
     pages: list[NotebookPage] = []
+    kept: list[NotebookPage] = []
 
-    def open_notebook(cells: Sequence[str], width: int = 1400, height: int = 1000) -> NotebookPage:
+    def open_notebook(
+        cells: Sequence[str], width: int = 1400, height: int = 1000, fresh_page: bool = False
+    ) -> NotebookPage:
         name = f"{request.node.name.replace('[', '_').replace(']', '')}_{len(pages)}.ipynb"
         write_notebook(lab.root / name, cells)
-        context = browser.new_context(viewport={"width": width, "height": height})
-        contexts.append(context)
-        driver = NotebookPage(context.new_page(), lab, name, shots)
+        if fresh_page or kept:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            contexts.append(context)
+            driver = NotebookPage(context.new_page(), lab, name, shots)
+            pages.append(driver)
+            driver.open()
+            return driver
+        page, load = _KEPT.take(browser, width, height)
+        driver = NotebookPage(page, lab, name, shots)
         pages.append(driver)
-        driver.open()
+        kept.append(driver)
+        if load:
+            driver.open()
+            _KEPT.loaded()
+        else:
+            driver.open_in_place()
         return driver
 
     yield open_notebook
+    failed = _failed(request.node)
     for driver in pages:
-        with contextlib.suppress(Exception):
-            driver.screenshot("final")
-        with contextlib.suppress(Exception):  # shut kernels down: sessions would pile up over a run
-            driver.page.evaluate(_DELETE_SESSIONS, TOKEN)
+        if failed or FINAL_SHOTS:
+            with contextlib.suppress(Exception):
+                driver.screenshot("final")
+        driver.detach()
+        if driver not in kept:
+            with contextlib.suppress(Exception):  # shut kernels down: they would pile up
+                driver.page.evaluate(_DELETE_SESSIONS, TOKEN)
     for context in contexts:
         context.close()
+    if kept:
+        try:
+            if failed:
+                raise RuntimeError("the test failed: its page may be in any state")
+            _KEPT.reset()
+        except Exception:
+            # the next browser test loads a fresh page; this one's kernels go down with it
+            with contextlib.suppress(Exception):
+                _KEPT.page.evaluate(_DELETE_SESSIONS, TOKEN)
+            _KEPT.drop()
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+def _failed(item: pytest.Item) -> bool:
+    return item.stash.get(_CALL_FAILED, False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:  # the set-up or the test itself; read by `notebook`'s teardown
+        item.stash[_CALL_FAILED] = True
+    return report
