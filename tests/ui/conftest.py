@@ -262,6 +262,7 @@ class NotebookPage:
         self.name = name
         self.shots = shots
         self.console_errors: list[str] = []
+        self._queued = False  # cells were seen queued since the last `wait_idle`
         page.on("console", self._on_console)
 
     def _on_console(self, message: Any) -> None:
@@ -332,8 +333,14 @@ class NotebookPage:
                 .some(p => p.textContent.includes('*'))"""
 
     def wait_idle(self, timeout_ms: int = TIMEOUT_MS) -> None:
-        with contextlib.suppress(Exception):  # quick cells may be done before we look
-            self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
+        if not self._queued:  # quick cells may be done before we look
+            with contextlib.suppress(Exception):
+                self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
+        self._queued = False
+        self._wait_done(timeout_ms)
+
+    def _wait_done(self, timeout_ms: int) -> None:
+        """Wait until no cell shows [*] and the kernel is idle (the cells were seen queued)."""
         self.page.wait_for_function(f"() => !({self._BUSY})()", timeout=timeout_ms, polling=100)
         self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                                     timeout=timeout_ms)  # fmt: skip
@@ -352,6 +359,8 @@ class NotebookPage:
                     timeout=8_000,
                     polling=50,
                 )
+                # Run All queues every cell at once: no need to wait for a [*] (`wait_idle`)
+                self._queued = True
                 return
             except Exception:
                 continue
@@ -370,7 +379,8 @@ class NotebookPage:
                 if "not attached" not in str(error) or attempt == 3:
                     raise
                 self.page.wait_for_timeout(500)
-        self.wait_idle()
+        # the cell was seen queued or done: no need to wait for it to show [*] (`wait_idle`)
+        self._wait_done(TIMEOUT_MS)
         return self.output(index)
 
     def _queue_cell(self, index: int) -> None:
