@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Generator, Sequence
@@ -448,11 +449,24 @@ class NotebookPage:
         return path
 
 
-_DELETE_SESSIONS = """async (token) => {
-  const sessions = await (await fetch('/api/sessions?token=' + token)).json();
-  for (const s of sessions)
-    await fetch('/api/sessions/' + s.id + '?token=' + token, {method: 'DELETE'});
-}"""
+def _shut_kernels_down(lab: Lab) -> None:
+    """Shut down the kernels of the server's sessions now, in the background: a kernel takes
+    seconds to exit, which the next test need not wait for (its own kernel is a new one)."""
+    with urllib.request.urlopen(f"{lab.url}/api/sessions?token={TOKEN}", timeout=30) as answer:
+        ids = [session["id"] for session in json.load(answer)]
+
+    def delete() -> None:
+        for session in ids:
+            request = urllib.request.Request(
+                f"{lab.url}/api/sessions/{session}?token={TOKEN}", method="DELETE"
+            )
+            with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=60):
+                pass
+
+    if ids:
+        threading.Thread(target=delete, name="nsdl-ui-kernel-shutdown", daemon=True).start()
+
+
 # Every tab of the main area but the current notebook's.
 _CLOSE_OTHER_TABS = """() => { const shell = window.jupyterapp.shell;
   for (const w of Array.from(shell.widgets('main')))
@@ -510,12 +524,11 @@ class _KeptPage:
         self.sides = list(self.page.evaluate(_SIDE_AREAS))
 
     def reset(self) -> None:
-        """Close the finished test's tabs and shut its kernels down; dismiss its dialogs."""
+        """Close the finished test's tabs, dismiss its dialogs, release its keys."""
         page = self.page
         page.evaluate(_RESET_PAGE, self.sides)
         for key in ("Shift", "Control", "Alt", "Meta"):  # held by a test: the body gets the key-up
             page.keyboard.up(key)
-        page.evaluate(_DELETE_SESSIONS, TOKEN)
         for _ in range(5):  # "Save your work?" and the like: Escape answers "cancel"
             if not page.locator(".jp-Dialog").count():
                 break
@@ -583,21 +596,16 @@ def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generato
             with contextlib.suppress(Exception):
                 driver.screenshot("final")
         driver.detach()
-        if driver not in kept:
-            with contextlib.suppress(Exception):  # shut kernels down: they would pile up
-                driver.page.evaluate(_DELETE_SESSIONS, TOKEN)
     for context in contexts:
         context.close()
     if kept:
         try:
             if failed:
                 raise RuntimeError("the test failed: its page may be in any state")
-            _KEPT.reset()
+            _KEPT.reset()  # its tabs closed first: none sees its kernel go
         except Exception:
-            # the next browser test loads a fresh page; this one's kernels go down with it
-            with contextlib.suppress(Exception):
-                _KEPT.page.evaluate(_DELETE_SESSIONS, TOKEN)
-            _KEPT.drop()
+            _KEPT.drop()  # the next browser test loads a fresh page
+    _shut_kernels_down(lab)  # the test's kernels: they would pile up over a run
 
 
 _CALL_FAILED = pytest.StashKey[bool]()
