@@ -523,17 +523,22 @@ class _KeptPage:
     def loaded(self) -> None:
         self.sides = list(self.page.evaluate(_SIDE_AREAS))
 
-    def reset(self) -> None:
-        """Close the finished test's tabs, dismiss its dialogs, release its keys."""
+    def reset(self) -> bool:
+        """Close the finished test's tabs, dismiss its dialogs, release its keys; False when
+        the page does not answer."""
         page = self.page
-        page.evaluate(_RESET_PAGE, self.sides)
-        for key in ("Shift", "Control", "Alt", "Meta"):  # held by a test: the body gets the key-up
-            page.keyboard.up(key)
-        for _ in range(5):  # "Save your work?" and the like: Escape answers "cancel"
-            if not page.locator(".jp-Dialog").count():
-                break
-            page.keyboard.press("Escape")
-            page.wait_for_timeout(100)
+        try:
+            page.evaluate(_RESET_PAGE, self.sides)
+            for key in ("Shift", "Control", "Alt", "Meta"):  # held by a test: key-up to the body
+                page.keyboard.up(key)
+            for _ in range(5):  # "Save your work?" and the like: Escape answers "cancel"
+                if not page.locator(".jp-Dialog").count():
+                    return True
+                page.keyboard.press("Escape")
+                page.wait_for_timeout(100)
+        except Exception:
+            return False
+        return not page.locator(".jp-Dialog").count()
 
     def drop(self) -> None:
         context, self.context, self.page = self.context, None, None
@@ -598,13 +603,9 @@ def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generato
         driver.detach()
     for context in contexts:
         context.close()
-    if kept:
-        try:
-            if failed:
-                raise RuntimeError("the test failed: its page may be in any state")
-            _KEPT.reset()  # its tabs closed first: none sees its kernel go
-        except Exception:
-            _KEPT.drop()  # the next browser test loads a fresh page
+    # a failed test may have left its page in any state: the next one loads a fresh page
+    if kept and (failed or not _KEPT.reset()):  # its tabs closed first: none sees its kernel go
+        _KEPT.drop()
     _shut_kernels_down(lab)  # the test's kernels: they would pile up over a run
 
 
