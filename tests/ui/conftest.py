@@ -536,9 +536,9 @@ class _KeptPage:
                     return True
                 page.keyboard.press("Escape")
                 page.wait_for_timeout(100)
+            return not page.locator(".jp-Dialog").count()
         except Exception:
             return False
-        return not page.locator(".jp-Dialog").count()
 
     def drop(self) -> None:
         context, self.context, self.page = self.context, None, None
