@@ -10,9 +10,11 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
 Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test process),
-`notebook` (function: writes a notebook from code cells into the lab root and returns a
+`notebook` (function: writes a notebook from code cells into the lab root, opens it in the
+process's one kept JupyterLab page (`_KeptPage`) with a kernel of its own, and returns a
 `NotebookPage` driver).
-Screenshots go to test-output/ui/<test name>/.
+Screenshots go to test-output/ui/<test name>/: those a test takes, and "final" when it fails
+(of every test with NSDL_UI_FINAL_SHOTS=1).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Generator, Sequence
@@ -54,6 +57,8 @@ NB = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 TOKEN = f"nsdl-ui-token-{os.getpid()}"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 TIMEOUT_MS = 120_000
+# NSDL_UI_FINAL_SHOTS=1: a "final" screenshot of every test's page, not only a failed one's
+FINAL_SHOTS = os.environ.get("NSDL_UI_FINAL_SHOTS", "") not in ("", "0")
 
 
 def _free_port() -> int:
@@ -231,7 +236,8 @@ _CHROMIUM = _Chromium()
 @pytest.fixture(scope="session")
 def chromium() -> Generator[_Chromium, None, None]:
     yield _CHROMIUM
-    _CHROMIUM.stop()
+    _CHROMIUM.stop()  # closes the kept page's context with the browser
+    _KEPT.context = _KEPT.page = None
 
 
 @pytest.fixture
@@ -257,16 +263,40 @@ class NotebookPage:
         self.name = name
         self.shots = shots
         self.console_errors: list[str] = []
-        page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text[:300]))
+        self._queued = False  # cells were seen queued since the last `wait_idle`
+        page.on("console", self._on_console)
+
+    def _on_console(self, message: Any) -> None:
+        if message.type == "error":
+            self.console_errors.append(message.text[:300])
+
+    def detach(self) -> None:
+        """Stop collecting the page's console errors (the page goes on to the next test)."""
+        self.page.remove_listener("console", self._on_console)
 
     # ------------------------------------------------------------------ opening and running
     def open(self) -> None:
+        """Load JupyterLab in this page, in a fresh workspace, with the notebook open."""
         workspace = f"ui{int(time.time() * 1000)}"
         self.page.goto(
             f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.name}?token={TOKEN}",
             wait_until="domcontentloaded",
             timeout=TIMEOUT_MS,
         )
+        self._wait_ready()
+
+    def open_in_place(self) -> None:
+        """Open the notebook in the JupyterLab this page has loaded already (`_KeptPage`)."""
+        self.page.evaluate(
+            "async (path) => { await window.jupyterapp.commands.execute("
+            "'docmanager:open', {path, factory: 'Notebook'}); }",
+            self.name,
+        )
+        self._wait_ready()
+        # the launcher JupyterLab opened when the last test's tabs closed
+        self.page.evaluate(_CLOSE_OTHER_TABS)
+
+    def _wait_ready(self) -> None:
         self.page.locator(
             ".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text=self.name
         ).first.wait_for(timeout=TIMEOUT_MS)
@@ -304,8 +334,14 @@ class NotebookPage:
                 .some(p => p.textContent.includes('*'))"""
 
     def wait_idle(self, timeout_ms: int = TIMEOUT_MS) -> None:
-        with contextlib.suppress(Exception):  # quick cells may be done before we look
-            self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
+        if not self._queued:  # quick cells may be done before we look
+            with contextlib.suppress(Exception):
+                self.page.wait_for_function(self._BUSY, timeout=3_000, polling=50)
+        self._queued = False
+        self._wait_done(timeout_ms)
+
+    def _wait_done(self, timeout_ms: int) -> None:
+        """Wait until no cell shows [*] and the kernel is idle (the cells were seen queued)."""
         self.page.wait_for_function(f"() => !({self._BUSY})()", timeout=timeout_ms, polling=100)
         self.page.wait_for_selector(f'{NB} .jp-Notebook-ExecutionIndicator[data-status="idle"]',
                                     timeout=timeout_ms)  # fmt: skip
@@ -324,6 +360,8 @@ class NotebookPage:
                     timeout=8_000,
                     polling=50,
                 )
+                # Run All queues every cell at once: no need to wait for a [*] (`wait_idle`)
+                self._queued = True
                 return
             except Exception:
                 continue
@@ -342,7 +380,8 @@ class NotebookPage:
                 if "not attached" not in str(error) or attempt == 3:
                     raise
                 self.page.wait_for_timeout(500)
-        self.wait_idle()
+        # the cell was seen queued or done: no need to wait for it to show [*] (`wait_idle`)
+        self._wait_done(TIMEOUT_MS)
         return self.output(index)
 
     def _queue_cell(self, index: int) -> None:
@@ -410,11 +449,105 @@ class NotebookPage:
         return path
 
 
-_DELETE_SESSIONS = """async (token) => {
-  const sessions = await (await fetch('/api/sessions?token=' + token)).json();
-  for (const s of sessions)
-    await fetch('/api/sessions/' + s.id + '?token=' + token, {method: 'DELETE'});
+def _shut_kernels_down(lab: Lab) -> None:
+    """Shut down the kernels of the server's sessions now, in the background: a kernel takes
+    seconds to exit, which the next test need not wait for (its own kernel is a new one)."""
+    with urllib.request.urlopen(f"{lab.url}/api/sessions?token={TOKEN}", timeout=30) as answer:
+        ids = [session["id"] for session in json.load(answer)]
+
+    def delete() -> None:
+        for session in ids:
+            request = urllib.request.Request(
+                f"{lab.url}/api/sessions/{session}?token={TOKEN}", method="DELETE"
+            )
+            with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=60):
+                pass
+
+    if ids:
+        threading.Thread(target=delete, name="nsdl-ui-kernel-shutdown", daemon=True).start()
+
+
+# Every tab of the main area but the current notebook's.
+_CLOSE_OTHER_TABS = """() => { const shell = window.jupyterapp.shell;
+  for (const w of Array.from(shell.widgets('main')))
+    if (w !== shell.currentWidget) w.dispose(); }"""
+# A test's tabs closed without asking (their changes are not kept: the notebook files are the
+# test's), the page scrolled back, the focus dropped and the side areas as they were at load.
+_RESET_PAGE = """([left, right]) => { const shell = window.jupyterapp.shell;
+  for (const w of Array.from(shell.widgets('main'))) {
+    if (w.context) w.context.model.dirty = false;
+    w.dispose();
+  }
+  if (left) shell.activateById(left); else shell.collapseLeft();
+  if (right) shell.activateById(right); else shell.collapseRight();
+  for (const e of [document.scrollingElement, document.body,
+                   ...document.querySelectorAll('#main, #main > *, .lm-DockPanel')]) {
+    if (e) { e.scrollTop = 0; e.scrollLeft = 0; }
+  }
+  document.activeElement?.blur?.();
 }"""
+# The side areas' open panels (null: collapsed), to put them back after each test.
+_SIDE_AREAS = """() => ['left', 'right'].map(side => {
+  const tab = document.querySelector(
+    `.jp-SideBar.jp-mod-${side} .lm-TabBar-tab.lm-mod-current`);
+  return tab ? tab.dataset.id : null; })"""
+
+
+class _KeptPage:
+    """One JupyterLab page per test process, kept loaded from one browser test to the next.
+
+    Loading JupyterLab (its bundles, the workspace, the extensions) costs Chromium and the
+    server several CPU seconds, more than most tests spend on their own work. So the first
+    browser test loads it as before (a fresh workspace, the notebook in the URL); each later
+    one opens its notebook in place (`docmanager:open`) after the previous test's tabs were
+    closed, its kernels shut down, its dialogs dismissed and the side areas, scroll and
+    focus put back as they were after the first load; the viewport is set to the test's
+    size. A test that failed leaves its page behind: the next one loads a fresh page.
+    `notebook(..., fresh_page=True)` gives a test a page of its own, loaded for it."""
+
+    def __init__(self) -> None:
+        self.context: Any = None
+        self.page: Any = None
+        self.sides: list[str | None] = [None, None]
+
+    def take(self, browser: Any, width: int, height: int) -> tuple[Any, bool]:
+        """The kept page at width x height, and whether JupyterLab still has to be loaded."""
+        if self.page is not None and not self.page.is_closed():
+            self.page.set_viewport_size({"width": width, "height": height})
+            return self.page, False
+        self.drop()
+        self.context = browser.new_context(viewport={"width": width, "height": height})
+        self.page = self.context.new_page()
+        return self.page, True
+
+    def loaded(self) -> None:
+        self.sides = list(self.page.evaluate(_SIDE_AREAS))
+
+    def reset(self) -> bool:
+        """Close the finished test's tabs, dismiss its dialogs, release its keys; False when
+        the page does not answer."""
+        page = self.page
+        try:
+            page.evaluate(_RESET_PAGE, self.sides)
+            for key in ("Shift", "Control", "Alt", "Meta"):  # held by a test: key-up to the body
+                page.keyboard.up(key)
+            for _ in range(5):  # "Save your work?" and the like: Escape answers "cancel"
+                if not page.locator(".jp-Dialog").count():
+                    return True
+                page.keyboard.press("Escape")
+                page.wait_for_timeout(100)
+            return not page.locator(".jp-Dialog").count()
+        except Exception:
+            return False
+
+    def drop(self) -> None:
+        context, self.context, self.page = self.context, None, None
+        if context is not None:
+            with contextlib.suppress(Exception):
+                context.close()
+
+
+_KEPT = _KeptPage()
 
 
 def write_notebook(path: Path, cells: Sequence[str]) -> None:
@@ -428,28 +561,66 @@ def write_notebook(path: Path, cells: Sequence[str]) -> None:
 
 @pytest.fixture
 def notebook(lab: Lab, browser: Any, request: pytest.FixtureRequest) -> Generator[Any, None, None]:
-    """`notebook(cells) -> NotebookPage`: writes the cells as a notebook and opens it."""
+    """`notebook(cells, width=1400, height=1000, fresh_page=False) -> NotebookPage`: writes
+    the cells as a notebook and opens it in the process's kept JupyterLab page (`_KeptPage`),
+    or, with `fresh_page=True` (and for a test's second notebook), in a page loaded for it."""
     shots = REPO / "test-output" / "ui" / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)
     shutil.rmtree(shots, ignore_errors=True)
     shots.mkdir(parents=True)
     contexts: list[Any] = []
     pages: list[NotebookPage] = []
+    kept: list[NotebookPage] = []
 
-    def open_notebook(cells: Sequence[str], width: int = 1400, height: int = 1000) -> NotebookPage:
+    def open_notebook(
+        cells: Sequence[str], width: int = 1400, height: int = 1000, fresh_page: bool = False
+    ) -> NotebookPage:
         name = f"{request.node.name.replace('[', '_').replace(']', '')}_{len(pages)}.ipynb"
         write_notebook(lab.root / name, cells)
-        context = browser.new_context(viewport={"width": width, "height": height})
-        contexts.append(context)
-        driver = NotebookPage(context.new_page(), lab, name, shots)
+        if fresh_page or kept:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            contexts.append(context)
+            driver = NotebookPage(context.new_page(), lab, name, shots)
+            pages.append(driver)
+            driver.open()
+            return driver
+        page, load = _KEPT.take(browser, width, height)
+        driver = NotebookPage(page, lab, name, shots)
         pages.append(driver)
-        driver.open()
+        kept.append(driver)
+        if load:
+            driver.open()
+            _KEPT.loaded()
+        else:
+            driver.open_in_place()
         return driver
 
     yield open_notebook
+    failed = _failed(request.node)
     for driver in pages:
-        with contextlib.suppress(Exception):
-            driver.screenshot("final")
-        with contextlib.suppress(Exception):  # shut kernels down: sessions would pile up over a run
-            driver.page.evaluate(_DELETE_SESSIONS, TOKEN)
+        if failed or FINAL_SHOTS:
+            with contextlib.suppress(Exception):
+                driver.screenshot("final")
+        driver.detach()
     for context in contexts:
         context.close()
+    # a failed test may have left its page in any state: the next one loads a fresh page
+    if kept and (failed or not _KEPT.reset()):  # its tabs closed first: none sees its kernel go
+        _KEPT.drop()
+    _shut_kernels_down(lab)  # the test's kernels: they would pile up over a run
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+def _failed(item: pytest.Item) -> bool:
+    return item.stash.get(_CALL_FAILED, False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed:  # the set-up or the test itself; read by `notebook`'s teardown
+        item.stash[_CALL_FAILED] = True
+    return report

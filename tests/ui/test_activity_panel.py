@@ -54,6 +54,11 @@ def test_profile_from_the_panel_shows_timeline_and_table(notebook: Any) -> None:
     options.first.wait_for(state="attached", timeout=60_000)
     assert options.count() == 30
     timeline = nb.page.locator(f"{VIEW} .js-plotly-plot").first
+    nb.page.wait_for_function(  # plotly draws the bars a moment after the figure's frame
+        "() => document.querySelector('.nsdl-profile-view .js-plotly-plot')"
+        ".querySelectorAll('.barlayer .point').length >= 30",
+        timeout=60_000,
+    )
     assert timeline.locator(".barlayer .point").count() == 30  # a bar per layer of the run
     # the "Top layers" chart (an Output filled from the panel's worker thread) is drawn too
     nb.page.wait_for_function(

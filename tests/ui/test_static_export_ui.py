@@ -155,7 +155,7 @@ def test_jupyterlab_shows_the_live_widget_and_saves_the_last_picture(
     setting = settings / "plugin.jupyterlab-settings"
     setting.write_text('{"saveState": true}')
     try:
-        nb = notebook(LAB_CELLS)
+        nb = notebook(LAB_CELLS, fresh_page=True)  # JupyterLab reads the setting at load
         nb.run_all()
         nb.wait_for('.nsdl-graph-view[data-ready="1"]')
         nb.wait_idle()
