@@ -15,7 +15,7 @@ from typing import Any
 import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
-from nsdl_jupyter.graph._columns import encode_columns
+from nsdl_jupyter.graph._columns import code_dtype, encode_columns
 from nsdl_jupyter.graph._drawing import op_category
 from nsdl_jupyter.graph._extract import (
     CONSTANT,
@@ -125,11 +125,17 @@ class GraphScene:
 
     def _tensor_columns(self, meta: dict[str, Any], columns: dict[str, tuple[str, Any]]) -> None:
         """Element type and shape of every tensor, as codes into meta's `dtypes`, `shapes`."""
+        tensors = self.table.tensors
+        if self.inferred:
+            texts = [self.tensor_text(i) for i in range(len(tensors))]
+        else:  # before inference: the model's own types (most tensors share a few)
+            texts = [(t.dtype, display_shape(t.shape)) for t in tensors]
         dtypes: dict[str, int] = {}
         shapes: dict[str, int] = {}
-        texts = [self.tensor_text(i) for i in range(len(self.table.tensors))]
-        columns["tensor.dtype"] = ("i4", [dtypes.setdefault(d, len(dtypes)) for d, _ in texts])
-        columns["tensor.shape"] = ("i4", [shapes.setdefault(s, len(shapes)) for _, s in texts])
+        dtype_codes = [dtypes.setdefault(d, len(dtypes)) for d, _ in texts]
+        shape_codes = [shapes.setdefault(s, len(shapes)) for _, s in texts]
+        columns["tensor.dtype"] = (code_dtype(len(dtypes)), dtype_codes)
+        columns["tensor.shape"] = (code_dtype(len(shapes)), shape_codes)
         meta.update(dtypes=list(dtypes), shapes=list(shapes))
 
     def shapes_bytes(self) -> bytes:
@@ -241,15 +247,17 @@ class GraphScene:
             "n_groups": len(h.groups),
         }
         texts = self.texts
+        op_codes = [ops.setdefault(it.op, len(ops)) for it in items]
+        # names and keys are paths sharing prefixes (pstrs); captions and weights repeat (dstrs)
         columns: dict[str, tuple[str, Any]] = {
-            "item.name": ("strs", [it.name for it in items]),
-            "item.label": ("strs", [texts[i][0] for i in range(len(items))]),
-            "item.weights": ("strs", ["\n".join(texts[i][1]) for i in range(len(items))]),
-            "item.op": ("i4", [ops.setdefault(it.op, len(ops)) for it in items]),
+            "item.name": ("pstrs", [it.name for it in items]),
+            "item.label": ("dstrs", [texts[i][0] for i in range(len(items))]),
+            "item.weights": ("dstrs", ["\n".join(texts[i][1]) for i in range(len(items))]),
+            "item.op": (code_dtype(len(ops)), op_codes),
             "item.flags": ("u1", [it.flags for it in items]),
             "item.group": ("i4", h.item_group),
-            "group.key": ("strs", [g.key for g in h.groups]),
-            "group.label": ("strs", [g.label for g in h.groups]),
+            "group.key": ("pstrs", [g.key for g in h.groups]),
+            "group.label": ("dstrs", [g.label for g in h.groups]),
             "group.parent": ("i4", [g.parent for g in h.groups]),
             "group.size": ("i4", [g.size for g in h.groups]),
             "group.synthetic": ("u1", [g.synthetic for g in h.groups]),
@@ -257,7 +265,7 @@ class GraphScene:
             "edge.dst": ("i4", [e.dst for e in table.edges]),
             "edge.tensor": ("i4", [e.tensor for e in table.edges]),
             "edge.flags": ("u1", [e.flags for e in table.edges]),
-            "tensor.name": ("strs", [t.name for t in table.tensors]),
+            "tensor.name": ("pstrs", [t.name for t in table.tensors]),
             "init.item": ("i4", [s[0] for s in table.initializer_inputs]),
             "init.tensor": ("i4", [s[1] for s in table.initializer_inputs]),
             "init.slot": ("i4", [s[2] for s in table.initializer_inputs]),
