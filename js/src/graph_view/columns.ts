@@ -92,19 +92,15 @@ const STRINGS = {
     const starts = new Int32Array(length);
     let read = 2 * length;
     let write = 0;
+    // byte loops, not subarray copies: most strings are a few bytes past their prefix
     for (let i = 0; i < length; i++) {
-      const shared = heads[i] & PREFIX_MAX;
+      const head = heads[i];
+      let shared = head & PREFIX_MAX;
+      let from = shared ? starts[i - (head >> 13) - 1] : 0;
       starts[i] = write;
-      if (shared) {
-        const from = starts[i - (heads[i] >> 13) - 1];
-        out.copyWithin(write, from, from + shared);
-        write += shared;
-      }
-      const end = raw.indexOf(0, read);
-      out.set(raw.subarray(read, end), write);
-      write += end - read;
+      while (shared--) out[write++] = out[from++];
+      for (let b = raw[read++]; b !== 0; b = raw[read++]) out[write++] = b;
       out[write++] = 0;
-      read = end + 1;
     }
     return decoder.decode(out.subarray(0, write - 1)).split("\0");
   },
