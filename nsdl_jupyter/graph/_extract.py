@@ -259,9 +259,10 @@ class TableBuilder:
                 self._add_item(
                     value.name or "", PSEUDO_OPS[GRAPH_INPUT], GRAPH_INPUT, f"input:{value.name}"
                 )
-        for node in self.graph:
+        nodes = list(self.graph)
+        for node in nodes:
             self.add_node_item(node)
-        for node in self.graph:
+        for node in nodes:
             self._add_input_edges(node)
         for value in self.graph.outputs:
             self._add_output(value)
@@ -349,10 +350,10 @@ class TableBuilder:
         table = self.table
         name = value.name or ""
         index = table.tensor_index.get(name)
-        dtype, shape = _tensor_info(value)
-        if index is None or table.tensors[index] != Tensor(name, dtype, shape):
+        row = Tensor(name, *_tensor_info(value))
+        if index is None or table.tensors[index] != row:
             index = len(table.tensors)
-            table.tensors.append(Tensor(name, dtype, shape))
+            table.tensors.append(row)
             table.tensor_index[name] = index
         if self._building:
             self._value_tensor[id(value)] = index
