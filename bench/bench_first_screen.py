@@ -1,7 +1,10 @@
 """How much of the model the first screen shows: whole boxes in view, the smallest label size
-and the outline's extent, per real export, with the top level cut into bands (now) and in one
+and the outline's extent, per real export, with the outline cut into bands (now) and in one
 column (before), for the default GraphView (560 px) in JupyterLab at 1280x800 with the file
-browser open (its canvas measured there: 846 x 507 px, tests/ui/test_graph_first_screen_ui.py).
+browser open (its canvas measured there: 846 x 510 px, tests/ui/test_graph_first_screen_ui.py).
+"outline only": the first view without the modules it opens when the outline has few boxes
+(ConvNeXt's `features`, ViT's `encoder`). "tall view": a GraphView 820 px high (canvas 770 px),
+its bands cut for that canvas.
 
 The first view is computed as the canvas computes it (renderer.ts initialView: the whole
 drawing when its labels stay legible, else its start at a legible scale, top-down), from the
@@ -29,13 +32,15 @@ from tests import real_exports  # noqa: E402
 
 MODELS = ("bert_base_torchscript", "bert_base_dynamo", "gpt2_dynamo", "resnet50_torchscript",
           "resnet50_dynamo", "convnext_tiny_torchscript", "convnext_tiny_dynamo",
-          "vit_b_16_torchscript", "efficientnet_b0_dynamo")  # fmt: skip
-CANVAS_W, CANVAS_H, MARGIN, TOP = 846.0, 507.0, 24.0, 24.0  # renderer.ts READABLE
+          "vit_b_16_torchscript", "vit_b_16_dynamo", "efficientnet_b0_torchscript",
+          "efficientnet_b0_dynamo")  # fmt: skip
+CANVAS_W, CANVAS_H, MARGIN, TOP = 846.0, 510.0, 24.0, 24.0  # renderer.ts READABLE
+TALL_WIDGET = 820
 LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
 LEGIBLE = 10.0 / LABEL_PX
 
 
-def first_screen(result: LayoutResult) -> tuple[int, int, float]:
+def first_screen(result: LayoutResult, canvas_h: float = CANVAS_H) -> tuple[int, int, float]:
     """(whole boxes on the first screen, boxes drawn, smallest label in px) of a top-down view."""
     rects = result.rects.tolist()
     leaves = [r for r, k in zip(rects, result.kinds.tolist(), strict=True) if k != KIND_FRAME]
@@ -44,7 +49,7 @@ def first_screen(result: LayoutResult) -> tuple[int, int, float]:
     w = max(r[0] + r[2] for r in rects) - x0
     h = max(r[1] + r[3] for r in rects) - y0
     across = (CANVAS_W - 2 * MARGIN) / w
-    whole = min(across, (CANVAS_H - 2 * MARGIN - TOP) / h)
+    whole = min(across, (canvas_h - 2 * MARGIN - TOP) / h)
     if whole >= LEGIBLE:
         return len(leaves), len(leaves), min(whole, 1.5) * LABEL_PX
     scale = min(1.0, max(LEGIBLE, across))
@@ -57,7 +62,7 @@ def first_screen(result: LayoutResult) -> tuple[int, int, float]:
         if r[0] * scale + tx >= 0
         and (r[0] + r[2]) * scale + tx <= CANVAS_W
         and r[1] * scale + ty >= TOP
-        and (r[1] + r[3]) * scale + ty <= CANVAS_H
+        and (r[1] + r[3]) * scale + ty <= canvas_h
     ]
     return len(inside), len(leaves), scale * LABEL_PX
 
@@ -66,9 +71,19 @@ def main() -> None:
     rows = []
     figures: dict[str, dict[str, float]] = {}
     for name in MODELS:
-        scene = GraphScene(ir.from_proto(onnx.load(real_exports.FOLDER / f"{name}.onnx")).graph)
+        graph = ir.from_proto(onnx.load(real_exports.FOLDER / f"{name}.onnx")).graph
+        scene = GraphScene(graph)
         banded = scene.layout()
         now, drawn, label = first_screen(banded)
+        opened = scene.expanded
+        scene.expanded = {0} if scene.engine.band_top else opened
+        outline, _, label_outline = first_screen(scene.layout())
+        tall = GraphScene(graph)
+        if tall.set_canvas_height(TALL_WIDGET, widget=True):
+            tall.expanded = tall.default_expanded()
+        tall_h = TALL_WIDGET - (560 - CANVAS_H)
+        tall_now, tall_drawn, tall_label = first_screen(tall.layout(), tall_h)
+        scene.expanded = opened
         scene.engine.band_top = False
         column = scene.layout()
         before, _, label_before = first_screen(column)
@@ -78,6 +93,10 @@ def main() -> None:
             "label_px": round(label, 1),
             "boxes_first_screen_one_column": before,
             "label_px_one_column": round(label_before, 1),
+            "boxes_first_screen_outline_only": outline,
+            "label_px_outline_only": round(label_outline, 1),
+            "boxes_first_screen_tall": tall_now,
+            "label_px_tall": round(tall_label, 1),
         }
         rows.append(
             {
@@ -86,6 +105,8 @@ def main() -> None:
                 "label px": f"{label:.1f}",
                 "extent": f"{banded.width:.0f}x{banded.height:.0f}",
                 "one column": f"{before} boxes, {column.width:.0f}x{column.height:.0f}",
+                "outline only": f"{outline} boxes, {label_outline:.1f} px",
+                "tall view": f"{tall_now} of {tall_drawn}, {tall_label:.1f} px",
             }
         )
     print_table("first screen (default GraphView, JupyterLab 1280x800, file browser open)", rows)

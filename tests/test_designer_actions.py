@@ -6,17 +6,22 @@ TensorRT-RTX building on this CPU, the output guard in front of it."""
 
 from __future__ import annotations
 
+import inspect
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import onnx
 import onnx_ir as ir
+import onnxruntime as ort
 import pytest
+from onnx import TensorProto, helper
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.document import ModelDocument
 from nsdl_jupyter.examples import small_transformer
-from nsdl_jupyter.transforms import ToolStore, UserTool
+from nsdl_jupyter.transforms import ToolStore, UserTool, convert_to_fp16
 from nsdl_jupyter.widgets.designer._designer import Designer
 from nsdl_jupyter.widgets.designer._global_modifications import GlobalModifications
 
@@ -38,8 +43,38 @@ def designer(bert_file: Path, tmp_path: Path) -> Designer:
     return Designer(nj.open_model(path))
 
 
+@pytest.fixture
+def overflow(tmp_path: Path) -> Designer:
+    """x * 1e5 -> Relu -> * 1e-5: the scaled tensor overflows float16 wherever it is stored,
+    so FP16 validation keeps its producer and its user float32 (TorchScript-style names)."""
+
+    def constant(name: str, value: float) -> onnx.NodeProto:
+        tensor = helper.make_tensor("value", TensorProto.FLOAT, [], [value])
+        return helper.make_node("Constant", [], [f"{name}_output_0"], name=name, value=tensor)
+
+    nodes = [
+        constant("/encoder/Constant", 1e5),
+        helper.make_node("Mul", ["x", "/encoder/Constant_output_0"],
+                         ["/encoder/Mul_output_0"], name="/encoder/Mul"),
+        helper.make_node("Relu", ["/encoder/Mul_output_0"], ["/encoder/act/Relu_output_0"],
+                         name="/encoder/act/Relu"),
+        constant("/decoder/Constant", 1e-5),
+        helper.make_node("Mul", ["/encoder/act/Relu_output_0", "/decoder/Constant_output_0"],
+                         ["y"], name="/decoder/Mul"),
+    ]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 8])],
+    )
+    path = tmp_path / "overflow.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    return Designer(nj.open_model(path))
+
+
 def canonical(doc: ModelDocument) -> bytes:
-    return ir.to_proto(doc.model).SerializeToString(deterministic=True)
+    return bytes(ir.to_proto(doc.model).SerializeToString(deterministic=True))
 
 
 def run_dialog(dialog: GlobalModifications, name: str, **values: object) -> str | None:
@@ -103,6 +138,72 @@ def test_refused_options_and_cancel_leave_the_model_as_it_was(designer: Designer
     run._thread.join(180)  # the worker ends unseen
     assert canonical(doc) == original and not doc.can_undo
     designer.close()
+
+
+FLOAT32_KEPT = {"/encoder/Mul", "/encoder/act/Relu"}
+
+
+def test_fp16_validation_in_the_dialog_keeps_the_nodes_that_break_accuracy(
+    overflow: Designer,
+) -> None:
+    doc = overflow.doc
+    dialog = overflow.global_modifications()
+    dialog.choice.value = "fp16"
+    api = set(inspect.signature(convert_to_fp16).parameters)
+    assert {"validate", "tolerance", "provider", "max_rounds"} <= set(dialog.controls) & api
+    assert dialog.controls["validate"].value is True  # as convert_to_fp16's default
+    assert run_dialog(dialog, "fp16") == "done", dialog.result.value
+    result = dialog.current.result if dialog.current is not None else None
+    assert result is not None and set(result.kept_float32) == FLOAT32_KEPT
+    assert "max abs error" in result.kept_float32["/encoder/Mul"]  # why, as the API logs it
+    summary = dialog.result.value
+    assert "2 node(s) kept float32 by validation" in summary and "nsdl-modify-kept" in summary
+    assert all(name in summary for name in FLOAT32_KEPT)
+    assert "kept 2 node(s) float32 so the result passes validation" in summary  # the warning
+    assert result.differences and all(d.ok for d in result.differences)
+    assert "<td>ok</td>" in summary
+    assert result.status is not None and result.status.counts["validation_rounds"] >= 3
+    inferred = onnx.shape_inference.infer_shapes(ir.to_proto(doc.model)).graph.value_info
+    dtypes = {v.name: v.type.tensor_type.elem_type for v in inferred}
+    assert {dtypes[f"{name}_output_0"] for name in FLOAT32_KEPT} == {TensorProto.FLOAT}
+    assert dtypes["/decoder/Constant_output_0"] == TensorProto.FLOAT16  # converted
+    x = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+    session = ort.InferenceSession(ir.to_proto(doc.model).SerializeToString())
+    (y,) = session.run(None, {"x": x.astype(np.float16)})
+    np.testing.assert_allclose(np.asarray(y, np.float32), np.maximum(x, 0), atol=1e-2)
+    assert doc.undo_description == "FP16 conversion" and doc.undo() and not doc.can_undo
+    overflow.close()
+
+
+def test_cancel_in_fp16_validation_stops_it_at_once_and_the_dialog_stays_usable(
+    overflow: Designer,
+) -> None:
+    doc = overflow.doc
+    original = canonical(doc)
+    dialog = overflow.global_modifications()
+    dialog.choice.value = "fp16"
+    run = dialog.run()
+    assert run is not None
+    deadline = time.monotonic() + 60
+    while dialog.phase.value != "validation round 2" and not run.done:
+        assert time.monotonic() < deadline, dialog.phase.value
+        time.sleep(0.02)
+    dialog.cancel_button.click()  # while the bisection runs
+    assert run.state == "cancelled" and dialog.phase.value == "cancelled"  # said at once
+    assert "model is unchanged" in dialog.result.value
+    assert not dialog.run_button.disabled and dialog.cancel_button.disabled
+    run._thread.join(30)
+    assert not run._thread.is_alive()
+    status = run.result.status
+    # the worker stopped before its next round: no bisection result, nothing applied
+    assert status is None or "nodes_kept_by_validation" not in status.counts
+    assert not run.result.kept_float32
+    assert canonical(doc) == original and not doc.can_undo
+    assert run_dialog(dialog, "fp16", validate=False) == "done", dialog.result.value
+    assert "<td>over " in dialog.result.value  # unvalidated: the overflow shows, nothing kept
+    assert "nsdl-modify-kept" not in dialog.result.value
+    assert doc.undo_description == "FP16 conversion" and doc.undo() and not doc.can_undo
+    overflow.close()
 
 
 def test_an_edit_during_the_run_refuses_the_stale_result(designer: Designer) -> None:

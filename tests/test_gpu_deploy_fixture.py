@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nsdl_jupyter.profiling import ProfileReport
+from nsdl_jupyter.targets._target_probe import cuda_of_driver
 
 HERE = Path(__file__).parent / "fixtures" / "gpu_deploy"
 
@@ -46,6 +47,19 @@ def test_the_runtime_set_was_deployed_once_into_a_fresh_venv(facts: dict[str, ob
     stored = facts["target_wheels_by_hash"]
     assert isinstance(stored, list) and len({p.split("/")[1] for p in stored}) == 6  # one per hash
     assert "ready" in str(facts["second_check_runtime_set"])
+
+
+def test_the_driver_check_passed_on_the_real_driver(facts: dict[str, object]) -> None:
+    """The probe read driver 580 and its CUDA 13.0 from nvidia-smi; onnxruntime-gpu 1.31.1
+    needs CUDA 13 (its cudnn-cu13 extra), so the set was allowed before any upload."""
+    assert str(facts["target_driver"]).startswith("580.") and facts["target_cuda"] == "13.0"
+    assert cuda_of_driver(str(facts["target_driver"])) == facts["target_cuda"]  # the fallback table
+    majors = facts["wheel_cuda_majors"]
+    assert isinstance(majors, dict) and len(majors) == 6
+    ort = next(v for k, v in majors.items() if k.startswith("onnxruntime_gpu-1.31.1-"))
+    assert ort == 13 and all(m is None or m <= 13 for m in majors.values())
+    rows = {item: detail for item, _status, detail in facts["check_rows"]}  # type: ignore[attr-defined]
+    assert rows["GPUs"].endswith("the driver runs CUDA \u2264 13.0")
 
 
 def test_the_profile_in_that_venv_was_gpu_timed(facts: dict[str, object]) -> None:

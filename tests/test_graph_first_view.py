@@ -15,7 +15,7 @@ from nsdl_jupyter.graph import GraphScene
 from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
-from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, KIND_NODE, LayoutResult
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_NODE, LayoutResult
 from nsdl_jupyter.graph._svg import edge_curve, scene_svg
 from tests import real_exports
 
@@ -85,6 +85,16 @@ OUTLINES = {
     "resnet50_dynamo": ["layer1", "layer2", "layer3", "layer4"],
     "convnext_tiny_torchscript": ["features", "classifier"],  # avgpool: one node, drawn inline
     "convnext_tiny_dynamo": ["features", "avgpool", "classifier"],
+    "vit_b_16_torchscript": ["encoder"],  # one module holding most of the model
+    "efficientnet_b0_dynamo": ["features"],  # avgpool, classifier: a node each, drawn inline
+}
+# a few boxes would leave the first screen mostly empty: the first view opens the largest
+# module (and what it holds), laid out in bands, while the whole stays legible
+OPENED = {
+    "convnext_tiny_torchscript": ["features"],
+    "convnext_tiny_dynamo": ["features"],
+    "vit_b_16_torchscript": ["encoder"],
+    "efficientnet_b0_dynamo": ["features"],
 }
 Rect = tuple[float, float, float, float]
 
@@ -104,13 +114,24 @@ def drawn_labels(scene: GraphScene) -> list[tuple[str, int, int]]:
     return [(h.groups[~r].label if r < 0 else items[r].name, k, r) for _, _, r, k in rows]
 
 
+def top_modules(scene: GraphScene) -> list[str]:
+    """The modules of the top level the first view draws (closed or opened), in flow order."""
+    h = scene.hierarchy
+    return [
+        label
+        for label, kind, r in drawn_labels(scene)
+        if kind != KIND_NODE and h.groups[~r].parent == 0
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(OUTLINES))
 def test_first_view_is_the_outline_of_collapsed_modules(name: str) -> None:
     scene = GraphScene(graph_of(name))
     drawn = drawn_labels(scene)
-    assert scene.expanded == {0} and not [k for _, k, _ in drawn if k == KIND_FRAME]
-    groups = [label for label, kind, _ in drawn if kind == KIND_GROUP]
-    assert groups == OUTLINES[name]
+    opened = [label for label, kind, _ in drawn if kind == KIND_FRAME]
+    assert opened == OPENED.get(name, [])
+    assert {scene.hierarchy.groups[g].label for g in scene.expanded - {0}} == set(opened)
+    assert top_modules(scene) == OUTLINES[name]
     assert len(drawn) <= 30  # a screen of boxes, not the graph
     ops = [scene.table.items[ref].op for _, kind, ref in drawn if kind == KIND_NODE]
     if name.startswith("resnet"):  # conv1 … layer4 → fc
@@ -241,8 +262,7 @@ def test_whole_outline_fits_the_default_view_legibly(name: str) -> None:
     assert not box_overlaps(result)
     _, bad = label_collisions(scene)
     assert not bad, bad[:5]
-    groups = [label for label, kind, _ in drawn_labels(scene) if kind == KIND_GROUP]
-    assert groups == OUTLINES[name]
+    assert top_modules(scene) == OUTLINES[name]
 
 
 def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None:
@@ -301,3 +321,67 @@ def test_left_to_right_outline_wraps_into_rows_with_room_for_shapes() -> None:
     assert len(lines) >= 2
     gaps = [b[0] - a[1] for line in lines for a, b in itertools.pairwise(line)]
     assert min(gaps) >= VOCABULARY["gap"]["layer"] - 1e-3
+
+
+def blocks_of(scene: GraphScene, key: str) -> tuple[Rect, list[Rect]]:
+    """The frame of opened module `key` and the boxes of the modules it holds."""
+    g = scene.hierarchy.by_key()[key]
+    rects = scene.layout().rect_of()
+    inside = [rects[r] for r in rects if r < 0 and scene.hierarchy.groups[~r].parent == g]
+    return rects[~g], inside
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("resnet50_torchscript", "/layer3"),  # layer3.0 … layer3.5
+        ("vit_b_16_torchscript", "/encoder/layers"),  # encoder_layer_0 … 11
+        ("convnext_tiny_dynamo", "/features/5"),  # nine CNBlocks
+    ],
+)
+def test_an_opened_chain_of_modules_is_cut_into_bands_that_fit_the_view(
+    name: str, key: str
+) -> None:
+    """Issue 25: a module opened by a click shows its inside in bands like the top level (not
+    one column taller than the screen): the frame fits the view at a legible scale."""
+    scene = GraphScene(graph_of(name))
+    scene.expand([scene.hierarchy.by_key()[key]])
+    frame, blocks = blocks_of(scene, key)
+    room_w, room_h = scene.engine.band_room
+    assert len({round(x) for x, _, _, _ in blocks}) >= 2  # columns side by side
+    assert frame[2] <= room_w and frame[3] <= room_h, (frame, scene.engine.band_room)
+    assert not box_overlaps(scene.layout())
+    _, bad = label_collisions(scene)
+    assert not bad, bad[:5]
+    scene.engine.band_top = False  # before: one column
+    column, _ = blocks_of(scene, key)
+    assert column[3] > room_h
+
+
+def test_a_taller_canvas_gets_longer_columns() -> None:
+    """The bands fill the canvas the browser reports: GPT-2's h.0 … h.11 in three columns on
+    the default canvas, in two on a taller one; a canvas too small to count, or a graph
+    without bands, keeps its layout."""
+    scene = GraphScene(graph_of("gpt2_dynamo"))
+
+    def columns() -> int:
+        rects = scene.layout().rect_of()
+        return len({round(rects[r][0]) for r in rects if r < 0})
+
+    assert columns() == 3
+    assert scene.set_canvas_height(760)
+    assert columns() == 2 and scene.layout().height <= scene.engine.band_room[1]
+    assert not scene.set_canvas_height(760)  # the same room
+    assert not scene.set_canvas_height(40)  # a hidden output's canvas
+    tiny = GraphScene(graph_of("control_flow_torchscript"))
+    assert not tiny.set_canvas_height(900)
+
+
+def test_reopened_with_its_companion_the_first_view_is_laid_out_alike() -> None:
+    """The companion file keeps which groups are closed; a document opened again with it
+    draws ConvNeXt's opened `features` inside the outline's bands as the first time did."""
+    graph = graph_of("convnext_tiny_dynamo")
+    first = GraphScene(graph)
+    again = GraphScene(graph, positions=dict(first.positions), collapsed=first.collapsed_keys)
+    assert again.expanded == first.expanded != {0}
+    assert again.layout().rect_of() == first.layout().rect_of()

@@ -208,3 +208,27 @@ def test_view_lookups_raise_the_document_error_types(doc: Any) -> None:
     assert isinstance(missing.value, KeyError)
     with pytest.raises(WidgetError, match="unknown image format"):
         view.export_image("x.gif")
+
+
+def test_the_bands_follow_the_canvas_height_the_browser_reports() -> None:
+    """Issue 25: a module outline's bands fill the widget's real canvas. A taller GraphView
+    starts with longer columns; the canvas height the browser sends (`_canvas_height`) cuts
+    them anew, and the layout's `room` tells the view to fit again; the canvas of a hidden
+    output sends nothing."""
+    from tests import real_exports
+
+    model = onnx.load(real_exports.FOLDER / "gpt2_dynamo.onnx")
+
+    def columns(view: GraphView) -> int:
+        _, c = decode_columns(view._layout)
+        return len({round(float(x)) for x, ref in zip(c["x"], c["ref"], strict=True) if ref < 0})
+
+    default, tall = GraphView(model), GraphView(model, height=820)
+    assert columns(default) == 3 and columns(tall) == 2
+    seq = decode_columns(default._layout)[0]["seq"]
+    default._canvas_height = 767  # the browser measured a taller canvas
+    meta = decode_columns(default._layout)[0]
+    assert meta["seq"] > seq and columns(default) == 2
+    assert meta["room"] == list(default._scene.engine.band_room)
+    default._canvas_height = 40  # a collapsed output area: no room to cut for
+    assert decode_columns(default._layout)[0]["seq"] == meta["seq"] and columns(default) == 2

@@ -5,9 +5,12 @@ A run snapshots the document (a clone that shares the weights), then in a worker
 saves the snapshot, applies the transform (or the user tool) to it, runs the source and the
 result with onnxruntime on the same random inputs (`Validator`, in a child process) and
 finally, on the kernel's event loop when there is one, makes the result the document's
-contents as ONE undoable edit. Cancel discards the result at once (a user tool's process is
-ended); the document is never touched before the last step, and an edit made meanwhile
-makes the run refuse to apply a result computed from an older model.
+contents as ONE undoable edit. FP16 with `validate` runs as `convert_to_fp16` does: on files,
+with its bisection keeping the nodes that break accuracy float32, and its last validation is
+the run's comparison. Cancel ends the run at once: nothing is applied, and the worker stops
+at its next step (before the next validation round; a user tool's process is ended). The
+document is never touched before the last step, and an edit made meanwhile makes the run
+refuse to apply a result computed from an older model.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from nsdl_jupyter.document import ChangeEvent, ModelDocument, open_model
 from nsdl_jupyter.editors._errors import EditorError
 from nsdl_jupyter.editors._type_check import _kernel_loop
 from nsdl_jupyter.transforms import (
+    DEFAULT_MAX_ROUNDS,
     DEFAULT_OP_BLOCK_LIST,
+    DEFAULT_PROVIDER,
     FP16_TOLERANCE,
     OPSET_TOLERANCE,
     Fp16Pass,
@@ -46,9 +51,10 @@ from nsdl_jupyter.transforms import (
     data_type,
     replace_document_model,
     run_tool,
+    transform_file,
 )
 
-OptionValue = bool | int | str
+OptionValue = bool | int | float | str
 RunState = Literal["running", "done", "failed", "cancelled"]
 TOOL = "tool"  # the modification that runs a user tool
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8")
@@ -57,11 +63,13 @@ _TOLERANCE = {"fp16": FP16_TOLERANCE, "opset": OPSET_TOLERANCE}
 _DEFAULT_TOLERANCE = 1e-4
 # where each phase starts on the progress bar
 _PHASES = {"saving": 0.05, "transform": 0.15, "comparing": 0.55, "applying": 0.95, "done": 1.0}
+_VALIDATION_SPAN = 0.75  # FP16 with validate: its rounds fill the bar from "transform" on
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One option of a modification: a checkbox (bool), a number (int), a choice or text."""
+    """One option of a modification: a checkbox (bool), a number (int, float), a choice or
+    text."""
 
     name: str
     label: str
@@ -100,6 +108,21 @@ def modifications(doc: ModelDocument, store: ToolStore | None = None) -> list[Mo
                 OptionSpec(
                     "node_block_list", "nodes kept float32", "", help="comma separated node names"
                 ),
+                OptionSpec(
+                    "validate",
+                    "validate; keep the nodes that break accuracy float32",
+                    True,
+                    help="run the source and the result with onnxruntime; when the result is "
+                    "out of tolerance, bisect for the nodes to keep float32",
+                ),
+                OptionSpec(
+                    "tolerance",
+                    "tolerance",
+                    FP16_TOLERANCE,
+                    help="max abs error per output, times max(1, max |source output|)",
+                ),
+                OptionSpec("provider", "validation provider", DEFAULT_PROVIDER, _providers()),
+                OptionSpec("max_rounds", "most validation rounds", DEFAULT_MAX_ROUNDS),
             ),
         ),
         Modification(
@@ -149,6 +172,14 @@ def modifications(doc: ModelDocument, store: ToolStore | None = None) -> list[Mo
     ]
 
 
+def _providers() -> tuple[str, ...]:
+    """onnxruntime's execution providers here (validation runs in a child of this Python)."""
+    import onnxruntime
+
+    found = onnxruntime.get_available_providers()
+    return tuple(dict.fromkeys([DEFAULT_PROVIDER, *found]))
+
+
 def _names(text: object) -> list[str]:
     return [part.strip() for part in str(text).split(",") if part.strip()]
 
@@ -160,7 +191,10 @@ def make_pass(name: str, values: dict[str, OptionValue]) -> TransformPass:
             bool(values["keep_io_types"]),
             _names(values["op_block_list"]),
             _names(values["node_block_list"]),
-            validate=False,  # the run compares the outputs itself
+            validate=bool(values.get("validate", False)),  # else the run compares itself
+            tolerance=float(values.get("tolerance", FP16_TOLERANCE)),
+            provider=str(values.get("provider", DEFAULT_PROVIDER)),
+            max_rounds=int(values.get("max_rounds", DEFAULT_MAX_ROUNDS)),
         )
     if name == "sanitize":
         return SanitizePass(
@@ -210,6 +244,13 @@ class ModificationResult:
     status: TransformStatus | None = None
     changed: bool = True
     seconds: float = 0.0
+    kept_float32: dict[str, str] = field(default_factory=dict)  # FP16 validation: node -> why
+
+    def compared(self, checked: ValidationResult) -> None:
+        """Take the result's comparison with the source."""
+        self.differences = checked.errors
+        if not checked.errors:
+            self.comparison = checked.reason()
 
     def summary(self) -> str:
         """One line: nodes and initializers before -> after, the largest output difference."""
@@ -225,6 +266,8 @@ class ModificationResult:
             text += f"; max abs diff {worst.max_abs:.3g}, max rel diff {worst.max_rel:.3g}"
         elif self.comparison:
             text += f"; {self.comparison}"
+        if self.kept_float32:
+            text += f"; {len(self.kept_float32)} node(s) kept float32 by validation"
         return text
 
 
@@ -257,6 +300,7 @@ class ModificationRun:
         # everything the user can get wrong is refused here, before any work starts
         self._tool: UserTool | None = None
         self._pass: TransformPass | None = None
+        self._validated: Fp16Pass | None = None  # FP16 that validates and bisects itself
         if modification.name == TOOL:
             chosen = str(values.get("tool") or "")
             if not chosen:
@@ -267,6 +311,9 @@ class ModificationRun:
                 raise ToolError(f"tool {chosen!r} has no $Output argument: it gives no model back")
         else:
             self._pass = make_pass(modification.name, values)
+            if isinstance(self._pass, Fp16Pass) and self._pass.validation is not None:
+                self._validated = self._pass
+                self._pass.before_round = self._validation_round
         doc._check_editable()  # an open body refuses edits: say so now, not at the end
         self._snapshot = doc.model.clone()
         self.result = ModificationResult(modification.label, ModelCounts.of(self._snapshot))
@@ -282,11 +329,20 @@ class ModificationRun:
         if event.source != "save":
             self._edited = True
 
-    def _progress(self, phase: str) -> None:
+    def _progress(self, phase: str, fraction: float | None = None) -> None:
         if self._cancelled.is_set():
             raise _CancelledError
         if self._on_progress is not None:
-            self._on_progress(phase, _PHASES[phase])
+            self._on_progress(phase, _PHASES[phase] if fraction is None else fraction)
+
+    def _validation_round(self, number: int) -> None:
+        """Before each FP16 validation round: a cancelled run stops here."""
+        assert self._validated is not None
+        assert self._validated.validation is not None
+        share = min(1.0, (number - 1) / self._validated.validation[2])
+        self._progress(
+            f"validation round {number}", _PHASES["transform"] + _VALIDATION_SPAN * share
+        )
 
     def _work(self) -> None:
         try:
@@ -308,6 +364,8 @@ class ModificationRun:
         source = folder / "source.onnx"
         ir.save(self._snapshot, source, external_data="source.onnx.data")
         self._progress("transform")
+        if self._validated is not None:
+            return self._validated_fp16(self._validated, source, folder)
         model = self._transformed(source)
         if model is None:
             self.result.changed = False
@@ -318,10 +376,21 @@ class ModificationRun:
         ir.save(model, result, external_data="result.onnx.data")
         tolerance = _TOLERANCE.get(self.modification.name, _DEFAULT_TOLERANCE)
         with Validator(source, tolerance=tolerance) as validator:
-            checked: ValidationResult = validator.check(result)
-        self.result.differences = checked.errors
-        if not checked.errors:
-            self.result.comparison = checked.reason()
+            self.result.compared(validator.check(result))
+        return model
+
+    def _validated_fp16(self, fp16: Fp16Pass, source: Path, folder: Path) -> ir.Model:
+        """`convert_to_fp16` on the saved snapshot: validated, the nodes that break accuracy
+        kept float32; its last validation is the comparison."""
+        status = transform_file(fp16, source, folder / "fp16.onnx")
+        self.result.status = status
+        assert status.output is not None
+        assert fp16.last_validation is not None
+        self.result.compared(fp16.last_validation)
+        self.result.kept_float32 = dict(fp16.kept_float32)
+        model = ir.load(status.output)
+        ir.external_data.load_to_model(model)  # the folder goes when the run ends
+        self.result.after = ModelCounts.of(model)
         return model
 
     def _transformed(self, source: Path) -> ir.Model | None:
@@ -380,8 +449,9 @@ class ModificationRun:
 
     # ------------------------------------------------------------------ control
     def cancel(self) -> None:
-        """Stop now: the result is discarded and the document stays as it was (a user
-        tool's process is ended; a pass already running finishes unseen in the worker)."""
+        """End the run now: nothing is applied and the document stays as it was; the worker
+        stops at its next step (FP16 validation before its next round, a user tool's process
+        is ended; a pass's own step finishes unseen)."""
         self._cancelled.set()
         self._end("cancelled", None)
 

@@ -19,6 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from nsdl_jupyter.document import layout_coordinate
+from nsdl_jupyter.graph._bands import (
+    MAX_BANDS,
+    MIN_BANDED_LAYERS,
+    band_room,
+    cut_layers,
+    is_module_chain,
+    nested_room,
+    shortest_cap,
+)
 from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, PSEUDO, GraphTable
 from nsdl_jupyter.graph._hierarchy import Hierarchy, is_group_ref
 from nsdl_jupyter.graph._vocabulary import VOCABULARY
@@ -34,15 +43,12 @@ GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum
 WEIGHT_LINE = float(VOCABULARY["weights"]["line"])
 MAX_WEIGHT_LINES = int(VOCABULARY["weights"]["max"])
-# a module outline's top level is cut into bands (TB: columns side by side) that fit WRAP_W x
-# WRAP_H: the default view's canvas (846 x 507 px: 560 px high, toolbar on two rows, JupyterLab
-# at 1280x800 with the file browser open) less margins and breadcrumb, at the legible scale
-WRAP_W, WRAP_H = 870.0, 470.0
+# a module outline is cut into bands (TB: columns side by side) that fit the canvas at a legible
+# scale (graph/_bands.py band_room)
 GAP_BAND = GAP_LAYER  # between bands: the edges from one band to the next run there
 # between the layers of a top-down band: the shape label under a box still fits (left to right,
 # the label is written in that gap: it keeps GAP_LAYER)
 GAP_BAND_LAYER = 26.0
-MIN_BANDED_LAYERS, MAX_BANDS = 4, 12
 
 # kinds of laid-out rectangles (mirrored in js/src/graph_view/graph.ts)
 KIND_NODE, KIND_GROUP, KIND_FRAME = 0, 1, 2
@@ -165,9 +171,15 @@ class LayoutEngine:
         # says (the widget sets it from the document's companion "moved" entry)
         self.placed: Mapping[str, Sequence[float]] = {}
         self._computed: LayoutResult | None = None  # the last packing, before `placed`
-        # cut the top level into bands to fit the first screen while it is a module export's
-        # outline; off for graphs edited box by box, where a new layer would move the cuts
+        # cut a module export's outline (and opened chains of modules) into bands to fit the
+        # screen; off for graphs edited box by box, where a new layer would move the cuts
         self.band_top = False
+        # (width, height) the bands fill: the canvas at a legible scale (graph/_bands.py)
+        self.band_room: tuple[float, float] = band_room()
+        # keys of the modules the first view opened (graph/_bands.py first_screen_opens): their
+        # parents stay in bands while they are open; a module opened by a click makes its
+        # parent one flow again (the view keeps the opened module where it was on screen)
+        self.opened_in_bands: frozenset[str] = frozenset()
         self._lifted: LiftedEdges | None = None
         self._chains: npt.NDArray[np.int32] | None = None  # see _chain_matrix
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
@@ -423,10 +435,8 @@ class LayoutEngine:
         for ref, (layer, _) in units.items():
             by_layer.setdefault(layer, []).append(ref)
         layers = [sorted(by_layer[k], key=lambda r: units[r][1]) for k in sorted(by_layer)]
-        # bands while the top level is an outline: once a module is open, one flow again (the
-        # view keeps the opened module where it was, renderer.ts `anchor`)
-        outline = g == 0 and self.band_top and not any(~r in expanded for r in units if r < 0)
-        bands = self._bands(layers, units, lr) if outline else [layers]
+        in_bands = self._in_bands(g, units, expanded)
+        bands = self._bands(g, layers, units, sizes, lr) if in_bands else [layers]
         # bands side by side across the flow (TB: columns, LR: rows), each from the start
         positions: dict[int, tuple[float, float]] = {}
         along = across = 0.0
@@ -446,62 +456,56 @@ class LayoutEngine:
         sizes[~g] = size
         return size
 
+    def _in_bands(
+        self,
+        g: int,
+        units: Mapping[int, tuple[float, float]],
+        expanded: set[int],
+    ) -> bool:
+        """Whether group `g`'s children are laid out in bands: a module outline's top level
+        and an opened chain of modules (ConvNeXt's features.0 … features.7), while every module
+        open inside is one the first view opened."""
+        if not self.band_top:
+            return False
+        groups = [~r for r in units if is_group_ref(r)]
+        opened = [c for c in groups if c in expanded]
+        keys = self.opened_in_bands
+        if any(self.hierarchy.groups[c].key not in keys for c in opened):
+            return False
+        return g == 0 or bool(opened) or is_module_chain(len(groups), len(units))
+
     def _bands(
-        self, layers: list[list[int]], units: Mapping[int, tuple[float, float]], lr: bool
+        self,
+        g: int,
+        layers: list[list[int]],
+        units: Mapping[int, tuple[float, float]],
+        sizes: Mapping[int, tuple[float, float]],
+        lr: bool,
     ) -> list[list[list[int]]]:
-        """The top level's layers cut into consecutive bands (TB: columns, LR: rows) so that
-        its outline fits the first screen at a legible scale (GPT-2's h.0 … h.11 in three
-        columns, not one 2000 px column): the fewest bands that fit, else the best fit."""
+        """Group `g`'s layers cut into consecutive bands (TB: columns, LR: rows) so that they
+        fit the room at a legible scale (GPT-2's h.0 … h.11 in three columns, not one 2000 px
+        column): the fewest bands that fit, else the best fit."""
         if len(layers) < MIN_BANDED_LAYERS:
             return [layers]
-        leaf = {r: self._leaf_size(r) for layer in layers for r in layer}
-        thickness = [max((leaf[r][0] if lr else leaf[r][1]) for r in layer) for layer in layers]
-        room_along, room_across = (WRAP_W, WRAP_H) if lr else (WRAP_H, WRAP_W)
+        thickness = [max((sizes[r][0] if lr else sizes[r][1]) for r in layer) for layer in layers]
+        depth = len(self.hierarchy.group_chain(g)) - 1
+        room_w, room_h = nested_room(self.band_room, depth, PAD, HEADER)
+        room_along, room_across = (room_w, room_h) if lr else (room_h, room_w)
         best: list[list[list[int]]] = [layers]
         best_scale = -1.0
         for k in range(1, min(MAX_BANDS, len(layers)) + 1):
             gap = GAP_BAND_LAYER if k > 1 and not lr else GAP_LAYER
             total = sum(thickness) + gap * (len(layers) - 1)
-            bands = _cut(layers, thickness, _shortest_cap(thickness, k, gap, total), gap)
+            bands = cut_layers(layers, thickness, shortest_cap(thickness, k, gap, total), gap)
             length = along = 0.0
             for band in bands:
-                _, band_length, extent = _place_layers(band, units, leaf, lr, k > 1)
+                _, band_length, extent = _place_layers(band, units, sizes, lr, k > 1)
                 length = max(length, band_length)
                 along += extent + GAP_BAND
             scale = min(room_along / max(length, 1.0), room_across / max(along - GAP_BAND, 1.0))
             if min(scale, 1.0) > best_scale + 1e-6:
                 best, best_scale = bands, min(scale, 1.0)
         return best
-
-
-def _shortest_cap(thickness: list[float], k: int, gap: float, total: float) -> float:
-    """The least band length that cuts layers of `thickness` into at most `k` bands (greedy
-    filling is optimal for consecutive cuts: bisect on the length)."""
-    low, high = max(thickness), total
-    for _ in range(32):
-        cap = (low + high) / 2
-        bands, length = 1, 0.0
-        for t in thickness:
-            if length and length + t > cap:
-                bands, length = bands + 1, 0.0
-            length += t + gap
-        low, high = (cap, high) if bands > k else (low, cap)
-    return high
-
-
-def _cut(
-    layers: list[list[int]], thickness: list[float], most: float, gap: float
-) -> list[list[list[int]]]:
-    """Consecutive layers in bands about `most` long (a band holds at least one layer)."""
-    bands: list[list[list[int]]] = [[]]
-    length = 0.0
-    for layer, t in zip(layers, thickness, strict=True):
-        if bands[-1] and length + t > most + 1e-6:
-            bands.append([])
-            length = 0.0
-        bands[-1].append(layer)
-        length += t + gap
-    return bands
 
 
 def _place_layers(

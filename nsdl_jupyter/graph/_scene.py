@@ -14,6 +14,7 @@ from typing import Any
 import onnx_ir as ir
 
 from nsdl_jupyter._gc import gc_paused
+from nsdl_jupyter.graph._bands import MIN_CANVAS_H, band_room, canvas_height, first_screen_opens
 from nsdl_jupyter.graph._columns import code_dtype, encode_columns
 from nsdl_jupyter.graph._drawing import op_category
 from nsdl_jupyter.graph._extract import (
@@ -83,6 +84,8 @@ class GraphScene:
         self.expanded = (
             self.default_expanded() if collapsed is None else self._expanded_except(collapsed)
         )
+        if collapsed is not None and self.engine.band_top:  # which modules open in bands
+            first_screen_opens(self.engine, self.direction, self.show_constants)
 
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
@@ -162,7 +165,10 @@ class GraphScene:
         """Re-extract everything (keeps unit positions, expanded groups by key)."""
         self.types.edited()
         keys = {self.hierarchy.groups[g].key for g in self.expanded}
+        engine = self.engine
         self._build()
+        self.engine.band_room = engine.band_room
+        self.engine.opened_in_bands = engine.opened_in_bands
         by_key = self.hierarchy.by_key()
         self.expanded = {by_key[k] for k in keys if k in by_key}
 
@@ -175,7 +181,7 @@ class GraphScene:
         that fit VISIBLE_BUDGET boxes (smallest first)."""
         groups = self.hierarchy.groups
         if self.is_module_outline():
-            return {0}
+            return {0} | first_screen_opens(self.engine, self.direction, self.show_constants)
         if len(self.table.items) <= EXPAND_ALL_BELOW:
             return set(range(len(groups)))
         expanded = {0}
@@ -193,10 +199,12 @@ class GraphScene:
         return expanded
 
     def is_module_outline(self) -> bool:
-        """True for a torch/HF export too large to read whole: its top level holds modules."""
+        """True for a torch/HF export too large to read whole: its top level holds modules
+        (two or more, or one that holds most of the model: ViT's encoder, EfficientNet's
+        features)."""
         groups = self.hierarchy.groups
-        modules = [r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic]
-        if len(modules) < 2:
+        modules = [~r for r in groups[0].children if is_group_ref(r) and not groups[~r].synthetic]
+        if not modules or (len(modules) == 1 and 2 * groups[modules[0]].size < groups[0].size):
             return False
         shown = sum(1 for it in self.table.items if it.alive and not it.flags & CONSTANT)
         return shown > OUTLINE_ABOVE
@@ -231,6 +239,17 @@ class GraphScene:
 
     def arrange(self) -> None:
         self.engine.forget_positions()
+
+    def set_canvas_height(self, height: float, *, widget: bool = False) -> bool:
+        """The view's canvas is `height` CSS px high (`widget`: the whole GraphView is, before
+        the browser measured its canvas): the bands fill it. True when that changed their room
+        (lay out again); False for a graph without bands or a canvas too small to count."""
+        height = canvas_height(height) if widget else height
+        room = band_room(canvas_h=height)
+        if not self.engine.band_top or height < MIN_CANVAS_H or room == self.engine.band_room:
+            return False
+        self.engine.band_room = room
+        return True
 
     def layout(self) -> LayoutResult:
         return self.engine.layout(self.expanded, self.direction, self.show_constants)
@@ -292,6 +311,7 @@ class GraphScene:
             "width": result.width,
             "height": result.height,
             "expanded": sorted(self.expanded),
+            "room": list(self.engine.band_room),  # a new room: the view fits the drawing anew
         }
         rects = result.rects
         columns: dict[str, tuple[str, Any]] = {

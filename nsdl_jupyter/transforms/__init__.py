@@ -17,6 +17,7 @@ from nsdl_jupyter.transforms._extract import (
 )
 from nsdl_jupyter.transforms._fix_dims import FixDimsPass, batch_dims, fix_dims
 from nsdl_jupyter.transforms._fp16 import (
+    DEFAULT_MAX_ROUNDS,
     DEFAULT_OP_BLOCK_LIST,
     FP16_TOLERANCE,
     Fp16Pass,
@@ -58,11 +59,18 @@ from nsdl_jupyter.transforms._tools import (
     run_tool,
     run_tool_in_notebook,
 )
-from nsdl_jupyter.transforms._validate import OutputError, ValidationResult, Validator
+from nsdl_jupyter.transforms._validate import (
+    DEFAULT_PROVIDER,
+    OutputError,
+    ValidationResult,
+    Validator,
+)
 from nsdl_jupyter.transforms._working_copy import TransformError, data_type
 
 __all__ = [
+    "DEFAULT_MAX_ROUNDS",
     "DEFAULT_OP_BLOCK_LIST",
+    "DEFAULT_PROVIDER",
     "FP16_TOLERANCE",
     "MAX_LOG_LINES",
     "OPSET_TOLERANCE",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -157,9 +157,14 @@ def convert_to_fp16(
 @register("fp16", "convert weights and compute to float16")
 class Fp16Pass(TransformPass):
     """Float32 weights and compute to float16 (see `convert_to_fp16` for the options); on a
-    file, the result is validated and nodes that fail are kept float32."""
+    file, the result is validated and nodes that fail are kept float32.
+
+    After `validate`: `last_validation` holds the last validation of the written result,
+    `kept_float32` the nodes the bisection kept (node -> why; empty when none). Set
+    `before_round` to be called with each validation round's number (raise to stop)."""
 
     operation = "convert_to_fp16"
+    before_round: Callable[[int], None] | None = None
 
     def __init__(
         self,
@@ -186,6 +191,8 @@ class Fp16Pass(TransformPass):
         self.settings = _Settings(keep_io_types, blocked_ops, frozenset(node_block_list or ()))
         self.validation = (tolerance, provider, max_rounds) if validate else None
         self.converter: _Fp16Converter | None = None
+        self.last_validation: ValidationResult | None = None
+        self.kept_float32: dict[str, str] = {}
 
     def apply(self, model: ir.Model) -> bool:
         keep_io_types = self.settings.keep_io_types
@@ -208,8 +215,10 @@ class Fp16Pass(TransformPass):
         if self.validation is None or self.converter is None:
             return saved
         tolerance, provider, max_rounds = self.validation
-        with Validator(source, tolerance=tolerance, provider=provider) as validator:
-            return _validate_and_fix(
+        with Validator(
+            source, tolerance=tolerance, provider=provider, before_round=self.before_round
+        ) as validator:
+            saved, self.last_validation, found = _validate_and_fix(
                 source,
                 target,
                 saved,
@@ -219,6 +228,12 @@ class Fp16Pass(TransformPass):
                 status=self.status,
                 max_rounds=max_rounds,
             )
+        if found is not None and found.kept is not None:
+            self.kept_float32 = {
+                name: found.culprits.get(name, "not tried within max_rounds")
+                for name in sorted(found.kept)
+            }
+        return saved
 
 
 @dataclass(frozen=True)
@@ -251,13 +266,14 @@ def _validate_and_fix(
     validator: Validator,
     status: TransformStatus,
     max_rounds: int,
-) -> Path:
+) -> tuple[Path, ValidationResult, BisectionResult | None]:
     """Validate the written result; when it fails, bisect for nodes to keep float32 and
-    write the result again with them kept. Returns where the result is."""
+    write the result again with them kept. Returns where the result is, its last validation
+    and the bisection (None when there was none)."""
     first = validator.check(saved)
     if first.passed or first.outcome == "not_validated":
         validator.report(status, first)
-        return saved
+        return saved, first, None
 
     # Rounds start from a copy with external data: it opens without reading the weights,
     # and candidates are written without serializing them into a protobuf (seconds a round).
@@ -276,14 +292,15 @@ def _validate_and_fix(
     found = bisect_nodes(list(roles), attempt, max_rounds - 1, roles)
     if found.kept is None:
         _report_unfixable(status, validator, first, found)
-        return saved
+        return saved, first, found
     for part in (status.log, status.warnings, status.counts):
         part.clear()  # the final conversion logs and counts afresh
     copy = working_copy(model)
     settings.convert(copy.model, status, found.kept)
     saved = copy.save(target, status, model, overwrite=True)  # its own first result
     _report_bisection(status, validator, first, found)
-    return saved
+    assert found.passing is not None
+    return saved, found.passing, found
 
 
 def _role(node: ir.Node) -> str:

@@ -36,6 +36,11 @@ class TransformStatus:
         self.ok = False
         self.log.append(f"error: {message}")
 
+    @property
+    def errors(self) -> list[str]:
+        """The messages of `fail` (why `ok` is False)."""
+        return [line.removeprefix("error: ") for line in self.log if line.startswith("error: ")]
+
     def count(self, key: str, amount: int = 1) -> None:
         self.counts[key] += amount
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -106,9 +107,12 @@ class Validator:
         provider: str = DEFAULT_PROVIDER,
         seed: int = 0,
         timeout: float = ROUND_TIMEOUT_S,
+        before_round: Callable[[int], None] | None = None,
     ) -> None:
         check_validation_arguments(tolerance, provider)
         self.tolerance = tolerance
+        # called with the round's number before each round; raising stops the work there
+        self.before_round = before_round
         self.provider = provider
         self.seed = seed
         self.timeout = timeout
@@ -139,6 +143,8 @@ class Validator:
 
         if self._source_failure is not None:
             return self._source_failure
+        if self.before_round is not None:
+            self.before_round(self.rounds + 1)
         started = time.perf_counter()
         self.rounds += 1
         job = CompareJob(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 VIEW = ".jp-NotebookPanel:not(.lm-mod-hidden) .nsdl-graph-view"
@@ -67,3 +67,14 @@ def view_api(nb: Any, k: int) -> Callable[..., Any]:
         )
 
     return api
+
+
+def each_view(nb: Any, count: int) -> Iterator[tuple[int, Any, Callable[..., Any]]]:
+    """The first `count` views of the visible notebook in order, each waited for until drawn
+    and scrolled into view: (k, its locator, its `view_api`)."""
+    for k in range(count):
+        view = nb.page.locator(f'{VIEW}[data-ready="1"]').nth(k)
+        view.wait_for(timeout=120_000)
+        view.scroll_into_view_if_needed()
+        nb.two_frames()
+        yield k, view, view_api(nb, k)

@@ -1,6 +1,7 @@
 """The Designer on a real export at small screens, measured through the DOM: 1280x800 with
 JupyterLab's file browser open and 1024x768 without it. Every input and select in every
-pane, form and the Profile dock is at least 120 px wide, no word is split across two lines,
+pane, form and the Profile dock is at least 120 px wide, no word is split across two lines
+(list rows included: the Layers list, the palette),
 a cut label ends in an ellipsis with its full text as tooltip, both toolbars are one row,
 and after "Profile from here" the canvas keeps at least half of the Designer's width and,
 with the dock in view, as much height as the dock; the legend, minimap and status line stay
@@ -82,8 +83,15 @@ TEXT_AND_FIELDS = f"""() => {{
       if (tops.size > 1) split.push(m[0].slice(0, 40) + ' in ' + name(el));
     }}
   }}
+  // a list's row (the Layers list) has no client rects for its words, and ipywidgets writes
+  // its spaces as no-break spaces: a row on two lines broke inside a word
+  for (const o of root.querySelectorAll('select[size] option')) {{
+    const tall = o.getBoundingClientRect().height > 1.8 * parseFloat(getComputedStyle(o).fontSize);
+    if (shown(o) && tall) split.push(o.textContent.slice(0, 40) + ' in ' + name(o) + ' (2 lines)');
+  }}
   const cut = [];
-  const labels = '.widget-label, .widget-label-basic, label, button, th, td, .nsdl-note';
+  const labels = '.widget-label, .widget-label-basic, label, button, th, td, .nsdl-note,'
+    + ' select[size] option, .nsdl-op-item';
   for (const el of root.querySelectorAll(labels)) {{
     if (!shown(el) || el.scrollWidth <= el.clientWidth + 1) continue;
     const text = el.textContent.trim();

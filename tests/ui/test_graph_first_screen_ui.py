@@ -1,7 +1,8 @@
 """Issue 25, the first screen at real size: JupyterLab at 1280x800 with the file browser open,
 the default GraphView (560 px) on real exports. The whole module outline is in view with every
 label legible; Fit after opening every module collapses the deepest levels until the whole
-drawing is legible again (screenshots in test-output/ui/)."""
+drawing is legible again (screenshots in test-output/ui/). A taller GraphView cuts the outline
+into longer columns: the kernel cuts them for the canvas height the browser reports."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.graph_probe import view_api
+from tests.ui.graph_probe import each_view
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -35,19 +36,17 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
     cells = ["import nsdl_jupyter as nj"]
     cells += [f"nj.GraphView(nj.open_model({str(folder / f'{n}.onnx')!r}))" for n in OUTLINE]
+    gpt2_file = str(folder / "gpt2_dynamo.onnx")
+    cells += [f"tall = nj.GraphView(nj.open_model({gpt2_file!r}), height=820)\ntall"]
+    cells += ["print('CANVAS', tall._canvas_height, tall._scene.engine.band_room)"]
     nb = notebook(cells, width=1280, height=800)
     nb.run_all()
     nb.wait_idle()
     assert nb.error_outputs() == []
     assert nb.page.locator(".jp-FileBrowser").first.is_visible()  # as a user has it
-    for k, (name, modules) in enumerate(OUTLINE.items()):
-        view = nb.page.locator(f"{NB} {READY}").nth(k)
-        view.wait_for(timeout=120_000)
-        view.scroll_into_view_if_needed()
-        nb.two_frames()
-
-        api = view_api(nb, k)
-
+    for (name, modules), (_, view, api) in zip(
+        OUTLINE.items(), each_view(nb, len(OUTLINE)), strict=True
+    ):
         label, shown, leaves = api("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
         left, top, width, height = api(CANVAS)
         print(name, "canvas", width, height, "label", label, "boxes", shown, "of", leaves)
@@ -59,6 +58,18 @@ def test_whole_outline_on_the_first_screen_and_fit_collapses_to_stay_legible(
             assert left < at[0] < left + width and top < at[1] < top + height, (name, key, at)
         assert api("(a) => a.breadcrumb()") == ["graph"]
         view.screenshot(path=str(nb.shots / f"first_screen_{name}.png"))
+
+    # a taller view: h.0 … h.11 in two columns (three in the 560 px views), all legible, cut
+    # for the canvas height the browser reported
+    *_, (_, tall_view, tall) = each_view(nb, len(OUTLINE) + 1)
+    label, shown, leaves = tall("(a) => [a.labelPx(), a.boxesInView(), a.leaves()]")
+    height = tall(CANVAS)[3]
+    xs = {round(tall("(a, key) => a.corner(key)", f"/h.{i}")[0]) for i in range(12)}
+    print("tall view: canvas height", height, "label", label, "boxes", shown, "of", leaves)
+    assert label["now"] >= label["legible"] and shown == leaves and len(xs) == 2, (label, xs)
+    printed = nb.run_cell(len(OUTLINE) + 2)
+    assert f"CANVAS {round(height)} " in printed, (printed, height)
+    tall_view.screenshot(path=str(nb.shots / "first_screen_tall_gpt2_dynamo.png"))
 
     # every module open: Fit collapses the deepest open levels until the whole is legible
     k = list(OUTLINE).index("gpt2_dynamo")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.ui.graph_probe import VIEW as VISIBLE_VIEW
-from tests.ui.graph_probe import graph_api, view_api
+from tests.ui.graph_probe import each_view, graph_api
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -253,14 +253,9 @@ def test_module_exports_open_on_their_outline_one_click_from_inside(notebook: An
     nb.run_all()
     nb.wait_idle()
     assert nb.error_outputs() == []
-    for k, (name, modules) in enumerate(OUTLINE.items()):
-        view = nb.page.locator(f"{NB} {READY}").nth(k)
-        view.wait_for(timeout=120_000)
-        view.scroll_into_view_if_needed()
-        nb.two_frames()
-
-        api = view_api(nb, k)
-
+    for (name, modules), (k, view, api) in zip(
+        OUTLINE.items(), each_view(nb, len(OUTLINE)), strict=True
+    ):
         label = api("(a) => a.labelPx()")
         assert label["now"] >= label["legible"], (name, label)
         assert api("(a) => a.breadcrumb()") == ["graph"], name

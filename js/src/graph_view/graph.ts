@@ -227,6 +227,7 @@ export interface LayoutMeta {
   width: number;
   height: number;
   expanded: number[];
+  room?: number[]; // what the bands fill (graph/_bands.py band_room); a new one is fitted anew
 }
 
 export interface Layout {

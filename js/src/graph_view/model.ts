@@ -26,6 +26,7 @@ export interface GraphViewModel {
   _precisions: Record<string, string>; // node -> TensorRT layer precision (badges)
   _precision_choices: string[]; // what a precision badge offers; [] when read-only
   height: number; // CSS pixels
+  _canvas_height: number; // the canvas as drawn, CSS px: a module outline's bands fill it
   show_properties: boolean; // the properties pane beside the canvas
   _editable: boolean; // edit gestures on the canvas (a view of an open document)
 }

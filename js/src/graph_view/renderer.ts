@@ -55,6 +55,7 @@ export class Renderer {
   // a group being opened or closed and where its box's corner is on screen: kept there when
   // the new layout moves it (an outline in bands becomes one flow when a module opens)
   private anchored: { group: number; sx: number; sy: number } | null = null;
+  private room: string | null = null; // the room of the layout drawn (LayoutMeta.room)
   /** Run after every paint (the breadcrumb and the minimap follow the camera). */
   readonly afterPaint: (() => void)[] = [];
   private frame = 0;
@@ -106,10 +107,27 @@ export class Renderer {
 
   /** A new layout: the first one decides the first view. */
   layoutChanged(): void {
+    // bands cut anew for this canvas's size: a view nobody moved since its first fit fits anew
+    const room = String(this.store.layout?.meta.room ?? "");
+    const recut =
+      room !== this.room && this.room !== null && !this.anchored && this.atReadableFit();
+    this.room = room;
     this.readableView = null; // a new drawing: the next Fit is a first one
     this.keepAnchor();
     if (this.collapsingToFit > 0) this.fitReadable(undefined, true);
-    else if (!this.fitted && this.width > 0) this.initialView();
+    else if ((!this.fitted || recut) && this.width > 0) this.initialView();
+  }
+
+  /** The camera is where the last readable fit of `of` ("": the whole drawing) put it. */
+  private atReadableFit(of = ""): boolean {
+    const last = this.readableView;
+    const c = this.camera;
+    return (
+      last?.of === of &&
+      last.camera.scale === c.scale &&
+      last.camera.tx === c.tx &&
+      last.camera.ty === c.ty
+    );
   }
 
   resize(): void {
@@ -195,14 +213,7 @@ export class Renderer {
     this.collapsingToFit = 0;
     if (!layout || this.width === 0) return;
     const of = slots ? slots.join(",") : "";
-    const last = this.readableView;
-    const c = this.camera;
-    if (
-      last?.of === of &&
-      last.camera.scale === c.scale &&
-      last.camera.tx === c.tx &&
-      last.camera.ty === c.ty
-    ) {
+    if (this.atReadableFit(of)) {
       this.readableView = null;
       this.fit(slots);
       return;

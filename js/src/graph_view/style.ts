@@ -2,7 +2,11 @@
 import { BREADCRUMB_HEIGHT } from "./breadcrumb";
 import { V } from "./vocabulary";
 
+/** Class of the anywidget host element (its parent given to `render`). */
+export const HOST = "nsdl-graph-host";
+
 export const STYLE = `
+.${HOST} { min-width: 0; }
 .nsdl-graph-view { display: flex; flex-direction: column; height: var(--nsdl-gv-height, 560px);
   border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; background: #ffffff;
   font: 12px ${V.font}; color: ${V.text.dark}; }

@@ -19,7 +19,7 @@ import { Renderer } from "./renderer";
 import { Requests } from "./requests";
 import { SceneStore } from "./scene_store";
 import { Selection } from "./selection";
-import { STYLE } from "./style";
+import { HOST, STYLE } from "./style";
 import { testApi } from "./test_api";
 import { Toolbar } from "./toolbar";
 import { Tooltip } from "./tooltip";
@@ -163,6 +163,10 @@ export class GraphViewElement {
     d.add(() => breadcrumb.destroy());
     d.add(() => minimap.destroy());
 
+    // the host is a flex item in an ipywidgets Box: its `min-width: auto` would be the
+    // one-row toolbar's width and draw the view wider than the Box (the toolbar scrolls)
+    el.classList.add(HOST);
+    d.add(() => el.classList.remove(HOST));
     el.appendChild(root);
     (root as unknown as { __nsdl: unknown }).__nsdl = testApi(store, renderer, requests, {
       breadcrumb,
@@ -170,7 +174,20 @@ export class GraphViewElement {
     });
     applyHeight();
     store.loadTopology();
-    const observer = new ResizeObserver(() => renderer.resize());
+    // the kernel cuts a module outline's bands to the canvas's height (graph/_bands.py)
+    let sizeTimer = 0;
+    const reportHeight = () => {
+      const height = Math.round(renderer.height);
+      if (height < 120 || height === model.get("_canvas_height")) return;
+      model.set("_canvas_height", height);
+      model.save_changes();
+    };
+    d.add(() => clearTimeout(sizeTimer));
+    const observer = new ResizeObserver(() => {
+      renderer.resize();
+      clearTimeout(sizeTimer);
+      sizeTimer = window.setTimeout(reportHeight, 150);
+    });
     observer.observe(stage);
     d.add(() => observer.disconnect());
   }

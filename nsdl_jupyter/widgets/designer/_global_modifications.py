@@ -1,7 +1,8 @@
 """GlobalModifications: the Designer's "Global Modifications" dialog: pick a modification
 (FP16, sanitize, opset, tensor dtype, a user tool), set its options, Run with progress and
 Cancel; the result lands on the document as one undoable edit and a summary says what changed
-(nodes and initializers before/after, the largest output difference)."""
+(nodes and initializers before/after, the largest output difference; for FP16 with
+validation, the nodes kept float32 and why)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from nsdl_jupyter.widgets.designer._tool_window import ToolWindow, button, style
 from nsdl_jupyter.widgets.profile._failure import failure_html
 
 _FULL = "100%"
+_KEPT_ROWS = 20  # nodes kept float32 listed in the summary
 # narrow panes: fields take the pane's width under their label; the summary wraps
 _STYLE = """<style>
 .nsdl-global-modifications .nsdl-modify-label { font-size: 12px; line-height: 16px; }
@@ -42,6 +44,8 @@ def _control(spec: OptionSpec) -> widgets.Widget:
     if spec.choices or spec.name == "tool":
         return widgets.Dropdown(options=list(spec.choices), value=spec.default or None,
                                 layout=layout, **tooltip)  # fmt: skip
+    if isinstance(spec.default, float):
+        return widgets.FloatText(spec.default, layout=layout, **tooltip)
     if isinstance(spec.default, int):
         return widgets.IntText(spec.default, layout=layout, **tooltip)
     return widgets.Text(spec.default, placeholder=spec.help, layout=layout, **tooltip)
@@ -75,7 +79,20 @@ def summary_html(result: ModificationResult) -> str:
             "<table class='nsdl-tensor-table nsdl-modify-diffs'><tr><th>output</th>"
             f"<th>max abs diff</th><th>max rel diff</th><th></th></tr>{diffs}</table>"
         )
-    notes = list(result.status.warnings) if result.status is not None else []
+    if result.kept_float32:
+        shown = list(result.kept_float32.items())
+        kept = "".join(
+            f"<tr><td>{html_text(name)}</td><td>{html_text(why)}</td></tr>"
+            for name, why in shown[:_KEPT_ROWS]
+        )
+        if len(shown) > _KEPT_ROWS:
+            kept += f"<tr><td colspan='2'>and {len(shown) - _KEPT_ROWS} more</td></tr>"
+        table += (
+            "<table class='nsdl-tensor-table nsdl-modify-kept'><tr><th>kept float32</th>"
+            f"<th>converting it gave</th></tr>{kept}</table>"
+        )
+    status = result.status
+    notes = [] if status is None else [*status.errors, *status.warnings]
     if result.comparison:
         notes.insert(0, f"outputs not compared: {result.comparison}")
     note_html = "".join(f"<div class='nsdl-note'>{html_text(n)}</div>" for n in notes[:8])

@@ -48,6 +48,8 @@ FORM_STYLE = f"""
 .nsdl-designer :is(.nsdl-info-table td, .widget-label, .widget-label-basic) {{
   overflow: hidden; text-overflow: ellipsis; }}
 .nsdl-designer .widget-label-basic > span {{ white-space: nowrap; }}
+.nsdl-designer select[size] option {{ white-space: pre; overflow: hidden;
+  text-overflow: ellipsis; }}
 .nsdl-designer pre {{ white-space: pre; }}
 .nsdl-designer .widget-html-content:has(> .nsdl-note) {{ line-height: 1.4; }}
 .nsdl-designer .widget-html-content:has(> :is(.nsdl-mono, b):only-child) {{ overflow: hidden;

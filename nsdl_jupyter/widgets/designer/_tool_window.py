@@ -50,7 +50,6 @@ STYLE = f"""<style>
 .nsdl-side-pane .nsdl-layer-explorer > .nsdl-layer-list {{ flex: 1 1 0; min-height: 120px; }}
 .nsdl-side-pane .nsdl-tool.nsdl-layer-explorer > .nsdl-layer-list > select {{ height: auto;
   max-height: none; align-self: stretch; }}
-.nsdl-layer-list select option {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 </style>"""
 
 

@@ -110,6 +110,9 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
     _precisions = traitlets.Dict().tag(sync=True)  # node -> TensorRT precision (badges)
     _precision_choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
     height = traitlets.Int(560).tag(sync=True)
+    # the canvas's height in CSS px as the browser drew it (0 before): the bands of a module
+    # outline fill it, so a taller view gets longer columns
+    _canvas_height = traitlets.Int(0).tag(sync=True)
     # the properties pane beside the canvas (what a click selected); False hides it
     show_properties = traitlets.Bool(True).tag(sync=True)
     # edit gestures on the canvas: on when the view shows an open document, off for a file
@@ -142,6 +145,10 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             )
             self._scene.direction = options.pop("direction", "TB")
             self._scene.show_constants = bool(options.pop("show_constants", False))
+            if self._scene.set_canvas_height(options.get("height", 560), widget=True):
+                first = self._scene.default_expanded()  # also: which modules open in bands
+                if not isinstance(collapsed, list):
+                    self._scene.expanded = first
             self._scene.engine.placed = self._canvas.moved
             topology, layout = self._scene.topology_bytes(), self._scene.layout_bytes()
         self._properties = Properties(self._scene)
@@ -180,6 +187,7 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             },
         )
         self.observe(self._on_view_option, names=["direction", "show_constants"])
+        self.observe(self._on_canvas_height, names=["_canvas_height"])
         track_static_picture(self, lambda: graph_view_html(self.picture_state()))
         if self._doc is not None:
             self._unsubscribe = self._doc.subscribe(self._on_change)
@@ -243,6 +251,12 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         else:
             self._scene.show_constants = bool(change["new"])
         self._relayout()
+
+    def _on_canvas_height(self, change: dict[str, Any]) -> None:
+        # a new room always comes with its layout (the same cut or not): the view fits anew
+        # only on a layout whose room differs from the one it drew
+        if self._scene.set_canvas_height(int(change["new"])):
+            self._layout = self._scene.layout_bytes()
 
     def expand(self, *groups: str) -> None:
         """Expand groups by key (``"/encoder/layer.0"``); no argument: expand all."""
