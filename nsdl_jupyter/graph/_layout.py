@@ -260,9 +260,9 @@ class LayoutEngine:
         if self._with_shown is None:
             flags = np.fromiter((it.flags for it in self.table.items), np.int64)
             start = np.asarray(self.hierarchy.item_group, dtype=np.int64)
-            holding = np.unique(start[(flags & CONSTANT == 0) & (start >= 0)])
-            found = np.unique(self._chain_matrix()[holding])
-            self._with_shown = set(found[found >= 0].tolist())
+            # sets, not np.unique: that imports numpy.ma on first use (8 ms in a fresh kernel)
+            holding = sorted(set(start[(flags & CONSTANT == 0) & (start >= 0)].tolist()))
+            self._with_shown = set(self._chain_matrix()[holding].ravel().tolist()) - {-1}
         return self._with_shown
 
     def _visible_children(self, g: int, show_constants: bool) -> list[int]:
