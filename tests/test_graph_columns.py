@@ -48,3 +48,39 @@ def test_rejects_nul_in_strings_and_unknown_dtypes() -> None:
         encode_columns({}, {"s": ("i8", [1])})
     with pytest.raises(ValueError, match="NSC1"):
         decode_columns(b"nope0000")
+
+
+def test_shared_prefix_and_distinct_string_columns_round_trip() -> None:
+    paths = [
+        "/encoder/layer.0/attention/MatMul",
+        "/encoder/layer.0/attention/MatMul_output_0",
+        "encoder.layer.0.weight",
+        "",
+        "/encoder/layer.0/attention/Add",
+        "ünï/ä" + "x" * 100,  # longer than the bytes compared: the rest is sent whole
+        "ünï/ä" + "x" * 99 + "y",
+        "\U0001f600a",  # a shared prefix may end inside a UTF-8 character
+        "\U0001f600b",
+    ]
+    captions = ["Add", "Conv conv1", "Add", "", *(str(k) for k in range(300))]
+    buffer = encode_columns(
+        {},
+        {
+            "paths": ("pstrs", paths),
+            "one": ("pstrs", ["x"]),
+            "captions": ("dstrs", captions),
+            "none": ("dstrs", []),
+            "codes": ("u2", [0, 65535]),
+        },
+    )
+    _meta, columns = decode_columns(buffer)
+    assert columns["paths"] == paths
+    assert columns["one"] == ["x"]
+    assert columns["captions"] == captions
+    assert columns["none"] == []
+    assert columns["codes"].tolist() == [0, 65535]
+    names = [f"/encoder/layer.{k}/attention/{op}" for k in range(200) for op in ("MatMul", "Add")]
+    plain = encode_columns({}, {"names": ("strs", names)})
+    assert len(encode_columns({}, {"names": ("pstrs", names)})) < len(plain) / 2
+    with pytest.raises(ValueError, match="NUL"):
+        encode_columns({}, {"s": ("pstrs", ["a", "a\0b"])})

@@ -22,6 +22,7 @@ from nsdl_jupyter.graph import (
 )
 from nsdl_jupyter.graph._extract import (
     CONSTANT,
+    FROM_CONSTANT,
     GRAPH_INPUT,
     GRAPH_OUTPUT,
     MAX_SCOPE_DEPTH,
@@ -183,6 +184,44 @@ def test_topology_and_layout_buffers_decode() -> None:
     scene.show_constants = True
     _, lcols = decode_columns(scene.layout_bytes())
     assert scene.table.by_key["Const"] in lcols["ref"].tolist()
+
+
+def _lifted_one_edge_at_a_time(scene: GraphScene) -> dict[int, Counter[tuple[int, int]]]:
+    """Reference for engine.lifted(): each edge walked up its two group chains."""
+    h, items = scene.hierarchy, scene.table.items
+    found: dict[int, Counter[tuple[int, int]]] = {}
+    for e in scene.table.edges:
+        if e.flags & FROM_CONSTANT or h.item_group[e.src] < 0 or h.item_group[e.dst] < 0:
+            continue
+        assert items[e.src].alive and items[e.dst].alive
+        a, b = h.chain(e.src), h.chain(e.dst)
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        ca = ~a[k] if k < len(a) else e.src
+        cb = ~b[k] if k < len(b) else e.dst
+        if ca != cb:
+            found.setdefault(a[k - 1], Counter())[(ca, cb)] += 1
+    return found
+
+
+@pytest.mark.parametrize("size", [0, 3000])
+def test_big_graph_columns_and_lifted_edges_match_the_tables(size: int) -> None:
+    """The shared-prefix names and the all-edges-at-once lifting, on BERT's TorchScript names
+    and on a synthetic graph whose levels are cut into ranges."""
+    scene = GraphScene(_model(bert_base() if size == 0 else synthetic_dag(size)).graph)
+    _, cols = decode_columns(scene.topology_bytes())
+    assert cols["item.name"] == [it.name for it in scene.table.items]
+    assert cols["tensor.name"] == [t.name for t in scene.table.tensors]
+    assert cols["group.key"] == [g.key for g in scene.hierarchy.groups]
+    assert cols["item.label"] == [scene.texts[i][0] for i in range(len(scene.table.items))]
+    expected = _lifted_one_edge_at_a_time(scene)
+    lifted = scene.engine.lifted()
+    for g in range(len(scene.hierarchy.groups)):
+        assert lifted.get(g, Counter()) == expected.get(g, Counter()), g
+        # the order of first appearance: igraph's layout depends on the edge order
+        assert list(lifted.get(g, Counter())) == list(expected.get(g, Counter())), g
+    assert any(len(c) > 1 for c in expected.values())
 
 
 def test_edit_patch_for_add_rename_remove_without_relayout_of_others() -> None:

@@ -31,6 +31,32 @@ describe("binary columns", () => {
     expect(Array.from(decodeColumns(view).columns.v as Int32Array)).toEqual([7, 8, 9]);
   });
 
+  it("decodes the kernel's shared-prefix and distinct-string columns", () => {
+    // encode_columns({"v": 1}, {"paths": ("pstrs", …), "captions": ("dstrs", …),
+    // "codes": ("u2", [0, 65535, 7])}) in Python
+    const kernel =
+      "TlNDMeQAAAB7Im1ldGEiOnsidiI6MX0sImNvbHVtbnMiOlt7Im5hbWUiOiJwYXRocyIsImR0eXBlIjoicHN0cnMiLCJvZmZzZXQiOjAsImxlbmd0aCI6OSwiYnl0ZXMiOjkwfSx7Im5hbWUiOiJjYXB0aW9ucyIsImR0eXBlIjoiZHN0cnMiLCJvZmZzZXQiOjk2LCJsZW5ndGgiOjUsImJ5dGVzIjoyN30seyJuYW1lIjoiY29kZXMiLCJkdHlwZSI6InUyIiwib2Zmc2V0IjoxMjgsImxlbmd0aCI6MywiYnl0ZXMiOjZ9XX0AAAAAAAANAAAAAAATYAAABgAAAAQAL2VuYy9sYXllci4wL01hdE11bABBZGQAZW5jLmxheWVyLjAud2VpZ2h0AABfb3V0cHV0XzAAw7xuw68vYQBiAPCfmIB4AHkAAAAAAAAAAwAAAAABAAIAAAAAQWRkAENvbnYgY29udjEAAAAAAAAAAP//BwAAAA==";
+    const bytes = Uint8Array.from(atob(kernel), (ch) => ch.charCodeAt(0));
+    for (const shift of [0, 3]) {
+      const outer = new Uint8Array(bytes.length + shift);
+      outer.set(bytes, shift);
+      const { columns } = decodeColumns(new DataView(outer.buffer, shift, bytes.length));
+      expect(columns.paths).toEqual([
+        "/enc/layer.0/MatMul",
+        "/enc/layer.0/Add",
+        "enc.layer.0.weight",
+        "",
+        "/enc/layer.0/MatMul_output_0",
+        "ünï/a",
+        "ünï/b",
+        "😀x",
+        "😀y",
+      ]);
+      expect(columns.captions).toEqual(["Add", "Conv conv1", "Add", "", "Add"]);
+      expect(Array.from(columns.codes as Uint16Array)).toEqual([0, 65535, 7]);
+    }
+  });
+
   it("rejects a buffer that is not a column container", () => {
     expect(() => decodeColumns(new Uint8Array([1, 2, 3, 4, 0, 0, 0, 0]))).toThrow(/NSC1/);
   });

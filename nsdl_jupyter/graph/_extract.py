@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from typing import NamedTuple
 
 import onnx
 import onnx_ir as ir
@@ -38,7 +39,7 @@ FROM_CONSTANT = 2
 BODY_INPUT = 4  # a tensor the node's If/Loop/Scan body reads from the enclosing graph
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
     """One box of the drawing: an ONNX node, or a pseudo node for a graph input/output."""
 
@@ -55,16 +56,16 @@ class Item:
         return not self.flags & PSEUDO
 
 
-@dataclass(frozen=True)
-class Edge:
+# rows made by the hundred thousand: named tuples are made 3x faster than frozen dataclasses
+# and read column-wise at C speed (`zip(*table.edges)`)
+class Edge(NamedTuple):
     src: int
     dst: int
     tensor: int
     flags: int = 0
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):
     name: str
     dtype: str
     shape: str
@@ -258,16 +259,17 @@ class TableBuilder:
                 self._add_item(
                     value.name or "", PSEUDO_OPS[GRAPH_INPUT], GRAPH_INPUT, f"input:{value.name}"
                 )
-        for node in self.graph:
+        nodes = list(self.graph)
+        for node in nodes:
             self.add_node_item(node)
-        for node in self.graph:
+        for node in nodes:
             self._add_input_edges(node)
         for value in self.graph.outputs:
             self._add_output(value)
         self._adopt_helpers()
         return table
 
-    def _is_helper(self, node: ir.Node) -> bool:
+    def _is_helper(self, node: ir.Node, has_subgraph: bool) -> bool:
         """Constants, weight aliases (Identity of an initializer) and shape-only arithmetic:
         what the Constants toggle hides. A node is one when it reads nothing but
         initializers, other helpers and tensor shapes (Shape, Size)."""
@@ -275,7 +277,7 @@ class TableBuilder:
             return False
         if node.op_type in ("Constant", "Shape", "Size"):
             return True
-        if not node.inputs or _has_subgraph(node):
+        if not node.inputs or has_subgraph:
             return False
         table = self.table
         for value in node.inputs:
@@ -329,8 +331,9 @@ class TableBuilder:
 
     def add_node_item(self, node: ir.Node) -> int:
         op_type, domain = node.op_type, node.domain
-        flags = CONSTANT if self._is_helper(node) else 0
-        if _has_subgraph(node):
+        has_subgraph = _has_subgraph(node)
+        flags = CONSTANT if self._is_helper(node, has_subgraph) else 0
+        if has_subgraph:
             flags |= HAS_SUBGRAPH
         if (domain, op_type, node.overload) in self.functions:
             flags |= FUNCTION_CALL
@@ -347,10 +350,10 @@ class TableBuilder:
         table = self.table
         name = value.name or ""
         index = table.tensor_index.get(name)
-        dtype, shape = _tensor_info(value)
-        if index is None or table.tensors[index] != Tensor(name, dtype, shape):
+        row = Tensor(name, *_tensor_info(value))
+        if index is None or table.tensors[index] != row:
             index = len(table.tensors)
-            table.tensors.append(Tensor(name, dtype, shape))
+            table.tensors.append(row)
             table.tensor_index[name] = index
         if self._building:
             self._value_tensor[id(value)] = index

@@ -8,6 +8,7 @@ topological because ONNX graphs list nodes topologically.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 
 from nsdl_jupyter.graph._extract import CONSTANT, GraphTable, short_name
@@ -218,13 +219,19 @@ def _ref_label(h: Hierarchy, table: GraphTable, ref: int) -> str:
 
 
 def _count_sizes(h: Hierarchy) -> None:
-    for group in h.groups:
-        group.size = 0
-    for start in h.item_group:
-        g = start
-        while g >= 0:
-            h.groups[g].size += 1
-            g = h.groups[g].parent
+    """Each group's size: the items in it plus its child groups' sizes, deepest first (not one
+    walk up the chain per item)."""
+    sizes = [0] * len(h.groups)
+    for g, count in Counter(h.item_group).items():
+        if g >= 0:
+            sizes[g] = count
+    depth = [len(h.group_chain(g)) for g in range(len(h.groups))]
+    for g in sorted(range(len(h.groups)), key=depth.__getitem__, reverse=True):
+        parent = h.groups[g].parent
+        if parent >= 0:
+            sizes[parent] += sizes[g]
+    for group, size in zip(h.groups, sizes, strict=True):
+        group.size = size
 
 
 def _compact(h: Hierarchy) -> Hierarchy:

@@ -38,12 +38,17 @@ def _meaningful(part: str, op_type: str) -> str:
 def caption(item: Item, leaf_scope: bool) -> str:
     """The box's title: op type plus the last meaningful name part; the node's own name
     part first, else its scope when that is a leaf module (``query``, ``features.0.2``)."""
-    op = item.op
+    scope = item.scope[-1] if leaf_scope and item.scope else ""
+    return _caption(item.op, item.name.rsplit("/", 1)[-1], scope)
+
+
+@lru_cache(maxsize=1 << 16)  # big graphs repeat their name parts ("Add_1" in every block)
+def _caption(op: str, name_part: str, leaf_scope: str) -> str:
     op_type = op.rpartition("::")[2]
-    part = _meaningful(item.name.rsplit("/", 1)[-1], op_type)
-    if not part and leaf_scope and item.scope:
+    part = _meaningful(name_part, op_type)
+    if not part and leaf_scope:
         # module indices ("layer1.0") are meaningful here; a reused module's "relu_1" is not
-        scope = re.sub(r"_\d+$", "", item.scope[-1])
+        scope = re.sub(r"_\d+$", "", leaf_scope)
         part = "" if scope.lower() == op_type.lower() or scope.isdigit() else scope
     return f"{op} {part}" if part else op
 

@@ -74,6 +74,79 @@ class LayoutResult:
         }
 
 
+def chain_matrix(hierarchy: Hierarchy) -> npt.NDArray[np.int32]:
+    """Row g: the chain of group g (root first, g last), padded with -1."""
+    chains = [hierarchy.group_chain(g) for g in range(len(hierarchy.groups))]
+    depth = max(map(len, chains), default=1)
+    matrix = np.full((len(chains), depth), -1, dtype=np.int32)
+    for g, chain in enumerate(chains):
+        matrix[g, : len(chain)] = chain
+    return matrix
+
+
+class LiftedEdges:
+    """Per group, the count of edges between its children (child ref -> child ref) that the
+    items' edges induce: an edge between two items is counted at their deepest common group,
+    between the children of it that hold them. Computed for all edges at once with numpy;
+    a group's Counter is built when a layout (or an edit) first asks for it."""
+
+    def __init__(
+        self,
+        groups: npt.NDArray[np.int64],
+        pairs: npt.NDArray[np.int64],
+    ) -> None:
+        order = np.argsort(groups, kind="stable")  # edge order kept within a group
+        self._groups = groups[order]
+        self._pairs = pairs[order]
+        self._built: dict[int, Counter[tuple[int, int]]] = {}
+
+    @classmethod
+    def of(
+        cls, table: GraphTable, hierarchy: Hierarchy, chains: npt.NDArray[np.int32]
+    ) -> LiftedEdges:
+        rows = [e for e in table.edges if not e.flags & FROM_CONSTANT]
+        if not rows:
+            return cls(np.zeros(0, np.int64), np.zeros((0, 2), np.int64))
+        src, dst, _, _ = (np.asarray(c, dtype=np.int64) for c in zip(*rows, strict=True))
+        item_group = np.asarray(hierarchy.item_group, dtype=np.int64)
+        ga, gb = item_group[src], item_group[dst]
+        live = (ga >= 0) & (gb >= 0)  # a removed item has no group
+        src, dst, ga, gb = src[live], dst[live], ga[live], gb[live]
+        a, b = chains[ga], chains[gb]
+        same = (a == b) & (a >= 0)
+        width = chains.shape[1]
+        # k: length of the common chain (root included); the common group is a[k - 1]
+        k = np.where(same.all(axis=1), width, np.argmin(same, axis=1))
+        rows_at = np.arange(len(k))
+        below_a = a[rows_at, np.minimum(k, width - 1)]
+        below_b = b[rows_at, np.minimum(k, width - 1)]
+        # the children of the common group holding each end: a deeper group, else the item
+        ca = np.where((k < width) & (below_a >= 0), ~below_a, src)
+        cb = np.where((k < width) & (below_b >= 0), ~below_b, dst)
+        keep = (k > 0) & (ca != cb)
+        common = a[rows_at, np.maximum(k - 1, 0)]
+        return cls(common[keep], np.stack([ca[keep], cb[keep]], axis=1))
+
+    def get(self, group: int, default: Counter[tuple[int, int]]) -> Counter[tuple[int, int]]:
+        found = self._counter(group)
+        return found if found is not None else default
+
+    def setdefault(self, group: int, default: Counter[tuple[int, int]]) -> Counter[tuple[int, int]]:
+        found = self._counter(group)
+        if found is None:
+            found = self._built[group] = default
+        return found
+
+    def _counter(self, group: int) -> Counter[tuple[int, int]] | None:
+        if group not in self._built:
+            low, high = np.searchsorted(self._groups, [group, group + 1])
+            if low == high:
+                return None
+            pairs = self._pairs[low:high].tolist()
+            self._built[group] = Counter(map(tuple, pairs))
+        return self._built[group]
+
+
 def position_key(table: GraphTable, hierarchy: Hierarchy, ref: int) -> str:
     return f"group:{hierarchy.groups[~ref].key}" if is_group_ref(ref) else table.items[ref].key
 
@@ -107,37 +180,28 @@ class LayoutEngine:
         # parents stay in bands while they are open; a module opened by a click makes its
         # parent one flow again (the view keeps the opened module where it was on screen)
         self.opened_in_bands: frozenset[str] = frozenset()
-        self._lifted: dict[int, Counter[tuple[int, int]]] | None = None
+        self._lifted: LiftedEdges | None = None
+        self._chains: npt.NDArray[np.int32] | None = None  # see _chain_matrix
         self._units: dict[tuple[int, bool], dict[int, tuple[float, float]]] = {}
         self._with_shown: set[int] | None = None  # groups holding an item drawn by default
 
     # ------------------------------------------------------------------ lifted edges
-    def lifted(self) -> dict[int, Counter[tuple[int, int]]]:
+    def lifted(self) -> LiftedEdges:
         """For each group, the edges between its children induced by the items' edges."""
         if self._lifted is None:
-            lifted: dict[int, Counter[tuple[int, int]]] = {}
-            items, item_group = self.table.items, self.hierarchy.item_group
-            chains: dict[int, list[int]] = {}  # per group: few, where items are many
-            for edge in self.table.edges:
-                if edge.flags & FROM_CONSTANT:
-                    continue
-                src, dst = edge.src, edge.dst
-                ga, gb = item_group[src], item_group[dst]
-                if ga < 0 or gb < 0 or not (items[src].alive and items[dst].alive):
-                    continue
-                if ga == gb:  # most edges: two children of one group, nothing to lift
-                    if src != dst:
-                        lifted.setdefault(ga, Counter())[(src, dst)] += 1
-                    continue
-                a = chains.get(ga) or chains.setdefault(ga, self.hierarchy.group_chain(ga))
-                b = chains.get(gb) or chains.setdefault(gb, self.hierarchy.group_chain(gb))
-                self._lift_between(lifted, a, b, src, dst, 1)
-            self._lifted = lifted
+            self._lifted = LiftedEdges.of(self.table, self.hierarchy, self._chain_matrix())
         return self._lifted
+
+    def _chain_matrix(self) -> npt.NDArray[np.int32]:
+        """Row g: the groups from the root down to g, padded with -1 (the hierarchy's groups
+        keep their parents for the life of the engine: a new scope rebuilds the scene)."""
+        if self._chains is None:
+            self._chains = chain_matrix(self.hierarchy)
+        return self._chains
 
     @staticmethod
     def _lift(
-        lifted: dict[int, Counter[tuple[int, int]]],
+        lifted: LiftedEdges,
         chains: Sequence[list[int]] | Mapping[int, list[int]],
         src: int,
         dst: int,
@@ -146,8 +210,8 @@ class LayoutEngine:
         LayoutEngine._lift_between(lifted, chains[src], chains[dst], src, dst, count)
 
     @staticmethod
-    def _lift_between(  # noqa: PLR0917 (the inner loop of lifted(), called per edge)
-        lifted: dict[int, Counter[tuple[int, int]]],
+    def _lift_between(  # noqa: PLR0917 (called per edge of an edit)
+        lifted: LiftedEdges,
         a: list[int],
         b: list[int],
         src: int,
@@ -194,14 +258,11 @@ class LayoutEngine:
         """Groups holding an item that is drawn while constants are hidden: the others (a
         module of weights and constants only, BERT's `position_embeddings`) are not drawn."""
         if self._with_shown is None:
-            found: set[int] = set()
-            parents = [g.parent for g in self.hierarchy.groups]
-            for item, start in zip(self.table.items, self.hierarchy.item_group, strict=True):
-                g = -1 if item.flags & CONSTANT else start
-                while g >= 0 and g not in found:
-                    found.add(g)
-                    g = parents[g]
-            self._with_shown = found
+            flags = np.fromiter((it.flags for it in self.table.items), np.int64)
+            start = np.asarray(self.hierarchy.item_group, dtype=np.int64)
+            # sets, not np.unique: that imports numpy.ma on first use (8 ms in a fresh kernel)
+            holding = sorted(set(start[(flags & CONSTANT == 0) & (start >= 0)].tolist()))
+            self._with_shown = set(self._chain_matrix()[holding].ravel().tolist()) - {-1}
         return self._with_shown
 
     def _visible_children(self, g: int, show_constants: bool) -> list[int]:

@@ -1,12 +1,20 @@
 // Decoder of the binary column container written by nsdl_jupyter/graph/_columns.py:
 //   "NSC1" | uint32 header_len | JSON header | zero padding to 8 | column data (8-aligned)
+// String columns: "strs" (joined by NUL), "dstrs" (codes into distinct strings), "pstrs"
+// (prefixes shared with an earlier string); _columns.py describes their bytes.
 
-export type NumericColumn = Uint8Array | Int32Array | Uint32Array | Float32Array | Float64Array;
+export type NumericColumn =
+  | Uint8Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array;
 export type Column = NumericColumn | string[];
 
 export interface ColumnEntry {
   name: string;
-  dtype: "u1" | "i4" | "u4" | "f4" | "f8" | "strs";
+  dtype: "u1" | "u2" | "i4" | "u4" | "f4" | "f8" | "strs" | "dstrs" | "pstrs";
   offset: number;
   length: number;
   bytes: number;
@@ -32,7 +40,7 @@ function numeric(
 ): NumericColumn {
   // typed arrays need aligned offsets into their buffer: copy when the view is not aligned
   const absolute = bytes.byteOffset + start;
-  const size = { u1: 1, i4: 4, u4: 4, f4: 4, f8: 8, strs: 1 }[dtype];
+  const size = { u1: 1, u2: 2, i4: 4, u4: 4, f4: 4, f8: 8, strs: 1, dstrs: 1, pstrs: 1 }[dtype];
   let buffer = bytes.buffer as ArrayBuffer;
   let offset = absolute;
   if (absolute % size !== 0) {
@@ -42,6 +50,8 @@ function numeric(
   switch (dtype) {
     case "u1":
       return new Uint8Array(buffer, offset, length);
+    case "u2":
+      return new Uint16Array(buffer, offset, length);
     case "i4":
       return new Int32Array(buffer, offset, length);
     case "u4":
@@ -55,6 +65,48 @@ function numeric(
   }
 }
 
+const decoder = new TextDecoder();
+
+function codeDtype(distinct: number): "u1" | "u2" | "u4" {
+  return distinct <= 1 << 8 ? "u1" : distinct <= 1 << 16 ? "u2" : "u4";
+}
+
+const STRINGS = {
+  strs: (raw: Uint8Array): string[] => decoder.decode(raw).split("\0"),
+  dstrs: (raw: Uint8Array, length: number): string[] => {
+    const distinct = new DataView(raw.buffer, raw.byteOffset, 4).getUint32(0, true);
+    const width = { u1: 1, u2: 2, u4: 4 }[codeDtype(distinct)];
+    const codes = numeric(raw, codeDtype(distinct), 4, length);
+    const start = 4 + length * width;
+    const table = decoder.decode(raw.subarray(start + ((4 - (start % 4)) % 4))).split("\0");
+    const out = new Array<string>(length);
+    for (let i = 0; i < length; i++) out[i] = table[codes[i]];
+    return out;
+  },
+  pstrs: (raw: Uint8Array, length: number): string[] => {
+    // rebuild every string's UTF-8 bytes (NUL-separated), then decode them all at once
+    const heads = numeric(raw, "u2", 0, length);
+    let size = raw.length - 2 * length;
+    for (let i = 0; i < length; i++) size += heads[i] & PREFIX_MAX;
+    const out = new Uint8Array(size);
+    const starts = new Int32Array(length);
+    let read = 2 * length;
+    let write = 0;
+    // byte loops, not subarray copies: most strings are a few bytes past their prefix
+    for (let i = 0; i < length; i++) {
+      const head = heads[i];
+      let shared = head & PREFIX_MAX;
+      let from = shared ? starts[i - (head >> 13) - 1] : 0;
+      starts[i] = write;
+      while (shared--) out[write++] = out[from++];
+      for (let b = raw[read++]; b !== 0; b = raw[read++]) out[write++] = b;
+      out[write++] = 0;
+    }
+    return decoder.decode(out.subarray(0, write - 1)).split("\0");
+  },
+};
+const PREFIX_MAX = (1 << 13) - 1;
+
 export function decodeColumns<M = Record<string, unknown>>(
   buffer: ArrayBuffer | ArrayBufferView,
 ): Decoded<M> {
@@ -63,7 +115,6 @@ export function decodeColumns<M = Record<string, unknown>>(
   if (magic !== MAGIC) throw new Error("not an NSC1 column buffer");
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLength = view.getUint32(4, true);
-  const decoder = new TextDecoder();
   const header = JSON.parse(decoder.decode(bytes.subarray(8, 8 + headerLength))) as {
     meta: M;
     columns: ColumnEntry[];
@@ -73,11 +124,9 @@ export function decodeColumns<M = Record<string, unknown>>(
   const columns: Record<string, Column> = {};
   for (const entry of header.columns) {
     const start = dataStart + entry.offset;
-    if (entry.dtype === "strs") {
-      columns[entry.name] =
-        entry.length === 0
-          ? []
-          : decoder.decode(bytes.subarray(start, start + entry.bytes)).split("\0");
+    if (entry.dtype === "strs" || entry.dtype === "dstrs" || entry.dtype === "pstrs") {
+      const raw = bytes.subarray(start, start + entry.bytes);
+      columns[entry.name] = entry.length === 0 ? [] : STRINGS[entry.dtype](raw, entry.length);
     } else {
       columns[entry.name] = numeric(bytes, entry.dtype, start, entry.length);
     }
@@ -85,10 +134,12 @@ export function decodeColumns<M = Record<string, unknown>>(
   return { meta: header.meta, columns };
 }
 
-/** Inverse of decodeColumns; used by the tests (the kernel writes the real buffers). */
+type TestDtype = "u1" | "u2" | "i4" | "u4" | "f4" | "f8" | "strs";
+
+/** Inverse of decodeColumns (plain strings only); used by the tests (the kernel writes the real buffers). */
 export function encodeColumns(
   meta: unknown,
-  columns: Record<string, [ColumnEntry["dtype"], ArrayLike<number> | string[]]>,
+  columns: Record<string, [TestDtype, ArrayLike<number> | string[]]>,
 ): Uint8Array {
   const encoder = new TextEncoder();
   const chunks: Uint8Array[] = [];
@@ -101,6 +152,7 @@ export function encodeColumns(
     } else {
       const Ctor = {
         u1: Uint8Array,
+        u2: Uint16Array,
         i4: Int32Array,
         u4: Uint32Array,
         f4: Float32Array,

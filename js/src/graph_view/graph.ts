@@ -70,8 +70,18 @@ export interface Patch {
   layout: boolean;
 }
 
+// plain loops: Array.from and map walk a typed array through its iterator, 4x slower
 function ints(column: Column | undefined): number[] {
-  return column ? Array.from(column as ArrayLike<number>) : [];
+  const values = (column ?? []) as ArrayLike<number>;
+  const out = new Array<number>(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = values[i];
+  return out;
+}
+
+function lookup<T>(codes: number[], table: T[]): T[] {
+  const out = new Array<T>(codes.length);
+  for (let i = 0; i < codes.length; i++) out[i] = table[codes[i]];
+  return out;
 }
 
 function strs(column: Column | undefined): string[] {
@@ -99,7 +109,7 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
     names,
     labels: strs(c["item.label"]),
     weights: strs(c["item.weights"]).map(lines),
-    ops: opCodes.map((k) => meta.ops[k]),
+    ops: lookup(opCodes, meta.ops),
     category: new Map(meta.ops.map((op, k) => [op, meta.categories?.[k] ?? "Other"])),
     flags,
     group,
@@ -113,8 +123,8 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
     edgeTensor: Int32Array.from(c["edge.tensor"] as Int32Array),
     edgeFlags: Uint8Array.from(c["edge.flags"] as Uint8Array),
     tensorName: strs(c["tensor.name"]),
-    tensorDtype: dtypeCodes.map((k) => meta.dtypes[k]),
-    tensorShape: shapeCodes.map((k) => meta.shapes[k]),
+    tensorDtype: lookup(dtypeCodes, meta.dtypes),
+    tensorShape: lookup(shapeCodes, meta.shapes),
     initItem: ints(c["init.item"]),
     initTensor: ints(c["init.tensor"]),
     initSlot: ints(c["init.slot"]),
