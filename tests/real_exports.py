@@ -232,3 +232,41 @@ def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[tuple[str, onnx.T
             elif attribute.type == onnx.AttributeProto.GRAPHS:
                 for graph in attribute.graphs:
                     yield from _graph_tensors(graph)
+
+
+def cut(model: onnx.ModelProto, last: str, new_last: str) -> int:
+    """Leave out the repeated blocks after the one whose output is `new_last`: every reader
+    of `last` (the last block's output) reads `new_last` instead, and the nodes, initializers
+    and value_infos no graph output needs any more go (graph inputs stay). A stripped model
+    cut before `refill` refills only what is left, with the same values. Returns the number
+    of nodes removed."""
+    graph = model.graph
+    for node in graph.node:
+        node.input[:] = [new_last if name == last else name for name in node.input]
+    needed = {output.name for output in graph.output}
+    kept: list[onnx.NodeProto] = []
+    for node in reversed(graph.node):
+        if any(output in needed for output in node.output):
+            kept.append(node)
+            needed.update(_reads(node))
+    removed = len(graph.node) - len(kept)
+    for field, keep in (
+        (graph.node, kept[::-1]),
+        (graph.initializer, [t for t in graph.initializer if t.name in needed]),
+        (graph.value_info, [v for v in graph.value_info if v.name in needed]),
+    ):
+        chosen = list(keep)
+        del field[:]
+        field.extend(chosen)
+    return removed
+
+
+def _reads(node: onnx.NodeProto) -> set[str]:
+    """The tensors `node` reads: its inputs and what its subgraphs take from outside."""
+    names = {name for name in node.input if name}
+    for attribute in node.attribute:
+        graphs = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs
+        for graph in graphs:
+            for inner in graph.node:
+                names.update(_reads(inner))
+    return names

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -180,20 +181,30 @@ def _count(path: Path) -> int:
     return len(onnx.load(str(path)).graph.node)
 
 
+def _scratch_parent() -> str | None:
+    """Memory-backed /dev/shm when there is one, else the default temporary folder: every
+    case is saved atomically (two fsyncs), and on a disk those syncs were a quarter of the
+    worker's time; the save path itself is the same."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def worker(output: Path, transform: str) -> None:
     from onnx.backend.test.case import node
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = node.collect_testcases(None)
-    folder = Path(tempfile.mkdtemp(prefix="nsdl-corpus-"))
-    with output.open("w") as stream:
+    with (
+        tempfile.TemporaryDirectory(prefix="nsdl-corpus-", dir=_scratch_parent()) as scratch,
+        output.open("w") as stream,
+    ):
         for case in cases:
             stream.write(json.dumps({"start": case.name}) + "\n")
             stream.flush()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                stream.write(json.dumps(_case(case, folder, transform)) + "\n")
+                stream.write(json.dumps(_case(case, Path(scratch), transform)) + "\n")
             stream.flush()
 
 
