@@ -6,13 +6,11 @@ from __future__ import annotations
 import html
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import ipywidgets
@@ -58,12 +56,13 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_leftover_outputs() -> Iterator[None]:
-    """Tool outputs without an explicit path go to fresh temp folders: remove ours."""
-    before = set(Path(tempfile.gettempdir()).glob("nsdl-tool-*"))
-    yield
-    for folder in set(Path(tempfile.gettempdir()).glob("nsdl-tool-*")) - before:
-        shutil.rmtree(folder, ignore_errors=True)
+def _own_temp_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tool scratch and outputs without an explicit path go to fresh temp folders: make them
+    in this test's own folder (removed with it). Removing "the nsdl-tool-* folders that
+    appeared during the test" from the shared temp folder removed a parallel worker's too."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
 
 
 @pytest.fixture
