@@ -121,7 +121,9 @@ if [[ "$installed" != "$repo/nsdl_jupyter" || "$(cat "$stamp" 2>/dev/null)" != "
   say "pip install -e \".[dev]\" (first time: a few minutes)"
   quiet "$py" -m pip install -q --disable-pip-version-check --upgrade pip
   wait_bundles  # built: the build hook skips npm (skip-if-exists in pyproject.toml)
-  quiet "$py" -m pip install -q --disable-pip-version-check -e ".[dev]"
+  # --no-compile: pip would byte-compile every installed file (plotly, sympy, pandas: half of
+  # the install's CPU); Python compiles the modules a run imports, once, on first import
+  quiet "$py" -m pip install -q --no-compile --disable-pip-version-check -e ".[dev]"
   echo "$want" >"$stamp"
   did+=("pip install -e .[dev]")
 fi
