@@ -1,7 +1,9 @@
-"""The Designer on a real export at small screens, measured through the DOM: 1280x800 with
-JupyterLab's file browser open and 1024x768 without it. Every input and select in every
-pane, form and the Profile dock is at least 120 px wide, no word is split across two lines
-(list rows included: the Layers list, the palette),
+"""The Designer on a real export at small screens, measured through the DOM: first drawn at
+1024x768 without JupyterLab's left area, then resized to 1280x800 with the file browser open
+(one notebook, one ResNet-50 and one profile for both sizes: the second size is reached as a
+user reaches it, by a resize the Designer has to follow). At each size every input and select
+in every pane, form and the Profile dock is at least 120 px wide, no word is split across two
+lines (list rows included: the Layers list, the palette),
 a cut label ends in an ellipsis with its full text as tooltip, both toolbars are one row,
 and after "Profile from here" the canvas keeps at least half of the Designer's width and,
 with the dock in view, as much height as the dock; the legend, minimap and status line stay
@@ -116,11 +118,6 @@ ROWS = """(css) => {
           scrollable: bar.scrollWidth > bar.clientWidth + 1};
 }"""
 
-SIZES = [
-    pytest.param((1280, 800), True, id="1280x800-file-browser"),
-    pytest.param((1024, 768), False, id="1024x768"),
-]
-
 
 def settle(nb: Any) -> None:
     nb.page.locator(ROOT).first.scroll_into_view_if_needed()
@@ -164,84 +161,99 @@ def overlaps(nb: Any) -> list[str]:
     return hits[:10]
 
 
-@pytest.mark.parametrize(("size", "file_browser"), SIZES)
-def test_designer_fits_small_screens(
-    notebook: Any, size: tuple[int, int], file_browser: bool
-) -> None:
-    nb = notebook([MODEL, PROFILE], width=size[0], height=size[1])
-    if file_browser:
-        open_file_browser(nb)
-    else:
-        nb.page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+class Checks:
+    """What the test found, by place: the measurements (written to fit.json) and the problems."""
+
+    def __init__(self, nb: Any) -> None:
+        self.nb = nb
+        self.log: dict[str, Any] = {}
+        self.problems: dict[str, Any] = {}
+
+    def check(self, where: str) -> None:
+        found = look(self.nb, where, self.log)
+        bad = {k: v for k, v in found.items() if v}
+        if bad:
+            self.problems[where] = bad
+
+    def toolbars(self, where: str) -> None:
+        for css in (".nsdl-designer-toolbar", ".nsdl-gv-toolbar"):
+            rows = self.log[f"{where} {css}"] = one_row(self.nb, css)
+            if rows["rows"] != 1:
+                self.problems[f"{where} {css}"] = rows
+
+    def panes(self, size: str) -> None:
+        """Every side-pane tab, the new-function form and both toolbars."""
+        nb = self.nb
+        self.check(f"{size} opened")
+        for title in ("Layers", "Functions"):
+            tab(nb, title)
+            self.check(f"{size} {title}")
+        nb.page.locator(f"{ROOT} .nsdl-functions-new").first.click()
+        nb.wait_for(".nsdl-functions-form")
+        self.check(f"{size} functions form")
+        nb.screenshot(f"{size}-functions-form")
+        for title in ("Initializers", "TensorRT", "Parameters"):
+            tab(nb, title)
+            self.check(f"{size} {title}")
+        nb.screenshot(f"{size}-parameters")
+        self.toolbars(size)
+
+    def profiled(self, size: str) -> None:
+        """The canvas beside and above the Profile dock, the toolbars, the canvas overlays."""
+        nb = self.nb
+        settle(nb)
+        self.check(f"{size} profiled")
+        width = nb.page.evaluate(
+            f"""() => [document.querySelector('{ROOT}').getBoundingClientRect().width,
+                       document.querySelector('{ROOT} .nsdl-graph-view canvas')
+                         .getBoundingClientRect().width]"""
+        )
+        self.log[f"{size} designer, canvas"] = width
+        if width[1] < 0.5 * width[0]:
+            self.problems[f"{size} designer, canvas"] = width
+        # the dock scrolled into view at the bottom of the notebook: the canvas above it in
+        # view is at least as tall as the dock
+        heights = self.log[f"{size} canvas in view, dock"] = nb.page.evaluate(
+            f"""() => {{
+              const dock = document.querySelector('{ROOT} .nsdl-profile-dock');
+              dock.scrollIntoView({{block: 'end'}});
+              const port = document.querySelector('{NB} .jp-WindowedPanel-outer')
+                .getBoundingClientRect();
+              const c = document.querySelector('{ROOT} .nsdl-graph-view canvas')
+                .getBoundingClientRect();
+              return [Math.min(c.bottom, port.bottom) - Math.max(c.top, port.top),
+                      dock.getBoundingClientRect().height]; }}"""
+        )
+        if heights[0] < heights[1]:
+            self.problems[f"{size} canvas in view, dock"] = heights
+        nb.two_frames()
+        nb.screenshot(f"{size}-profiled-dock-in-view")
+        self.toolbars(f"{size} profiled")
+        covered = self.log[f"{size} overlaps"] = overlaps(nb)
+        if covered:
+            self.problems[f"{size} overlaps"] = covered
+        (nb.shots / "fit.json").write_text(json.dumps(self.log, indent=1))
+
+
+def test_designer_fits_small_screens(notebook: Any) -> None:
+    nb = notebook([MODEL, PROFILE], width=1024, height=768)
+    nb.page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
     nb.run_cell(0)
     nb.wait_for('.nsdl-graph-view[data-ready="1"]')
     nb.wait_for('.nsdl-designer[data-keys-ready="1"]')
     assert nb.error_outputs() == []
-    log: dict[str, Any] = {}
-    problems: dict[str, Any] = {}
-
-    def check(where: str) -> None:
-        found = look(nb, where, log)
-        bad = {k: v for k, v in found.items() if v}
-        if bad:
-            problems[where] = bad
-
-    check("opened")
-    nb.screenshot("opened")
-    for title in ("Layers", "Functions"):
-        tab(nb, title)
-        check(title)
-    nb.page.locator(f"{ROOT} .nsdl-functions-new").first.click()
-    nb.wait_for(".nsdl-functions-form")
-    check("functions form")
-    nb.screenshot("functions-form")
-    for title in ("Initializers", "TensorRT"):
-        tab(nb, title)
-        check(title)
-        nb.screenshot(title)
-    tab(nb, "Parameters")
-    check("Parameters")
-    nb.screenshot("parameters")
-    for css in (".nsdl-designer-toolbar", ".nsdl-gv-toolbar"):
-        rows = log[css] = one_row(nb, css)
-        if rows["rows"] != 1:
-            problems[css] = rows
-
+    checks = Checks(nb)
+    checks.panes("1024x768")
     out = nb.run_cell(1)
     assert "PROFILED=done" in out, out
     nb.wait_for(".nsdl-gv-legend")
+    checks.profiled("1024x768")
+
+    nb.page.set_viewport_size({"width": 1280, "height": 800})
+    open_file_browser(nb)
     settle(nb)
-    nb.screenshot("profiled")
-    check("profiled")
-    width = nb.page.evaluate(
-        f"""() => [document.querySelector('{ROOT}').getBoundingClientRect().width,
-                   document.querySelector('{ROOT} .nsdl-graph-view canvas')
-                     .getBoundingClientRect().width]"""
-    )
-    log["designer, canvas"] = width
-    # the dock scrolled into view at the bottom of the notebook: the canvas above it in view
-    # is at least as tall as the dock
-    heights = log["canvas in view, dock"] = nb.page.evaluate(
-        f"""() => {{
-          const dock = document.querySelector('{ROOT} .nsdl-profile-dock');
-          dock.scrollIntoView({{block: 'end'}});
-          const port = document.querySelector('{NB} .jp-WindowedPanel-outer')
-            .getBoundingClientRect();
-          const c = document.querySelector('{ROOT} .nsdl-graph-view canvas')
-            .getBoundingClientRect();
-          return [Math.min(c.bottom, port.bottom) - Math.max(c.top, port.top),
-                  dock.getBoundingClientRect().height]; }}"""
-    )
-    nb.two_frames()
-    nb.screenshot("profiled-dock-in-view")
-    for css in (".nsdl-designer-toolbar", ".nsdl-gv-toolbar"):
-        rows = log[f"profiled {css}"] = one_row(nb, css)
-        if rows["rows"] != 1:
-            problems[f"profiled {css}"] = rows
-    log["overlaps"] = covered = overlaps(nb)
-    (nb.shots / "fit.json").write_text(json.dumps(log, indent=1))
-    assert width[1] >= 0.5 * width[0], width
-    assert heights[0] >= heights[1], heights
-    assert covered == [], covered
-    assert problems == {}, json.dumps(problems, indent=1)
+    nb.screenshot("1280x800-file-browser")
+    checks.panes("1280x800")
+    checks.profiled("1280x800")
+    assert checks.problems == {}, json.dumps(checks.problems, indent=1)
     assert nb.error_outputs() == []

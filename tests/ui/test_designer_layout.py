@@ -1,7 +1,8 @@
 """The Designer's layout in a real JupyterLab with the file browser open, measured through the
-DOM at 1280x800 and 1400x1000: the canvas gets most of the width, the toolbar is one row,
-nothing lies outside the output area, the Layers rows and an opened initializer fit their
-pane, and collapsing a side pane gives its width to the canvas."""
+DOM at 1280x800 (first drawn) and 1400x1000 (the same notebook resized, the panes opened
+again): the canvas gets most of the width, the toolbar is one row, nothing lies outside the
+output area, the Layers rows and an opened initializer fit their pane, and collapsing a side
+pane gives its width to the canvas."""
 
 from __future__ import annotations
 
@@ -126,12 +127,13 @@ def settle(nb: Any) -> None:
     nb.two_frames()
 
 
-def measure(nb: Any, name: str, log: dict[str, Any]) -> dict[str, Any]:
+def measure(nb: Any, name: str, log: dict[str, Any], shot: bool = True) -> dict[str, Any]:
     settle(nb)
     figures: dict[str, Any] = nb.page.evaluate(GEOMETRY)
     log[name] = figures
     (nb.shots / "geometry.json").write_text(json.dumps(log, indent=1))
-    nb.screenshot(name)
+    if shot:
+        nb.screenshot(name)
     return figures
 
 
@@ -146,9 +148,8 @@ def check_layout(figures: dict[str, Any]) -> None:
     assert figures["cut"] == [], figures["cut"]
 
 
-@pytest.mark.parametrize("size", [(1280, 800), (1400, 1000)], ids=["1280x800", "1400x1000"])
-def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> None:
-    nb = notebook([MODEL], width=size[0], height=size[1])
+def test_designer_fits_the_output_area(notebook: Any) -> None:
+    nb = notebook([MODEL], width=1280, height=800)
     open_file_browser(nb)
     nb.run_all()
     nb.wait_for('.nsdl-graph-view[data-ready="1"]')
@@ -156,10 +157,33 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     nb.wait_idle()
     assert nb.error_outputs() == []
     log: dict[str, Any] = {}
-    check_layout(measure(nb, "opened", log))
+    check_size(nb, "1280x800", log)
+    # the same Designer in a larger window, its panes opened again
+    nb.page.set_viewport_size({"width": 1400, "height": 1000})
+    for side in ("right", "left"):
+        toggle_pane(
+            nb, side, measure(nb, f"1400x1000_before_open_{side}", log, shot=False), collapse=False
+        )
+    check_size(nb, "1400x1000", log)
+
+
+def toggle_pane(nb: Any, side: str, before: dict[str, Any], *, collapse: bool) -> None:
+    """Collapse (or open) a side pane: the canvas gains (or gives back) its width, 100+ px."""
+    nb.page.locator(f"{ROOT} .nsdl-pane-{side} .nsdl-pane-toggle").first.click()
+    nb.page.wait_for_function(
+        "([css, w, sign]) => sign * (document.querySelector(css).getBoundingClientRect().width"
+        " - w) > 100",
+        arg=[f"{ROOT} .nsdl-graph-view canvas", before["canvas"][0], 1 if collapse else -1],
+        timeout=30_000,
+    )
+
+
+def check_size(nb: Any, size: str, log: dict[str, Any]) -> None:
+    """Opened, the Layers tab, an opened initializer, then each side pane collapsed."""
+    check_layout(measure(nb, f"{size}_opened", log))
 
     nb.page.locator(f"{ROOT} .lm-TabBar-tab", has_text="Layers").first.click()
-    layers = measure(nb, "layers", log)
+    layers = measure(nb, f"{size}_layers", log)
     assert layers["layers"] is not None
     scroll_width, client_width = layers["layers"]
     assert scroll_width <= client_width, "a Layers row is cut off"
@@ -179,10 +203,10 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     values = ":is(.nsdl-tensor-page, .nsdl-tensor-cells):visible"  # read-only or editable
     page = nb.page.locator(f"{ROOT} .nsdl-initializer-editor {values}").first
     page.wait_for(timeout=30_000)
-    opened = measure(nb, "initializer", log)
+    opened = measure(nb, f"{size}_initializer", log)
     check_layout(opened)
     inside = nb.page.evaluate(OPENED)
-    log["initializer_buttons"] = inside
+    log[f"{size}_initializer_buttons"] = inside
     (nb.shots / "geometry.json").write_text(json.dumps(log, indent=1))
     assert inside["buttons"] >= 3 and inside["hidden"] == [], inside
     assert inside["first_cell"] is True, inside
@@ -190,14 +214,10 @@ def test_designer_fits_the_output_area(notebook: Any, size: tuple[int, int]) -> 
     assert inside["editor"][0] <= inside["editor"][1], "the initializer editor overflows its pane"
 
     for side in ("right", "left"):
-        before = measure(nb, f"before_collapse_{side}", log)["canvas"][0]
-        nb.page.locator(f"{ROOT} .nsdl-pane-{side} .nsdl-pane-toggle").first.click()
-        nb.page.wait_for_function(
-            "([css, w]) => document.querySelector(css).getBoundingClientRect().width > w + 100",
-            arg=[f"{ROOT} .nsdl-graph-view canvas", before],
-            timeout=30_000,
+        toggle_pane(
+            nb, side, measure(nb, f"{size}_before_collapse_{side}", log, shot=False), collapse=True
         )
-        check_layout(measure(nb, f"collapsed_{side}", log))
+        check_layout(measure(nb, f"{size}_collapsed_{side}", log, shot=side == "left"))
 
 
 def test_drag_a_pane_strip_and_the_width_is_kept(notebook: Any) -> None:
