@@ -70,21 +70,38 @@ _INLINE_LIMIT = 1_800_000_000  # bytes of tensor data; protobuf cannot serialize
 CACHE_ENV = "NSDL_EXPORT_CACHE"
 
 
-# export -> (the output of its last repeated block, the output of its second): `short=True`
-# keeps the first two blocks (`cut`), the same weights, every op type of the whole model
-# (tests/test_real_exports.py checks it), for tests whose subject does not depend on depth.
-SHORT = {
-    "bert_base_dynamo": ("last_hidden_state", "layer_norm_4"),
+# export -> cuts, each (the output of the last block of a run of identical blocks, the output
+# of the second): `short=True` keeps the first two blocks of each run (`cut`), the same
+# weights, every op type of the whole model (tests/test_real_exports.py checks it), for tests
+# whose subject does not depend on depth. Transformers: 2 of their 12 layers; ResNet-50: 2 of
+# the 3, 4, 6, 3 bottlenecks of each stage (each stage's first one downsamples).
+SHORT: dict[str, tuple[tuple[str, str], ...]] = {
+    "bert_base_dynamo": (("last_hidden_state", "layer_norm_4"),),
     "bert_base_torchscript": (
-        "last_hidden_state",
-        "/model/encoder/layer.1/output/LayerNorm/LayerNormalization_output_0",
+        (
+            "last_hidden_state",
+            "/model/encoder/layer.1/output/LayerNorm/LayerNormalization_output_0",
+        ),
     ),
-    "gpt2_dynamo": ("add_1923", "add_393"),
-    "gpt2_torchscript": ("/model/h.11/Add_1_output_0", "/model/h.1/Add_1_output_0"),
-    "vit_b_16_dynamo": ("add_24", "add_4"),
+    "gpt2_dynamo": (("add_1923", "add_393"),),
+    "gpt2_torchscript": (("/model/h.11/Add_1_output_0", "/model/h.1/Add_1_output_0"),),
+    "resnet50_dynamo": tuple(
+        (f"relu_{last}", f"relu_{second}")
+        for last, second in ((9, 6), (21, 15), (39, 27), (48, 45))
+    ),
+    "resnet50_torchscript": tuple(
+        (
+            f"/layer{stage}/layer{stage}.{last}/relu_2/Relu_output_0",
+            f"/layer{stage}/layer{stage}.1/relu_2/Relu_output_0",
+        )
+        for stage, last in ((1, 2), (2, 3), (3, 5), (4, 2))
+    ),
+    "vit_b_16_dynamo": (("add_24", "add_4"),),
     "vit_b_16_torchscript": (
-        "/encoder/layers/encoder_layer_11/Add_1_output_0",
-        "/encoder/layers/encoder_layer_1/Add_1_output_0",
+        (
+            "/encoder/layers/encoder_layer_11/Add_1_output_0",
+            "/encoder/layers/encoder_layer_1/Add_1_output_0",
+        ),
     ),
 }
 
@@ -96,7 +113,7 @@ def names() -> list[str]:
 
 def load(name: str, *, short: bool = False) -> onnx.ModelProto:
     """The export `name` with its weights refilled (same bytes on every call); with `short`,
-    only its first two repeated blocks (see SHORT). From the cache folder named by
+    only the first two of each run of repeated blocks (see SHORT). From the cache folder named by
     $NSDL_EXPORT_CACHE when set and filled by an earlier load."""
     path = FOLDER / f"{name}.onnx"
     if not path.is_file():
@@ -119,10 +136,10 @@ def load(name: str, *, short: bool = False) -> onnx.ModelProto:
 
 
 def stored(name: str, *, short: bool = False) -> onnx.ModelProto:
-    """The stored file of `name` as it is (weights stripped), cut to two blocks by `short`."""
+    """The stored file of `name` as it is (weights stripped); `short`: cut (see SHORT)."""
     model = onnx.load(FOLDER / f"{name}.onnx", load_external_data=False)
-    if short:
-        cut(model, *SHORT[name])
+    for last, new_last in SHORT[name] if short else ():
+        cut(model, last, new_last)
     return model
 
 
@@ -137,8 +154,8 @@ def _content_key(path: Path) -> str:
 def save(
     name: str, folder: str | Path, *, short: bool = False, external_data: bool | None = None
 ) -> Path:
-    """Write the refilled export (`short`: its first two blocks) to `folder/<name>.onnx`;
-    return its path.
+    """Write the refilled export (`short`: cut, see SHORT) to `folder/<name>.onnx`; return
+    its path.
 
     Weights go inline, or to `<name>.onnx.data` beside it when `external_data` is true (by
     default only when they would not fit in one protobuf).

@@ -9,18 +9,17 @@ input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}})`, weigh
 with `real_exports.strip` (the crash does not depend on them). Each check runs onnxruntime
 in a spawned child, here as in the library, so a crash fails one test, not the run.
 
-The transformers run with 2 of their 12 repeated blocks (`real_exports.SHORT`, the same
-weights for the blocks kept, every op type of the whole model; tests/test_real_exports.py
-checks both), since every validation round builds an onnxruntime session of the whole model,
-the validator runs source and result in a child, and what is checked here (each op type and
-pattern converted, the result within tolerance) is the same in every block: BERT, GPT-2
-(TorchScript) and ViT-B/16 pass in one round as they did whole. GPT-2 (dynamo) still needs the
+BERT, GPT-2, ViT-B/16 and ResNet-50 run with the first two of each run of identical blocks
+(`real_exports.SHORT`: 2 of 12 layers, 2 bottlenecks of each ResNet stage; the same weights
+for the blocks kept, every op type of the whole model; tests/test_real_exports.py checks
+both), since every validation round builds an onnxruntime session of the whole model, and
+what is checked here (each op type and pattern converted, the result within tolerance) is
+the same in every block; they pass as they did whole. GPT-2 (dynamo) still needs the
 bisection, which finds the same two attention-mask Where nodes of block 0 with the same error
 (0.275 over the limit 0.038) in 10 rounds (a minute of CPU for 12 blocks, a sixth of it for 2);
 the crashing ViT keeps 3 of its 12 encoder layers, and onnxruntime 1.32 still segfaults on its
 float16 GELU: the bisection finds the culprit in layer 1, then its copy in layer 2 by role
-(with 12 layers: layers 1-11). The CNNs run whole (ResNet-50's stages differ in width; they
-pass in one round).
+(with 12 layers: layers 1-11). The other exports run whole.
 """
 
 from __future__ import annotations
