@@ -70,28 +70,76 @@ _INLINE_LIMIT = 1_800_000_000  # bytes of tensor data; protobuf cannot serialize
 CACHE_ENV = "NSDL_EXPORT_CACHE"
 
 
+# export -> cuts, each (the output of the last block of a run of identical blocks, the output
+# of the second): `short=True` keeps the first two blocks of each run (`cut`), the same
+# weights, every op type of the whole model (tests/test_real_exports.py checks it), for tests
+# whose subject does not depend on depth. Transformers: 2 of their 12 layers; ResNet-50: 2 of
+# the 3, 4, 6, 3 bottlenecks of each stage (each stage's first one downsamples).
+SHORT: dict[str, tuple[tuple[str, str], ...]] = {
+    "bert_base_dynamo": (("last_hidden_state", "layer_norm_4"),),
+    "bert_base_torchscript": (
+        (
+            "last_hidden_state",
+            "/model/encoder/layer.1/output/LayerNorm/LayerNormalization_output_0",
+        ),
+    ),
+    "gpt2_dynamo": (("add_1923", "add_393"),),
+    "gpt2_torchscript": (("/model/h.11/Add_1_output_0", "/model/h.1/Add_1_output_0"),),
+    "resnet50_dynamo": tuple(
+        (f"relu_{last}", f"relu_{second}")
+        for last, second in ((9, 6), (21, 15), (39, 27), (48, 45))
+    ),
+    "resnet50_torchscript": tuple(
+        (
+            f"/layer{stage}/layer{stage}.{last}/relu_2/Relu_output_0",
+            f"/layer{stage}/layer{stage}.1/relu_2/Relu_output_0",
+        )
+        for stage, last in ((1, 2), (2, 3), (3, 5), (4, 2))
+    ),
+    "vit_b_16_dynamo": (("add_24", "add_4"),),
+    "vit_b_16_torchscript": (
+        (
+            "/encoder/layers/encoder_layer_11/Add_1_output_0",
+            "/encoder/layers/encoder_layer_1/Add_1_output_0",
+        ),
+    ),
+}
+
+
 def names() -> list[str]:
     """The corpus, `<model>_<exporter>`, sorted."""
     return sorted(path.stem for path in FOLDER.glob("*.onnx"))
 
 
-def load(name: str) -> onnx.ModelProto:
-    """The export `name` with its weights refilled (same bytes on every call); from the
-    cache folder named by $NSDL_EXPORT_CACHE when set and filled by an earlier load."""
+def load(name: str, *, short: bool = False) -> onnx.ModelProto:
+    """The export `name` with its weights refilled (same bytes on every call); with `short`,
+    only the first two of each run of repeated blocks (see SHORT). From the cache folder named by
+    $NSDL_EXPORT_CACHE when set and filled by an earlier load."""
     path = FOLDER / f"{name}.onnx"
     if not path.is_file():
         raise FileNotFoundError(f"no corpus export {name!r} in {FOLDER}: pick one of {names()}")
+    if short and name not in SHORT:
+        raise KeyError(f"{name!r} has no short form: pick one of {sorted(SHORT)}")
     cache = os.environ.get(CACHE_ENV)
-    cached = Path(cache) / f"{name}-{_content_key(path)}.onnx" if cache else None
+    stem = f"{name}-short" if short else name
+    cached = Path(cache) / f"{stem}-{_content_key(path)}.onnx" if cache else None
     if cached is not None and cached.is_file():
         return onnx.load(cached)
-    model = onnx.load(path, load_external_data=False)
+    model = stored(name, short=short)
     refill(model)
     if cached is not None and _data_bytes(model) <= _INLINE_LIMIT:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
         onnx.save_model(model, partial)
         os.replace(partial, cached)  # atomic: a parallel worker reads a whole file or none
+    return model
+
+
+def stored(name: str, *, short: bool = False) -> onnx.ModelProto:
+    """The stored file of `name` as it is (weights stripped); `short`: cut (see SHORT)."""
+    model = onnx.load(FOLDER / f"{name}.onnx", load_external_data=False)
+    for last, new_last in SHORT[name] if short else ():
+        cut(model, last, new_last)
     return model
 
 
@@ -103,13 +151,16 @@ def _content_key(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def save(name: str, folder: str | Path, *, external_data: bool | None = None) -> Path:
-    """Write the refilled export to `folder/<name>.onnx`; return its path.
+def save(
+    name: str, folder: str | Path, *, short: bool = False, external_data: bool | None = None
+) -> Path:
+    """Write the refilled export (`short`: cut, see SHORT) to `folder/<name>.onnx`; return
+    its path.
 
     Weights go inline, or to `<name>.onnx.data` beside it when `external_data` is true (by
     default only when they would not fit in one protobuf).
     """
-    model = load(name)
+    model = load(name, short=short)
     path = Path(folder) / f"{name}.onnx"
     path.parent.mkdir(parents=True, exist_ok=True)
     if external_data is None:
@@ -239,8 +290,11 @@ def cut(model: onnx.ModelProto, last: str, new_last: str) -> int:
     of `last` (the last block's output) reads `new_last` instead, and the nodes, initializers
     and value_infos no graph output needs any more go (graph inputs stay). A stripped model
     cut before `refill` refills only what is left, with the same values. Returns the number
-    of nodes removed."""
+    of nodes removed. When `last` is a graph output, the output keeps its name: the tensor
+    `new_last` takes it."""
     graph = model.graph
+    if last in {output.name for output in graph.output}:
+        last, new_last = _take_name(graph, new_last, last), last
     for node in graph.node:
         node.input[:] = [new_last if name == last else name for name in node.input]
     needed = {output.name for output in graph.output}
@@ -259,6 +313,20 @@ def cut(model: onnx.ModelProto, last: str, new_last: str) -> int:
         del field[:]
         field.extend(chosen)
     return removed
+
+
+def _take_name(graph: onnx.GraphProto, tensor: str, name: str) -> str:
+    """Rename `tensor` to `name` (a graph output) and the tensor that had that name to a new
+    name, which this returns."""
+    old = f"{name}__before_cut"
+    renames = {name: old, tensor: name}
+    for node in graph.node:
+        node.input[:] = [renames.get(n, n) for n in node.input]
+        node.output[:] = [renames.get(n, n) for n in node.output]
+    kept = [v for v in graph.value_info if v.name not in renames]
+    del graph.value_info[:]
+    graph.value_info.extend(kept)
+    return old
 
 
 def _reads(node: onnx.NodeProto) -> set[str]:

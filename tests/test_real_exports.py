@@ -1,6 +1,8 @@
 """The real torch-export corpus (tests/real_exports.py): every export refills, passes the ONNX
 checker and runs in onnxruntime CPU with finite outputs; the refill is deterministic, even
-across processes, and matches the stored fill descriptions; the stored files stay small."""
+across processes, and matches the stored fill descriptions; the stored files stay small; the
+short forms (BERT, GPT-2, ViT-B/16: 2 of 12 layers; ResNet-50: 2 bottlenecks per stage) keep
+every op type of the whole."""
 
 from __future__ import annotations
 
@@ -102,7 +104,11 @@ def _feeds(session: ort.InferenceSession) -> dict[str, np.ndarray]:
 
 @pytest.mark.parametrize("name", _by_size(NAMES))
 def test_export_checks_and_runs(name: str) -> None:
-    model = real_exports.load(name)
+    """BERT, GPT-2, ViT-B/16 and ResNet-50 check and run in their short form (the first two
+    of each run of identical blocks, every op type of the whole: see the next test), a third
+    of the CPU; the refill and the exporter's ops are what is checked, the same in every
+    block."""
+    model = real_exports.load(name, short=name in real_exports.SHORT)
     onnx.checker.check_model(model)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     outputs = session.run(None, _feeds(session))
@@ -111,6 +117,19 @@ def test_export_checks_and_runs(name: str) -> None:
     ]
     for output in outputs:
         assert output.size > 0 and np.isfinite(output).all()
+
+
+@pytest.mark.parametrize("name", sorted(real_exports.SHORT))
+def test_short_form_keeps_every_op_type_and_output_of_the_whole(name: str) -> None:
+    whole, short = real_exports.stored(name), real_exports.stored(name, short=True)
+    ops = [{(node.domain, node.op_type) for node in m.graph.node} for m in (whole, short)]
+    assert ops[0] == ops[1]
+    assert short.graph.output == whole.graph.output
+    assert short.graph.input == whole.graph.input
+    produced = {output for node in short.graph.node for output in node.output}
+    for last, new_last in real_exports.SHORT[name]:
+        assert new_last in produced or last in produced  # the second block is kept ...
+    assert len(short.graph.node) < 0.6 * len(whole.graph.node)  # ... and the later ones go
 
 
 def test_refill_is_deterministic_across_processes() -> None:
