@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from _scratch import scratch_parent
 from google.protobuf.message import Message
 
 RANDOM_OPS = frozenset(
@@ -390,9 +392,16 @@ def run_all(cases: list[Path], work: Path, workers: int) -> list[dict[str, Any]]
 
 # ------------------------------------------------------------------ tests
 @pytest.fixture(scope="session")
-def backend_cases(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+def scratch() -> Iterator[Path]:
+    """The generated cases (~8,600 small files) and each shard's saved model, in memory."""
+    with tempfile.TemporaryDirectory(prefix="nsdl-roundtrip-", dir=scratch_parent()) as folder:
+        yield Path(folder)
+
+
+@pytest.fixture(scope="session")
+def backend_cases(scratch: Path) -> list[Path]:
     # generated in a child process: the case code's ~1,900 numpy runs stay out of this one
-    output = tmp_path_factory.mktemp("onnx_backend_data")
+    output = scratch / "onnx_backend_data"
     subprocess.run([sys.executable, __file__, "--generate", str(output)], check=True, timeout=600)
     return sorted(path for path in (output / "node").iterdir() if (path / "model.onnx").is_file())
 
@@ -418,11 +427,11 @@ def test_structure_difference_sees_real_changes() -> None:
 
 @pytest.mark.slow
 def test_every_backend_node_case_round_trips(
-    backend_cases: list[Path], tmp_path: Path, test_output_dir: Path
+    backend_cases: list[Path], scratch: Path, test_output_dir: Path
 ) -> None:
     assert len(backend_cases) > 1500, f"only {len(backend_cases)} backend cases generated"
     workers = max(1, min(2, os.cpu_count() or 1))
-    records = run_all(backend_cases, tmp_path, workers)
+    records = run_all(backend_cases, scratch / "shards", workers)
     assert len(records) == len(backend_cases)
     counts = Counter(record["status"] for record in records)
 

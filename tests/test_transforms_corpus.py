@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _scratch import scratch_parent
 
 FP16_MAX = 65504.0
 FP16_LIMIT = 1e-2
@@ -181,14 +181,6 @@ def _count(path: Path) -> int:
     return len(onnx.load(str(path)).graph.node)
 
 
-def _scratch_parent() -> str | None:
-    """Memory-backed /dev/shm when there is one, else the default temporary folder: every
-    case is saved atomically (two fsyncs), and on a disk those syncs were a quarter of the
-    worker's time; the save path itself is the same."""
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-
-
 def worker(output: Path, transform: str) -> None:
     from onnx.backend.test.case import node
 
@@ -196,7 +188,7 @@ def worker(output: Path, transform: str) -> None:
         warnings.simplefilter("ignore")
         cases = node.collect_testcases(None)
     with (
-        tempfile.TemporaryDirectory(prefix="nsdl-corpus-", dir=_scratch_parent()) as scratch,
+        tempfile.TemporaryDirectory(prefix="nsdl-corpus-", dir=scratch_parent()) as scratch,
         output.open("w") as stream,
     ):
         for case in cases:
