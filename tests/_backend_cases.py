@@ -36,12 +36,13 @@ def write_node_cases(output: Path) -> None:
         cases = node.collect_testcases(None)
     # cmd_tools.generate_data is the writer (tensors, sequences, maps, optionals) but only
     # collects model cases in this onnx; hand it the node cases instead.
-    collector = cmd_tools.model_test  # type: ignore[attr-defined]
-    cmd_tools.model_test = types.SimpleNamespace(collect_testcases=lambda: cases)  # type: ignore[attr-defined]
+    tools: Any = cmd_tools  # its `model_test` import is not re-exported
+    collector = tools.model_test
+    tools.model_test = types.SimpleNamespace(collect_testcases=lambda: cases)
     try:
         cmd_tools.generate_data(argparse.Namespace(output=str(output)))
     finally:
-        cmd_tools.model_test = collector  # type: ignore[attr-defined]
+        tools.model_test = collector
 
 
 def node_cases(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
