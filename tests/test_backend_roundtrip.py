@@ -12,22 +12,22 @@ the structural comparison is the check. Outputs where onnxruntime itself disagre
 the expected values (identically for original and saved) are listed, not failed.
 
 The cases run in child processes (this file run as a script), two shards at once, so a
-crash or hang inside onnxruntime costs one case, not the test session. Lists land in
-test-output/backend_roundtrip/.
+crash or hang inside onnxruntime costs one case, not the test session. The cases are
+generated once per session and shared with tests/test_transforms_corpus.py
+(tests/_backend_cases.py); each shard's saved model is written in memory (/dev/shm), where
+the atomic save's fsyncs cost nothing. Lists land in test-output/backend_roundtrip/.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
-import types
-import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
+from _backend_cases import case_data, node_cases
+from _scratch import scratch_parent
 from google.protobuf.message import Message
 
 RANDOM_OPS = frozenset(
@@ -55,26 +57,6 @@ PASSED, ORT_CANNOT_RUN, ORT_DIFFERS, FAILED = (
     "ort_differs_from_expected",
     "failed",
 )
-
-
-# ------------------------------------------------------------------ test data
-def write_node_cases(output: Path) -> list[Path]:
-    """Generate the backend node test data (`node/<case>/model.onnx`, test_data_set_0)."""
-    from onnx.backend.test import cmd_tools
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the case code divides by zero on purpose
-        cases = node.collect_testcases(None)
-    # cmd_tools.generate_data is the writer (tensors, sequences, maps, optionals) but only
-    # collects model cases in this onnx; hand it the node cases instead.
-    collector = cmd_tools.model_test
-    cmd_tools.model_test = types.SimpleNamespace(collect_testcases=lambda: cases)  # type: ignore[assignment]
-    try:
-        cmd_tools.generate_data(argparse.Namespace(output=str(output)))
-    finally:
-        cmd_tools.model_test = collector
-    return sorted(path for path in (output / "node").iterdir() if (path / "model.onnx").is_file())
 
 
 # ------------------------------------------------------------- comparisons
@@ -136,25 +118,6 @@ def _checker_error(model: onnx.ModelProto) -> str | None:
     except Exception as error:  # checker raises ValidationError and others
         return str(error).splitlines()[0][:200] if str(error) else type(error).__name__
     return None
-
-
-def _load_value(path: Path, value_type: onnx.TypeProto) -> Any:
-    data = path.read_bytes()
-    if value_type.HasField("sequence_type"):
-        sequence = onnx.SequenceProto()
-        sequence.ParseFromString(data)
-        return onnx.numpy_helper.to_list(sequence)
-    if value_type.HasField("optional_type"):
-        optional = onnx.OptionalProto()
-        optional.ParseFromString(data)
-        return onnx.numpy_helper.to_optional(optional)
-    if value_type.HasField("map_type"):
-        mapping = onnx.MapProto()
-        mapping.ParseFromString(data)
-        return onnx.numpy_helper.to_dict(mapping)
-    tensor = onnx.TensorProto()
-    tensor.ParseFromString(data)
-    return onnx.numpy_helper.to_array(tensor)
 
 
 def _is_ml_dtype(value: Any) -> bool:
@@ -243,15 +206,9 @@ def check_case(case: Path, work: Path, progress: Any) -> dict[str, Any]:
     if _checker_error(original) is None and (problem := _checker_error(saved)) is not None:
         return {"status": FAILED, "detail": f"checker refuses the saved model: {problem}"}
 
-    data = case / "test_data_set_0"
-    inputs = sorted(data.glob("input_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
-    outputs = sorted(data.glob("output_*.pb"), key=lambda p: int(p.stem.split("_")[1]))
+    inputs, expected = case_data(case, original)
     graph = original.graph
-    feeds = {
-        graph.input[i].name: _feed(_load_value(p, graph.input[i].type), graph.input[i].type)
-        for i, p in enumerate(inputs)
-    }
-    expected = [_load_value(p, graph.output[i].type) for i, p in enumerate(outputs)]
+    feeds = {graph.input[i].name: _feed(v, graph.input[i].type) for i, v in enumerate(inputs)}
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
@@ -390,11 +347,15 @@ def run_all(cases: list[Path], work: Path, workers: int) -> list[dict[str, Any]]
 
 # ------------------------------------------------------------------ tests
 @pytest.fixture(scope="session")
+def scratch() -> Iterator[Path]:
+    """Each shard's saved model, replaced case after case, in memory (atomic saves fsync)."""
+    with tempfile.TemporaryDirectory(prefix="nsdl-roundtrip-", dir=scratch_parent()) as folder:
+        yield Path(folder)
+
+
+@pytest.fixture(scope="session")
 def backend_cases(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    # generated in a child process: the case code's ~1,900 numpy runs stay out of this one
-    output = tmp_path_factory.mktemp("onnx_backend_data")
-    subprocess.run([sys.executable, __file__, "--generate", str(output)], check=True, timeout=600)
-    return sorted(path for path in (output / "node").iterdir() if (path / "model.onnx").is_file())
+    return node_cases(tmp_path_factory)
 
 
 def test_structure_difference_sees_real_changes() -> None:
@@ -418,11 +379,11 @@ def test_structure_difference_sees_real_changes() -> None:
 
 @pytest.mark.slow
 def test_every_backend_node_case_round_trips(
-    backend_cases: list[Path], tmp_path: Path, test_output_dir: Path
+    backend_cases: list[Path], scratch: Path, test_output_dir: Path
 ) -> None:
     assert len(backend_cases) > 1500, f"only {len(backend_cases)} backend cases generated"
     workers = max(1, min(2, os.cpu_count() or 1))
-    records = run_all(backend_cases, tmp_path, workers)
+    records = run_all(backend_cases, scratch / "shards", workers)
     assert len(records) == len(backend_cases)
     counts = Counter(record["status"] for record in records)
 
@@ -441,7 +402,4 @@ def test_every_backend_node_case_round_trips(
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--generate":
-        write_node_cases(Path(sys.argv[2]))
-    else:
-        _worker(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))
+    _worker(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]))

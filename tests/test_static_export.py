@@ -80,9 +80,13 @@ def _env() -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The notebook above, executed by nbclient (widget state saved, as `--execute` does)."""
+    """The notebook above, executed by nbclient (widget state saved, as `--execute` does).
+
+    Once per worker for the whole session: a module-scoped one is torn down whenever the
+    worker's next test is another module's, and built again (~10 s) when one of these comes
+    back to it, as under xdist when the tests of this module are not kept together."""
     folder = tmp_path_factory.mktemp("static_export")
     nb = _notebook(CELLS)
     NotebookClient(
@@ -352,7 +356,13 @@ def test_profiling_notebook_export_has_every_figure(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_nsdl_html_command(executed: Path, tmp_path: Path) -> None:
+def test_nsdl_html_command(
+    executed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The console script as a process; its refusal of a missing notebook through the same
+    `main` in this process (a second child only paid for its start-up again)."""
+    from nsdl_jupyter.cli import main
+
     nsdl = str(BIN / "nsdl")
     out = tmp_path / "out.html"
     run = subprocess.run(
@@ -363,12 +373,10 @@ def test_nsdl_html_command(executed: Path, tmp_path: Path) -> None:
     assert run.stdout.strip() == str(out)
     assert 'class="nsdl-static-graph-svg"' in out.read_text()
     assert oct(out.stat().st_mode & 0o777) != oct(0o600)
-    missing = subprocess.run(
-        [nsdl, "html", str(tmp_path / "nope.ipynb")], check=False, env=_env(),
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert missing.returncode == 2
-    assert "no such notebook" in missing.stderr and "nope.ipynb" in missing.stderr
+    capsys.readouterr()
+    assert main(["html", str(tmp_path / "nope.ipynb")]) == 2
+    stderr = capsys.readouterr().err
+    assert "no such notebook" in stderr and "nope.ipynb" in stderr
 
 
 def test_export_errors_come_before_any_file_is_written(tmp_path: Path) -> None:

@@ -3,8 +3,10 @@
 A child process (this file run as a script) converts or sanitizes each case and runs the
 results in onnxruntime, one JSON line per case, so a crash inside onnxruntime costs one
 case and names it instead of ending the test session. Each test has its own child, one per
-transform, so parallel workers (pytest-xdist) run the two at once. Cases onnxruntime cannot
-run in the original are skipped. Checked:
+transform, so parallel workers (pytest-xdist) run the two at once. The cases are read from
+the files generated once per session for them and tests/test_backend_roundtrip.py
+(tests/_backend_cases.py), and every onnxruntime session runs on one thread. Cases
+onnxruntime cannot run in the original are skipped. Checked:
 
 - FP16: the converted model loads and runs; its float outputs stay within 1e-2 of the
   float32 model run on the same (float16-representable) inputs, relative to the output's
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _backend_cases import case_data, node_cases
+from _scratch import scratch_parent
 
 FP16_MAX = 65504.0
 FP16_LIMIT = 1e-2
@@ -55,6 +58,10 @@ def _session(model: Any) -> Any:
 
     options = ort.SessionOptions()
     options.log_severity_level = 4
+    # one thread: a thread pool per session (~3,400 sessions) and its spinning cost more CPU
+    # than these tiny models' runs
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     data = model if isinstance(model, (str, Path)) else model.SerializeToString()
     return ort.InferenceSession(
@@ -100,41 +107,42 @@ def _same(a: list[Any], b: list[Any], random: bool) -> str:
     return verdict
 
 
-def _case(case: Any, folder: Path, transform: str) -> dict[str, Any]:
+def _case(case: Path, folder: Path, transform: str) -> dict[str, Any]:
+    """One case folder (read only) through `transform`; its results go to `folder`."""
     import onnx
 
     record: dict[str, Any] = {"name": case.name}
-    inputs = case.data_sets[0][0]
+    source = case / "model.onnx"
+    model = onnx.load(source)
+    inputs, _expected = case_data(case, model)
     try:
-        original = _session(case.model)
+        original = _session(model)
         names = [i.name for i in original.get_inputs()]
         feeds = dict(zip(names, inputs, strict=False))
         expected = original.run(None, feeds)
     except Exception:
         record["status"] = "ort_cannot_run_original"
         return record
-    source = folder / "model.onnx"
-    onnx.save(case.model, str(source))
-    random = any(n.op_type in RANDOM_OPS for n in case.model.graph.node)
+    random = any(n.op_type in RANDOM_OPS for n in model.graph.node)
     if transform == "sanitize":
-        _sanitize_case(record, case, source, (feeds, expected), random)
+        _sanitize_case(record, model, (source, folder), (feeds, expected), random)
     else:
-        _fp16_case(record, original, source, feeds, random)
+        _fp16_case(record, original, (source, folder), feeds, random)
     record["status"] = "ran"
     return record
 
 
 def _sanitize_case(
     record: dict[str, Any],
-    case: Any,
-    source: Path,
+    model: Any,
+    paths: tuple[Path, Path],
     run: tuple[dict[str, Any], list[Any]],
     random: bool,
 ) -> None:
     feeds, expected = run
+    source, folder = paths
     from nsdl_jupyter.transforms import sanitize
 
-    folder = source.parent
     try:
         status = sanitize(source, folder / "sanitized.onnx", overwrite=True)  # scratch, per case
         result = _session(folder / "sanitized.onnx")
@@ -142,18 +150,22 @@ def _sanitize_case(
         record["sanitize"] = _same(
             expected, result.run(None, {k: v for k, v in feeds.items() if k in kept}), random
         )
-        record["nodes"] = [len(case.model.graph.node), _count(folder / "sanitized.onnx")]
+        record["nodes"] = [len(model.graph.node), _count(folder / "sanitized.onnx")]
         record["sanitize_warnings"] = len(status.warnings)
     except Exception as error:
         record["sanitize"] = f"failed: {type(error).__name__}: {str(error)[:300]}"
 
 
 def _fp16_case(
-    record: dict[str, Any], original: Any, source: Path, feeds: dict[str, Any], random: bool
+    record: dict[str, Any],
+    original: Any,
+    paths: tuple[Path, Path],
+    feeds: dict[str, Any],
+    random: bool,
 ) -> None:
+    source, folder = paths
     from nsdl_jupyter.transforms import convert_to_fp16
 
-    folder = source.parent
     try:
         status = convert_to_fp16(
             source, folder / "fp16.onnx", validate=False, overwrite=True
@@ -181,22 +193,9 @@ def _count(path: Path) -> int:
     return len(onnx.load(str(path)).graph.node)
 
 
-def _scratch_parent() -> str | None:
-    """Memory-backed /dev/shm when there is one, else the default temporary folder: every
-    case is saved atomically (two fsyncs), and on a disk those syncs were a quarter of the
-    worker's time; the save path itself is the same."""
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
-
-
-def worker(output: Path, transform: str) -> None:
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cases = node.collect_testcases(None)
+def worker(cases: list[Path], output: Path, transform: str) -> None:
     with (
-        tempfile.TemporaryDirectory(prefix="nsdl-corpus-", dir=_scratch_parent()) as scratch,
+        tempfile.TemporaryDirectory(prefix="nsdl-corpus-", dir=scratch_parent()) as scratch,
         output.open("w") as stream,
     ):
         for case in cases:
@@ -209,14 +208,20 @@ def worker(output: Path, transform: str) -> None:
 
 
 # -------------------------------------------------------------------- tests
-def _corpus(test_output_dir: Path, transform: str) -> dict[str, dict[str, Any]]:
+def _corpus(
+    tmp_path_factory: pytest.TempPathFactory, test_output_dir: Path, transform: str
+) -> dict[str, dict[str, Any]]:
     """Every case through `transform` in a child process: name -> record."""
+    cases = node_cases(tmp_path_factory)
     folder = test_output_dir / "transforms_corpus"
     folder.mkdir(exist_ok=True)
     lines = folder / f"{transform}_cases.jsonl"
+    listed = folder / f"{transform}_case_folders.txt"
+    listed.write_text("\n".join(str(case) for case in cases))
     started = time.perf_counter()
+    command = [sys.executable, __file__, "--cases", str(listed), "--out", str(lines)]
     done = subprocess.run(
-        [sys.executable, __file__, "--out", str(lines), "--transform", transform],
+        [*command, "--transform", transform],
         capture_output=True,
         text=True,
         timeout=900,
@@ -239,8 +244,10 @@ def _corpus(test_output_dir: Path, transform: str) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_fp16_every_backend_case_runs_and_stays_close(test_output_dir: Path) -> None:
-    corpus = _corpus(test_output_dir, "fp16")
+def test_fp16_every_backend_case_runs_and_stays_close(
+    tmp_path_factory: pytest.TempPathFactory, test_output_dir: Path
+) -> None:
+    corpus = _corpus(tmp_path_factory, test_output_dir, "fp16")
     ran = [r for r in corpus.values() if r["status"] == "ran"]
     failed = {r["name"]: r["fp16"] for r in ran if str(r["fp16"]).startswith("failed")}
     errors = {r["name"]: r.get("fp16_error", 0.0) for r in ran if "fp16_error" in r}
@@ -263,8 +270,10 @@ def test_fp16_every_backend_case_runs_and_stays_close(test_output_dir: Path) -> 
 
 
 @pytest.mark.slow
-def test_sanitize_every_backend_case_runs_with_identical_outputs(test_output_dir: Path) -> None:
-    corpus = _corpus(test_output_dir, "sanitize")
+def test_sanitize_every_backend_case_runs_with_identical_outputs(
+    tmp_path_factory: pytest.TempPathFactory, test_output_dir: Path
+) -> None:
+    corpus = _corpus(tmp_path_factory, test_output_dir, "sanitize")
     ran = [r for r in corpus.values() if r["status"] == "ran"]
     verdicts = Counter(
         r["sanitize"] if r["sanitize"] in ("identical", "close") else "other" for r in ran
@@ -291,7 +300,9 @@ def test_sanitize_every_backend_case_runs_with_identical_outputs(test_output_dir
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--transform", choices=["fp16", "sanitize"], required=True)
     arguments = parser.parse_args()
-    worker(arguments.out, arguments.transform)
+    cases = [Path(line) for line in arguments.cases.read_text().splitlines()]
+    worker(cases, arguments.out, arguments.transform)
