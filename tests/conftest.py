@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Generator
@@ -50,6 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "may_skip: a skip of this test is legitimate on some machines; strict mode keeps it a skip",
     )
+    _refuse_a_loadgroup_that_groups_nothing(config)
 
 
 def _slow_modules_first(items: list[pytest.Item]) -> None:
@@ -75,6 +77,7 @@ def _group_by_own_fixtures(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(module))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist tags grouped IDs with @<group>
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _slow_modules_first(items)
     _group_by_own_fixtures(items)
@@ -88,6 +91,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _GPU_DESELECTED = pytest.StashKey[int]()
+
+
+def _refuse_a_loadgroup_that_groups_nothing(config: pytest.Config) -> None:
+    """`--dist loadgroup` needs pytest-xdist to tag a grouped test's ID with `@<group>`;
+    pytest 9.2 made that edit a no-op with xdist 3.8 (pytest-dev/pytest-xdist#1386), so a
+    group is spread over every worker and each builds the module's fixture again, silently.
+    Stop instead of running the suite slower."""
+    if getattr(config.option, "dist", "no") != "loadgroup" or hasattr(config, "workerinput"):
+        return
+    from importlib.metadata import version
+
+    def release(name: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", version(name))[:3])
+
+    if release("pytest") >= (9, 2) and release("pytest-xdist") <= (3, 8, 0):
+        raise pytest.UsageError(
+            f"pytest {version('pytest')} with pytest-xdist {version('pytest-xdist')} ignores "
+            "--dist loadgroup (pytest-dev/pytest-xdist#1386): install 'pytest<9.2' "
+            "(the dev extra pins it)"
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
