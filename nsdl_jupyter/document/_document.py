@@ -47,11 +47,15 @@ from nsdl_jupyter.document._edit_tensors import TensorEdits
 from nsdl_jupyter.document._errors import DocumentError, ModelLoadError, ModelSaveError
 from nsdl_jupyter.document._events import ChangeEvent, EventBus
 from nsdl_jupyter.document._history import Command, History
-from nsdl_jupyter.document._loading import load_model
+from nsdl_jupyter.document._loading import ModelFile, read_model_file
 from nsdl_jupyter.document._names import unique_name
 from nsdl_jupyter.document._saving import SaveRequest, save_model
 from nsdl_jupyter.document._tensorrt import TensorRtProperties
 from nsdl_jupyter.ops import attribute_to_python
+
+# a file with more nodes opens without its onnx_ir model (built on first use); below it, an
+# open is quick anyway (10,000 nodes: about 0.15 s) and a malformed graph fails at once
+BUILD_ON_USE_ABOVE = 10_000
 
 if TYPE_CHECKING:
     from nsdl_jupyter.document._bodies import BodyDocument, FunctionDocument, OpenBody
@@ -72,23 +76,26 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
     The edit methods come from the families `NodeEdits`, `TensorEdits` and `FunctionEdits`.
     """
 
-    def __init__(self, model: ir.Model, path: Path | None = None) -> None:
-        if not isinstance(model, ir.Model):
+    def __init__(self, model: ir.Model | ModelFile, path: Path | None = None) -> None:
+        if not isinstance(model, (ir.Model, ModelFile)):
             raise ArgumentError(
                 f"ModelDocument takes an onnx_ir.Model, not {type(model).__name__}: open a "
                 "file with nsdl_jupyter.open_model(path)"
             )
-        self._model = model
         self._path = path
         self._history = History()
         self._bus = EventBus()
         self._node_index = None
         self._value_index = None
-        graphs = graphs_in(model.graph)
-        self._generated_names = _name_unnamed_nodes(graphs)
         self._external_plan = {}
         self._data_files = DataFileBook()
-        self._data_files.record_loaded(graphs)
+        self._built: ir.Model | None = None
+        self._unbuilt: ModelFile | None = None
+        self._when_built: list[Callable[[ir.Model], None]] = []
+        if isinstance(model, ModelFile):
+            self._unbuilt = model  # built on first use (`_model`)
+        else:
+            self._adopt(model)
         self.companion: dict[str, Any] = read_companion(path) if path else {}
         self._open_body: OpenBody | None = None
         self.tensorrt = TensorRtProperties(self)
@@ -100,6 +107,46 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
                 CompanionWarning,
                 stacklevel=3,
             )
+
+    def _adopt(self, model: ir.Model) -> None:
+        """Take `model` as this document's: name its unnamed nodes, note its data files."""
+        try:
+            graphs = graphs_in(model.graph)
+            self._generated_names = _name_unnamed_nodes(graphs)
+            self._data_files.record_loaded(graphs)
+        except (KeyError, AttributeError, TypeError, IndexError, RecursionError) as error:
+            # onnx_ir accepts some malformed graphs that naming or indexing then trips over
+            where = self._path or "the model"
+            raise ModelLoadError(
+                f"{where} could not be opened: the model is malformed "
+                f"({type(error).__name__}: {error})"
+            ) from error
+        self._built = model
+
+    def _build(self) -> ir.Model:
+        """Build the onnx_ir model of a file opened without it (`open_model`, big files)."""
+        unbuilt = self._unbuilt
+        assert unbuilt is not None
+        with gc_paused():
+            model = unbuilt.to_ir()
+            self._adopt(model)
+        self._unbuilt = None
+        listeners, self._when_built = self._when_built, []
+        for listener in listeners:
+            listener(model)
+        return model
+
+    def unbuilt_model(self) -> onnx.ModelProto | None:
+        """The file's protobuf while the onnx_ir model is not built yet (a big file that was
+        only opened), else None. Read it, never change it: a view draws from it before anything
+        needs the model (and calls `on_built` to hear when something does)."""
+        return self._unbuilt.proto if self._unbuilt is not None else None
+
+    def on_built(self, listener: Callable[[ir.Model], None]) -> None:
+        """Call `listener(model)` once the model is built, before any edit reaches it; never
+        if it is built already."""
+        if self._unbuilt is not None:
+            self._when_built.append(listener)
 
     # ----------------------------------------------------------------- reading
     @property
@@ -403,22 +450,23 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
     def __repr__(self) -> str:
         where = str(self._path) if self._path else "unsaved"
         star = "*" if self.dirty else ""
-        return f"<ModelDocument {where}{star}: {len(self.graph)} nodes>"
+        unbuilt = self._unbuilt
+        count = len(unbuilt.proto.graph.node) if unbuilt is not None else len(self.graph)
+        return f"<ModelDocument {where}{star}: {count} nodes>"
 
 
 def open_model(path: str | os.PathLike[str]) -> ModelDocument:
-    """Open an ONNX file for editing. External weights stay on disk until used."""
+    """Open an ONNX file for editing. External weights stay on disk until used.
+
+    A file of more than BUILD_ON_USE_ABOVE nodes whose weights are all inside it opens without
+    its onnx_ir model, which is built on first use: a view draws it from the protobuf."""
     source = input_path(path, "model file").absolute()
     with gc_paused():
-        model = load_model(source)
-        try:
-            return ModelDocument(model, source)
-        except (KeyError, AttributeError, TypeError, IndexError, RecursionError) as error:
-            # onnx_ir accepts some malformed graphs that naming or indexing then trips over
-            raise ModelLoadError(
-                f"{source} could not be opened: the model is malformed "
-                f"({type(error).__name__}: {error})"
-            ) from error
+        loaded = read_model_file(source)
+        if len(loaded.proto.graph.node) > BUILD_ON_USE_ABOVE and not loaded.external:
+            # a data file is identified when the model is built: not later than its opening
+            return ModelDocument(loaded, source)
+        return ModelDocument(loaded.to_ir(), source)
 
 
 def new_model(opset: int = 21, contrib_ops: bool = False, name: str = "main") -> ModelDocument:

@@ -37,12 +37,21 @@ class DocumentBase(ABC):
     """The model, its name indexes and what the edit families read; `ModelDocument` sets
     them up and applies the edits."""
 
-    _model: ir.Model
+    _built: ir.Model | None  # None until a file opened without its model builds it
     _path: Path | None
     _node_index: dict[str, ir.Node] | None
     _value_index: dict[str, ir.Value] | None
     _external_plan: dict[str, ExternalLocation]
     tensorrt: TensorRtProperties
+
+    @property
+    def _model(self) -> ir.Model:
+        model = self._built
+        return model if model is not None else self._build()
+
+    @abstractmethod
+    def _build(self) -> ir.Model:
+        """Build the model of a file opened without it (see `ModelDocument._build`)."""
 
     # ----------------------------------------------------------------- reading
     @property

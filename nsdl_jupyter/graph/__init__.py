@@ -35,6 +35,7 @@ from nsdl_jupyter.graph._properties import (
     TensorStats,
 )
 from nsdl_jupyter.graph._scene import EditSummary, GraphScene, NeedsRebuild
+from nsdl_jupyter.graph._skeleton import GraphSkeleton
 from nsdl_jupyter.graph._svg import MARGIN, scene_svg, visible_edges
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "EngineGraphError",
     "GraphDataError",
     "GraphScene",
+    "GraphSkeleton",
     "GraphTable",
     "GroupProperties",
     "Hierarchy",

@@ -15,6 +15,7 @@ import onnx
 import onnx_ir as ir
 
 from nsdl_jupyter._walk import graphs_in, subgraphs
+from nsdl_jupyter.graph._skeleton import GraphSkeleton
 from nsdl_jupyter.ops import is_custom_operator, parse_literal
 
 # item flags (mirrored in js/src/graph_view/graph.ts)
@@ -233,7 +234,9 @@ class TableBuilder:
     """Builds and incrementally updates a GraphTable from an onnx_ir graph."""
 
     def __init__(
-        self, graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()
+        self,
+        graph: ir.Graph | ir.Function | GraphSkeleton,
+        functions: Iterable[tuple[str, str, str]] = (),
     ):
         self.graph = graph
         self.functions = set(functions)
@@ -404,6 +407,15 @@ class TableBuilder:
         if src is not None:
             self.table.edges.append(Edge(src, dst, self.tensor(value)))
 
+    def bind(self, graph: ir.Graph) -> None:
+        """Point the items at `graph`, the onnx_ir graph of the skeleton they were read from
+        (built before any edit, so every node still has its name)."""
+        nodes = {node.name: node for node in graph}
+        for item in self.table.items:
+            if item.node is not None:
+                item.node = nodes[item.key]
+        self.graph = graph
+
     # ---------------------------------------------------------------------------- patching
     def refresh_edges(self, items: set[int]) -> None:
         """Recompute the incoming edges and initializer stubs of `items` and of the
@@ -463,7 +475,7 @@ class TableBuilder:
 
 
 def build_table(
-    graph: ir.Graph | ir.Function, functions: Iterable[tuple[str, str, str]] = ()
+    graph: ir.Graph | ir.Function | GraphSkeleton, functions: Iterable[tuple[str, str, str]] = ()
 ) -> TableBuilder:
     builder = TableBuilder(graph, functions)
     builder.build()

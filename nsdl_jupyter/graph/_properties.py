@@ -266,7 +266,7 @@ class Properties:
         }
 
     def _node(self, item: int) -> ir.Node:
-        items = self.scene.table.items
+        items = self.scene.bound_table().items
         if not 0 <= item < len(items) or not items[item].alive:
             raise PropertiesLookupError(f"no item {item} in this view: redraw it")
         node = items[item].node

@@ -21,6 +21,7 @@ from nsdl_jupyter.graph._extract import (
     CONSTANT,
     FROM_CONSTANT,
     Edge,
+    GraphTable,
     TableBuilder,
     build_table,
     scope_of,
@@ -29,6 +30,7 @@ from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN, Hierarchy, build_hierarc
 from nsdl_jupyter.graph._labels import item_texts, scopes_with_children
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult, LiftedEdges
 from nsdl_jupyter.graph._shapes import TensorTypes, display_shape
+from nsdl_jupyter.graph._skeleton import GraphSkeleton
 
 # above this many items a graph opens collapsed; groups are expanded (largest first) while the
 # number of visible boxes stays under VISIBLE_BUDGET
@@ -59,14 +61,14 @@ class EditSummary:
 class GraphScene:
     def __init__(
         self,
-        graph: ir.Graph | ir.Function,
+        graph: ir.Graph | ir.Function | GraphSkeleton,
         *,
         functions: Iterable[tuple[str, str, str]] = (),
         positions: MutableMapping[str, list[float]] | None = None,
         collapsed: Iterable[str] | None = None,
         max_children: int = MAX_CHILDREN,
     ) -> None:
-        self.graph = graph
+        self._graph = graph
         self._functions = tuple(functions)
         self.max_children = max_children
         self.positions: MutableMapping[str, list[float]] = (
@@ -87,10 +89,33 @@ class GraphScene:
         if collapsed is not None and self.engine.band_top:  # which modules open in bands
             first_screen_opens(self.engine, self.direction, self.show_constants)
 
+    @property
+    def graph(self) -> ir.Graph | ir.Function:
+        """The onnx_ir graph drawn. A scene read from a skeleton has the document build it
+        now (the document then calls `bind`)."""
+        graph = self._graph
+        if isinstance(graph, GraphSkeleton):
+            built = graph.build()
+            if self._graph is graph:  # the document had no `bind` to call
+                self.bind(built)
+            return built
+        return graph
+
+    def bound_table(self) -> GraphTable:
+        """The table with its items' `node` in the onnx_ir graph (see `graph`)."""
+        _ = self.graph
+        return self.table
+
+    def bind(self, graph: ir.Graph) -> None:
+        """The document built the onnx_ir graph this scene's skeleton stands for."""
+        self.builder.bind(graph)
+        self.types.graph = graph
+        self._graph = graph
+
     # ------------------------------------------------------------------ building
     def _build(self) -> None:
         with gc_paused():  # a row object per node, edge and tensor: all long-lived
-            self.builder: TableBuilder = build_table(self.graph, self._functions)
+            self.builder: TableBuilder = build_table(self._graph, self._functions)
             self.table = self.builder.table
             self.hierarchy: Hierarchy = build_hierarchy(self.table, self.max_children)
             self.inner_scopes = scopes_with_children(self.table.items)
@@ -103,7 +128,7 @@ class GraphScene:
         self.topology_version += 1
 
     def _opsets(self) -> dict[str, int]:
-        return dict(self.graph.opset_imports)
+        return dict(self._graph.opset_imports)
 
     @property
     def inferred(self) -> Mapping[str, tuple[str, str]] | None:

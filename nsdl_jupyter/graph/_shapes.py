@@ -11,7 +11,8 @@ from functools import lru_cache
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._weightless import weightless_proto
+from nsdl_jupyter._weightless import weightless_model, weightless_proto
+from nsdl_jupyter.graph._skeleton import GraphSkeleton
 
 logger = logging.getLogger(__name__)
 
@@ -52,17 +53,22 @@ def dtype_text(dtype: ir.DataType | None) -> str:
     return dtype.name.lower() if dtype is not None else ""
 
 
-def infer_tensor_types(graph: ir.Graph | ir.Function) -> dict[str, tuple[str, str]]:
+def infer_tensor_types(
+    graph: ir.Graph | ir.Function | GraphSkeleton,
+) -> dict[str, tuple[str, str]]:
     """Tensor name -> (dtype, shape text) for the values of `graph` whose type the model does
     not state; empty when inference fails (a custom op, an invalid model): then shapes stay
     unknown, as they were."""
-    if not isinstance(graph, ir.Graph):
+    if not isinstance(graph, (ir.Graph, GraphSkeleton)):
         return {}
     missing = any(out.shape is None or out.dtype is None for node in graph for out in node.outputs)
     if not missing:  # the dynamo exporter writes every value_info already
         return {}
     try:
-        proto = weightless_proto(graph, ir_version=_IR_VERSION)
+        if isinstance(graph, GraphSkeleton):  # the file's own protobuf: nothing to serialize
+            proto = weightless_model(graph.model)
+        else:
+            proto = weightless_proto(graph, ir_version=_IR_VERSION)
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)
     except Exception as error:  # any failure leaves shapes unknown, as before
         logger.info("shape inference for the drawing failed: %s", error)
@@ -90,7 +96,7 @@ class TensorTypes:
     `listener` hears of it, so a view can send the new result to the other reader.
     """
 
-    def __init__(self, graph: ir.Graph | ir.Function) -> None:
+    def __init__(self, graph: ir.Graph | ir.Function | GraphSkeleton) -> None:
         self.graph = graph
         self.listener: Callable[[], None] | None = None  # called after each inference
         self._found: dict[str, tuple[str, str]] | None = None

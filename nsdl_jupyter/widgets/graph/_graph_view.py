@@ -35,6 +35,7 @@ from nsdl_jupyter.graph import (
     COLORMAPS,
     EditSummary,
     GraphScene,
+    GraphSkeleton,
     GroupProperties,
     NeedsRebuild,
     NodeProperties,
@@ -206,7 +207,9 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
         )
 
     # ------------------------------------------------------------------ sources
-    def _resolve(self, source: Any) -> tuple[ir.Graph | ir.Function, list[tuple[str, str, str]]]:
+    def _resolve(
+        self, source: Any
+    ) -> tuple[ir.Graph | ir.Function | GraphSkeleton, list[tuple[str, str, str]]]:
         if isinstance(source, (str, os.PathLike)):
             from nsdl_jupyter.document import open_model
 
@@ -218,6 +221,11 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             return source.graph, list(source.functions)
         if isinstance(source, (ir.Graph, ir.Function)):
             return source, []
+        # before the protocol check, which reads `graph` (it would build an unbuilt model)
+        skeleton = self._skeleton(source) if isinstance(source, ModelDocument) else None
+        if skeleton is not None:
+            self._doc = source
+            return skeleton, skeleton.function_keys
         if isinstance(source, _DocumentLike):
             self._doc = source
             # a body's document lists the model's functions, which its own model lacks
@@ -227,6 +235,15 @@ class GraphView(StaticPictureMixin, anywidget.AnyWidget):  # type: ignore[misc]
             "(nsdl_jupyter.open_model(path)), an onnx_ir Model or Graph, an onnx ModelProto "
             "or a path"
         )
+
+    def _skeleton(self, doc: ModelDocument) -> GraphSkeleton | None:
+        """A big file opened without its onnx_ir model draws from its protobuf; the scene is
+        bound to the model when the document builds it (an edit, a pane that reads it)."""
+        proto = doc.unbuilt_model()
+        skeleton = GraphSkeleton.of(proto, build=lambda: doc.graph) if proto is not None else None
+        if skeleton is not None:
+            doc.on_built(lambda model: self._scene.bind(model.graph))
+        return skeleton
 
     def _companion(self) -> Mapping[str, Any]:
         companion = getattr(self._doc, "companion", None)
