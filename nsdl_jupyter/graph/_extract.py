@@ -92,8 +92,12 @@ class GraphTable:
 
 
 def op_label(node: ir.Node) -> str:
-    domain = node.domain
-    return node.op_type if domain in ("", "ai.onnx") else f"{domain}::{node.op_type}"
+    return op_text(node.op_type, node.domain)
+
+
+def op_text(op_type: str, domain: str) -> str:
+    """How a box names its operator: ``Conv``, ``com.microsoft::FusedMatMul``."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"
 
 
 def scope_of(node: ir.Node) -> tuple[str, ...]:
@@ -263,10 +267,13 @@ class TableBuilder:
                     value.name or "", PSEUDO_OPS[GRAPH_INPUT], GRAPH_INPUT, f"input:{value.name}"
                 )
         nodes = list(self.graph)
+        first = len(table.items)
+        add_item = self.add_node_item
         for node in nodes:
-            self.add_node_item(node)
-        for node in nodes:
-            self._add_input_edges(node)
+            add_item(node)
+        add_edges = self._add_input_edges
+        for index, node in enumerate(nodes, first):  # items numbered in node order
+            add_edges(node, index)
         for value in self.graph.outputs:
             self._add_output(value)
         self._adopt_helpers()
@@ -328,28 +335,33 @@ class TableBuilder:
     ) -> int:
         table = self.table
         index = len(table.items)
-        table.items.append(Item(name=name, op=op, flags=flags, scope=scope, key=key, node=node))
+        table.items.append(Item(name, op, flags, scope, key, True, node))
         table.by_key[key] = index
         return index
 
     def add_node_item(self, node: ir.Node) -> int:
         op_type, domain = node.op_type, node.domain
-        has_subgraph = _has_subgraph(node)
+        has_subgraph = bool(node.attributes) and _has_subgraph(node)
         flags = CONSTANT if self._is_helper(node, has_subgraph) else 0
         if has_subgraph:
             flags |= HAS_SUBGRAPH
-        if (domain, op_type, node.overload) in self.functions:
+        functions = self.functions
+        if functions and (domain, op_type, node.overload) in functions:
             flags |= FUNCTION_CALL
-        elif is_custom_operator(domain, op_type, node.overload, self.functions):
-            flags |= CUSTOM_OP
+        elif domain and is_custom_operator(domain, op_type, node.overload, functions):
+            flags |= CUSTOM_OP  # ONNX's own domain is "" in onnx_ir: never custom
         name = node.name or ""
-        return self._add_item(name, op_label(node), flags, name, scope=scope_of(node), node=node)
+        op = op_text(op_type, domain)
+        return self._add_item(name, op, flags, name, scope=scope_of(node), node=node)
 
     def tensor(self, value: ir.Value) -> int:
         if self._building:  # one value, one tensor row: skip the comparison below
             known = self._value_tensor.get(id(value))
             if known is not None:
                 return known
+        return self._new_tensor(value)
+
+    def _new_tensor(self, value: ir.Value) -> int:
         table = self.table
         name = value.name or ""
         index = table.tensor_index.get(name)
@@ -375,16 +387,21 @@ class TableBuilder:
             self._add_item(value.name or "", PSEUDO_OPS[OUTER_SCOPE], OUTER_SCOPE, key)
         return table.by_key[key]
 
-    def _add_input_edges(self, node: ir.Node) -> None:
+    def _add_input_edges(self, node: ir.Node, dst: int | None = None) -> None:
+        """The edges into `node` (item `dst`, looked up by name when not given)."""
         table = self.table
         items, edges = table.items, table.edges
-        dst = table.by_key[node.name or ""]
+        if dst is None:
+            dst = table.by_key[node.name or ""]
         domain = node.domain
         optional = _optional_slots(node.op_type, domain, self.opsets.get(domain, 21))
+        known = self._value_tensor  # while building: one tensor row per value
         for slot, value in enumerate(node.inputs):
             if value is None:
                 continue
-            tensor = self.tensor(value)
+            tensor = known.get(id(value))
+            if tensor is None:
+                tensor = self._new_tensor(value)
             src = self._source_of(value)
             if src is None:
                 table.initializer_inputs.append((dst, tensor, slot))

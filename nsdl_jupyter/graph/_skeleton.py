@@ -6,7 +6,7 @@ and builds nothing: `GraphScene` binds its items to the onnx_ir graph on first n
 properties pane, shape inference), which the document builds then.
 
 The skeleton answers exactly what onnx_ir's deserializer would (same names, domains, producers,
-initializers, declared types; `tests/graph/test_skeleton.py` compares the tables of both). It
+initializers, declared types; `tests/test_graph_skeleton.py` compares the tables of both). It
 refuses (`of` returns None) what it does not model: graph attributes (If, Loop and Scan bodies),
 nodes without a unique name, a tensor produced twice; the caller then builds the model.
 """
@@ -39,12 +39,12 @@ class SkeletonValue:
 
     __slots__ = ("_initializer", "_producer", "const_value", "dtype", "name", "shape")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, producer: SkeletonNode | None = None) -> None:
         self.name = name
         self.dtype: ir.DataType | None = None
         self.shape: ir.Shape | None = None
         self.const_value: _Constant | None = None
-        self._producer: SkeletonNode | None = None
+        self._producer = producer
         self._initializer = False
 
     def producer(self) -> SkeletonNode | None:
@@ -61,13 +61,13 @@ class SkeletonNode:
 
     attributes = _NO_ATTRIBUTES
 
-    def __init__(self, proto: onnx.NodeProto, inputs: list[SkeletonValue | None]) -> None:
+    def __init__(self, proto: onnx.NodeProto) -> None:
         self.name = proto.name
         self.op_type = proto.op_type
         domain = proto.domain
         self.domain = "" if domain == "ai.onnx" else domain  # as onnx_ir normalizes it
         self.overload = proto.overload
-        self.inputs = inputs
+        self.inputs: list[SkeletonValue | None] = []
         self.outputs: list[SkeletonValue] = []
         props = proto.metadata_props
         self.metadata_props = {p.key: p.value for p in props} if props else _NO_PROPS
@@ -138,7 +138,6 @@ class GraphSkeleton:
             value = values[info.name] = SkeletonValue(info.name)
             _declare(value, info.type)
             inputs.append(value)
-        declared = set(values)
         for tensor in graph.initializer:
             if not tensor.name:
                 continue  # onnx_ir skips an unnamed initializer
@@ -152,18 +151,27 @@ class GraphSkeleton:
             weight.const_value = _Constant(_shape(dims))
             weight._initializer = True
         nodes = []
-        for proto in protos:
-            if any(a.type in _GRAPH_ATTRIBUTES for a in proto.attribute):
-                return None
-            # a name not produced yet: produced later (an unsorted graph) or never
-            nodes.append(SkeletonNode(proto, [named(n) if n else None for n in proto.input]))
-        for proto, node in zip(protos, nodes, strict=True):
+        for proto in protos:  # every output first, as onnx_ir declares them
+            for attribute in proto.attribute:
+                if attribute.type in _GRAPH_ATTRIBUTES:
+                    return None
+            node = SkeletonNode(proto)
+            outs = node.outputs
             for name in proto.output:
-                value = named(name) if name else SkeletonValue("")
-                if value._producer is not None or value._initializer or name in declared:
+                if not name:
+                    outs.append(SkeletonValue("", node))
+                elif name in values:
                     return None  # onnx_ir refuses a tensor declared twice
-                value._producer = node
-                node.outputs.append(value)
+                else:
+                    value = values[name] = SkeletonValue(name, node)
+                    if name in types:
+                        _declare(value, types[name])
+                    outs.append(value)
+            nodes.append(node)
+        get = values.get
+        for proto, node in zip(protos, nodes, strict=True):
+            # a name nothing produces gets a value of its own, as in onnx_ir
+            node.inputs = [(get(n) or named(n)) if n else None for n in proto.input]
         outputs = []
         for info in graph.output:
             value = values.get(info.name) or SkeletonValue(info.name)
