@@ -79,16 +79,18 @@ def build_hierarchy(table: GraphTable, max_children: int = MAX_CHILDREN) -> Hier
         if not item.alive:
             item_group[i] = -1
             continue
-        parent = 0
-        for depth in range(1, len(item.scope) + 1):
-            path = item.scope[:depth]
-            g = index.get(path)
-            if g is None:
-                g = len(groups)
-                groups.append(Group(key="/" + "/".join(path), label=path[-1], parent=parent))
-                groups[parent].children.append(~g)
-                index[path] = g
-            parent = g
+        parent = index.get(item.scope)  # most items share their scope with one before
+        if parent is None:
+            parent = 0
+            for depth in range(1, len(item.scope) + 1):
+                path = item.scope[:depth]
+                g = index.get(path)
+                if g is None:
+                    g = len(groups)
+                    groups.append(Group(key="/" + "/".join(path), label=path[-1], parent=parent))
+                    groups[parent].children.append(~g)
+                    index[path] = g
+                parent = g
         groups[parent].children.append(i)
         item_group[i] = parent
     hierarchy = Hierarchy(groups, item_group)
