@@ -31,10 +31,21 @@ view
 """
 
 
-def _open(notebook: Any, cells: list[str]) -> Any:
+# what a file over BUILD_ON_USE_ABOVE nodes does: open and draw from its protobuf
+BUILD_ON_USE = "from nsdl_jupyter.document import _document\n_document.BUILD_ON_USE_ABOVE = 0\n"
+DRAWN_UNBUILT = (
+    "\nprint('UNBUILT=', doc.unbuilt_model() is not None, type(view._scene._graph).__name__)"
+)
+
+
+def _open(notebook: Any, cells: list[str], *, build_on_use: bool = False) -> Any:
     folder = Path(tempfile.mkdtemp(prefix="nsdl-canvas-"))
     onnx.save(_model(), str(folder / "m.onnx"))
-    nb = notebook([SETUP.format(source=str(folder / "m.onnx")), *cells])
+    setup = SETUP.format(source=str(folder / "m.onnx"))
+    if build_on_use:  # the view's last line stays last: it shows the view
+        head, last = setup.rstrip().rsplit("\n", 1)
+        setup = f"{BUILD_ON_USE}{head}{DRAWN_UNBUILT}\n{last}"
+    nb = notebook([setup, *cells])
     nb.run_cell(0)
     nb.wait_for(READY).scroll_into_view_if_needed()
     graph_api(nb, "(a) => a.fit()")
@@ -129,6 +140,30 @@ def test_delete_key_removes_the_selected_node_or_link(notebook: Any) -> None:
     nb.page.keyboard.press("Backspace")
     assert "unlink add1[0]" in _edited(nb, "unlink")
     assert "ADD0= None" in nb.run_cell(2)
+
+
+def test_a_big_file_drawn_before_its_model_is_built_takes_a_canvas_edit(notebook: Any) -> None:
+    """A big file draws from its protobuf; the first edit on its canvas builds the onnx_ir
+    model, binds the view to it and lands like any other (one undo step)."""
+    nb = _open(
+        notebook,
+        ["print('HAS=', 'sig1' in doc.nodes, 'BUILT=', doc.unbuilt_model() is None)"],
+        build_on_use=True,
+    )
+    assert "UNBUILT= True GraphSkeleton" in nb.output(0)
+    at = graph_api(nb, "(a) => a.locate('sig1')")
+    nb.page.mouse.click(*at)
+    nb.page.wait_for_function(
+        f"() => document.querySelector('{SHOWN}').dataset.selected === 'sig1'", timeout=10_000
+    )
+    nb.page.keyboard.press("Delete")
+    assert "remove sig1" in _edited(nb, "remove")
+    nb.page.wait_for_function(
+        "() => !document.querySelector('" + SHOWN + "').__nsdl.nodeNames().includes('sig1')",
+        timeout=20_000,
+    )
+    nb.screenshot("deleted_after_build", VIEW)
+    assert "HAS= False BUILT= True" in nb.run_cell(1)
 
 
 def test_a_moved_node_is_where_it_was_left_after_reopening(notebook: Any) -> None:
