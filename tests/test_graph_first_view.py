@@ -17,7 +17,8 @@ from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_NODE, LayoutResult
-from nsdl_jupyter.graph._svg import edge_curve, scene_svg
+from nsdl_jupyter.graph._routes import Frames, edge_route
+from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -278,7 +279,7 @@ def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None
     before = [b for b in blocks.values() if round(b[0]) == columns[0] or b[0] < columns[1]]
     last = max(before, key=lambda b: b[1])
     ordered = [last, first]
-    curve = edge_curve(ordered, 0, 1, lr=False)
+    [curve] = edge_route(ordered, Frames([[], []], {}), 0, 1, lr=False)
     assert curve[0] == last[0] + last[2] and curve[6] == first[0]  # side to side
     xs = curve[0::2]
     assert min(xs) >= last[0] + last[2] and max(xs) <= first[0]  # within the gap
