@@ -26,7 +26,14 @@ from _common import emit_json, print_table
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from nsdl_jupyter.graph import GraphScene  # noqa: E402 (needs REPO on sys.path)
-from nsdl_jupyter.graph._drawing import VOCABULARY  # noqa: E402
+from nsdl_jupyter.graph._bands import (  # noqa: E402
+    CANVAS_H,
+    CANVAS_W,
+    LABEL_PX,
+    LEGIBLE_PX,
+    MARGIN,
+    TOP,
+)
 from nsdl_jupyter.graph._layout import KIND_FRAME, LayoutResult  # noqa: E402
 from tests import real_exports  # noqa: E402
 
@@ -34,10 +41,8 @@ MODELS = ("bert_base_torchscript", "bert_base_dynamo", "gpt2_dynamo", "resnet50_
           "resnet50_dynamo", "convnext_tiny_torchscript", "convnext_tiny_dynamo",
           "vit_b_16_torchscript", "vit_b_16_dynamo", "efficientnet_b0_torchscript",
           "efficientnet_b0_dynamo")  # fmt: skip
-CANVAS_W, CANVAS_H, MARGIN, TOP = 846.0, 510.0, 24.0, 24.0  # renderer.ts READABLE
 TALL_WIDGET = 820
-LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
-LEGIBLE = 10.0 / LABEL_PX
+LEGIBLE = LEGIBLE_PX / LABEL_PX
 
 
 def first_screen(result: LayoutResult, canvas_h: float = CANVAS_H) -> tuple[int, int, float]:

@@ -125,10 +125,11 @@ def svg_records(svg: str) -> tuple[Counter[Record], tuple[float, float], tuple[i
                 out[("fill", attrs["fill"], "", *box)] += 1
             if "stroke" in attrs:
                 out[("stroke", attrs["stroke"], _n(float(attrs["stroke-width"])), *box)] += 1
-        elif tag == "path":
-            pts = [_n(float(v)) for v in re.findall(r"-?\d+(?:\.\d+)?", attrs["d"])]
+        elif tag == "path":  # one record per subpath, as the canvas traces a move and segments
             width = _n(float(attrs["stroke-width"]))
-            out[("edge", attrs["stroke"], width, attrs.get("stroke-dasharray", ""), *pts)] += 1
+            for sub in attrs["d"].split("M")[1:]:
+                pts = [_n(float(v)) for v in re.findall(r"-?\d+(?:\.\d+)?", sub)]
+                out[("edge", attrs["stroke"], width, attrs.get("stroke-dasharray", ""), *pts)] += 1
         elif tag == "circle":
             out[("circle", attrs["fill"], *(_n(float(attrs[k])) for k in ("cx", "cy", "r")))] += 1
         elif tag == "text":

@@ -12,11 +12,13 @@ import onnx_ir as ir
 import pytest
 
 from nsdl_jupyter.graph import GraphScene
+from nsdl_jupyter.graph._bands import LABEL_PX, LEGIBLE_PX, MARGIN, TOP
 from nsdl_jupyter.graph._drawing import VOCABULARY, representatives
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_NODE, LayoutResult
-from nsdl_jupyter.graph._svg import edge_curve, scene_svg
+from nsdl_jupyter.graph._routes import Frames, edge_route
+from nsdl_jupyter.graph._svg import scene_svg
 from tests import real_exports
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -223,10 +225,8 @@ def test_edge_labels_never_lie_on_boxes_titles_or_each_other(name: str, expand: 
 
 
 # the default GraphView (560 px) in JupyterLab at 1280x800 with the file browser open: its
-# canvas, and what Fit keeps free (renderer.ts READABLE: margins, the breadcrumb)
-CANVAS_W, CANVAS_H, MARGIN, BREADCRUMB = 845.0, 505.0, 24.0, 24.0
-LEGIBLE_PX = 10.0
-LABEL_PX = min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"])
+# canvas (Fit keeps the margins and the breadcrumb free: renderer.ts READABLE, graph/_bands.py)
+CANVAS_W, CANVAS_H = 845.0, 505.0
 
 
 def whole_fit_scale(result: LayoutResult) -> float:
@@ -234,7 +234,7 @@ def whole_fit_scale(result: LayoutResult) -> float:
     x0, y0 = result.rects[:, 0].min(), result.rects[:, 1].min()
     w = float((result.rects[:, 0] + result.rects[:, 2]).max() - x0)
     h = float((result.rects[:, 1] + result.rects[:, 3]).max() - y0)
-    return min((CANVAS_W - 2 * MARGIN) / w, (CANVAS_H - 2 * MARGIN - BREADCRUMB) / h, 1.5)
+    return min((CANVAS_W - 2 * MARGIN) / w, (CANVAS_H - 2 * MARGIN - TOP) / h, 1.5)
 
 
 def box_overlaps(result: LayoutResult) -> list[tuple[int, int]]:
@@ -279,7 +279,7 @@ def test_a_long_outline_is_cut_into_bands_and_edges_cross_between_them() -> None
     before = [b for b in blocks.values() if round(b[0]) == columns[0] or b[0] < columns[1]]
     last = max(before, key=lambda b: b[1])
     ordered = [last, first]
-    curve = edge_curve(ordered, 0, 1, lr=False)
+    [curve] = edge_route(ordered, Frames([[], []], {}), 0, 1, lr=False)
     assert curve[0] == last[0] + last[2] and curve[6] == first[0]  # side to side
     xs = curve[0::2]
     assert min(xs) >= last[0] + last[2] and max(xs) <= first[0]  # within the gap

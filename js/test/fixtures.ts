@@ -6,10 +6,8 @@ import {
   KIND_FRAME,
   KIND_GROUP,
   KIND_NODE,
-  representatives,
-  visibleEdges,
 } from "../src/graph_view/graph";
-import type { Scene } from "../src/graph_view/render";
+import { buildScene, type Scene } from "../src/graph_view/render";
 
 // items: 0 input, 1 /a/Conv, 2 /a/Relu, 3 /b/Add, 4 Const (constant, root), 5 output
 // groups: 0 root, 1 "/a", 2 "/b"
@@ -78,8 +76,5 @@ export const layout = () => decodeLayout(layoutCollapsed());
 
 /** The fixture's graph and layout as the renderer's scene. */
 export function scene(): Scene {
-  const g = graph();
-  const l = layout();
-  const rep = representatives(g, l);
-  return { graph: g, layout: l, rep, edges: visibleEdges(g, rep), initCount: new Map() };
+  return buildScene(graph(), layout());
 }

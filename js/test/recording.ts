@@ -35,7 +35,7 @@ export type DrawRecord =
 
 class RecordingPath {
   shapes: Shape[] = [];
-  private start: [number, number] = [0, 0];
+  private current: number[] = []; // the subpath being traced: a move, then its segments' points
   rect(x: number, y: number, w: number, h: number): void {
     this.shapes.push({ type: "rect", x, y, w, h, r: 0 });
   }
@@ -43,13 +43,14 @@ class RecordingPath {
     this.shapes.push({ type: "rect", x, y, w, h, r });
   }
   moveTo(x: number, y: number): void {
-    this.start = [x, y];
+    this.current = [x, y];
+    this.shapes.push({ type: "curve", pts: this.current });
   }
   lineTo(x: number, y: number): void {
-    this.shapes.push({ type: "curve", pts: [...this.start, x, y] });
+    this.current.push(x, y);
   }
   bezierCurveTo(a: number, b: number, c: number, d: number, x: number, y: number): void {
-    this.shapes.push({ type: "curve", pts: [...this.start, a, b, c, d, x, y] });
+    this.current.push(a, b, c, d, x, y);
   }
 }
 

@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 # browser open, measured by tests/ui/test_graph_first_screen_ui.py
 CANVAS_W, CANVAS_H = 846.0, 510.0
 WIDGET_H = 560.0  # GraphView.height by default: the toolbar and the line below take the rest
-# renderer.ts READABLE: margins, the breadcrumb over the canvas's top, the least label size
-MARGIN, TOP, LEGIBLE_PX = 24.0, 24.0, 10.0
+# as renderer.ts READABLE: margins, the breadcrumb over the canvas's top, the least label size
+_CANVAS = VOCABULARY["canvas"]
+MARGIN, TOP = float(_CANVAS["fit"]["margin"]), float(_CANVAS["breadcrumb"])
+LEGIBLE_PX = float(_CANVAS["fit"]["legiblePx"])
 LABEL_PX = float(min(VOCABULARY["label"]["title"]["size"], VOCABULARY["label"]["sub"]["size"]))
 SLACK = 1.015  # bands fill the room at a scale this much above the legible one
-MIN_CANVAS_H = 120.0  # a canvas reported smaller (hidden, collapsed output) is not a room
+# a canvas reported smaller (hidden, collapsed output) is not a room (view.ts does not report it)
+MIN_CANVAS_H = float(_CANVAS["minHeight"])
 MIN_BANDED_LAYERS, MAX_BANDS = 4, 12
 # a first view with fewer boxes than this is mostly empty canvas: it opens the largest module
 # while the whole drawing stays legible (ConvNeXt's 5-box outline opens `features`)

@@ -161,19 +161,16 @@ def text_rows(y: float, h: float, weights: int) -> list[float]:
     return [top + k * line for k in range(weights + 1)]
 
 
-def edge_shape_at(
-    source: Sequence[float], curve: list[float], lr: bool
-) -> tuple[float, float, float]:
+def edge_shape_at(source: Sequence[float], end_x: float, lr: bool) -> tuple[float, float, float]:
     """Where an edge's tensor shape is written, left-aligned and centred on y, and how wide it
     may be: just past its source box (x, y, w, h), in the gap between layers (TB: under the
     box, beside the edge, as wide as the gap to the next box of the layer allows; LR: above the
-    edge, as wide as the gap to the next layer, ending before the curve's end), so that it
-    never lies on a box, a group title or another label (render.ts edgeShapeAt)."""
+    edge, as wide as the gap to the next layer, ending before the edge's end at `end_x`), so
+    that it never lies on a box, a group title or another label (render.ts edgeShapeAt)."""
     spec, gap = VOCABULARY["edgeShape"], VOCABULARY["gap"]
     x, y, w, h = source
     if lr:
-        end = curve[6]
-        reach = min(end - x - w, gap["layer"]) if end > x + w else gap["layer"]
+        reach = min(end_x - x - w, gap["layer"]) if end_x > x + w else gap["layer"]
         return x + w + spec["pad"], y + h / 2 + spec["dy"], reach - 2 * spec["pad"]
     top = y + h + spec["pad"] + spec["size"] / 2
     return x + w / 2 + spec["dx"], top, w / 2 - spec["dx"] + gap["order"] - spec["pad"]

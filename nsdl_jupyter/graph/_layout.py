@@ -37,7 +37,8 @@ Direction = Literal["LR", "TB"]
 NODE_W, NODE_H = 150.0, 36.0
 IO_W, IO_H = 110.0, 26.0
 GROUP_W, GROUP_H = 170.0, 44.0
-PAD, HEADER = 14.0, 22.0
+# an opened group's frame: its margin and title bar (the renderers and graph/_routes.py too)
+PAD, HEADER = float(VOCABULARY["frame"]["pad"]), float(VOCABULARY["frame"]["headerHeight"])
 # between layers and between boxes of a layer: the edge shape labels sit in these gaps
 GAP_LAYER, GAP_ORDER = float(VOCABULARY["gap"]["layer"]), float(VOCABULARY["gap"]["order"])
 # a node box grows by one line per weight shown inside it (W⟨64x3x7x7⟩), up to a maximum

@@ -32,6 +32,7 @@ from nsdl_jupyter.graph._drawing import (
 )
 from nsdl_jupyter.graph._extract import FUNCTION_CALL, HAS_SUBGRAPH, OPTIONAL_INPUT, PSEUDO
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, KIND_GROUP, LayoutResult
+from nsdl_jupyter.graph._routes import Route, edge_route, frames_of, route_end
 from nsdl_jupyter.graph._scene import GraphScene
 
 MARGIN = 20.0
@@ -68,35 +69,24 @@ def visible_edges(scene: GraphScene, rep: npt.NDArray[np.int32]) -> list[Visible
     ]
 
 
-def edge_curve(rects: Sequence[Sequence[float]], a: int, b: int, lr: bool) -> list[float]:
-    """[x0, y0, c1x, c1y, c2x, c2y, x1, y1] as geometry.ts edgeCurve: along the flow, or
-    across it to a box that does not lie further along (the next band of a wrapped top level)."""
-
-    def flow(box: Sequence[float]) -> tuple[float, float, float, float]:  # u along, v across
-        x, y, w, h = box
-        return (x, y, w, h) if lr else (y, x, h, w)
-
-    au, av, a_len, a_wid = flow(rects[a])
-    bu, bv, b_len, b_wid = flow(rects[b])
-    bend = float(V["edge"]["bend"])
-    if bu >= au + a_len:
-        u0, v0, u1, v1 = au + a_len, av + a_wid / 2, bu, bv + b_wid / 2
-        d = max(bend, abs(u1 - u0) / 2)
-        c = [u0, v0, u0 + d, v0, u1 - d, v1, u1, v1]
-    else:
-        down = bv >= av
-        u0, v0 = au + a_len / 2, (av + a_wid if down else av)
-        u1, v1 = bu + b_len / 2, (bv if down else bv + b_wid)
-        d = max(bend, abs(v1 - v0) / 2) * (1 if down else -1)
-        c = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]
-    return c if lr else [c[1], c[0], c[3], c[2], c[5], c[4], c[7], c[6]]
-
-
 Box = tuple[float, float, float, float]  # x, y, w, h
 
 
 def _n(v: float) -> str:
     return f"{v:.1f}"
+
+
+def _path_data(route: Route) -> str:
+    """SVG path data of a route: a move, then its cubic segments, per subpath."""
+    return " ".join(
+        f"M{_n(sub[0])},{_n(sub[1])} "
+        + " ".join(
+            f"C{_n(sub[k])},{_n(sub[k + 1])} {_n(sub[k + 2])},{_n(sub[k + 3])} "
+            f"{_n(sub[k + 4])},{_n(sub[k + 5])}"
+            for k in range(2, len(sub), 6)
+        )
+        for sub in route
+    )
 
 
 def _rect(box: Box, attrs: str) -> str:
@@ -152,7 +142,9 @@ class _Picture:
         self.refs = result.refs.tolist()
         self.kinds = result.kinds.tolist()
         h = scene.hierarchy
-        self.rep = representatives(h.item_group, [g.parent for g in h.groups], result)
+        parents = [g.parent for g in h.groups]
+        self.rep = representatives(h.item_group, parents, result)
+        self.held = frames_of(result, h.item_group, parents)
         self.selected = self.slots_of(selected)
         self.marks: dict[int, str] = {}
         for name, level in marks.items():
@@ -215,8 +207,7 @@ class _Picture:
         spec = {**V["edgeShape"], "align": "left"}
         labelled: set[int] = set()  # one shape under a box, whatever it fans out to
         for edge in visible_edges(self.scene, self.rep):
-            curve = edge_curve(self.rects, edge.src, edge.dst, lr)
-            x0, y0, x1, y1, x2, y2, x3, y3 = curve
+            route = edge_route(self.rects, self.held, edge.src, edge.dst, lr)
             index = table.edges[edge.edge].tensor
             dtype, shape = self.scene.tensor_text(index)
             tip = tips.get(index)
@@ -224,15 +215,11 @@ class _Picture:
                 tip = tips[index] = _e(edge_tip(table.tensors[index].name, dtype, shape))
             if edge.src not in labelled:
                 labelled.add(edge.src)
-                x, y, room = edge_shape_at(self.rects[edge.src], curve, lr)
+                x, y, room = edge_shape_at(self.rects[edge.src], route_end(route)[0], lr)
                 shape = fit_text(shape, room, spec["charWidth"])
                 if shape:
                     shapes.append(_text(shape, (x, y), spec, spec["fill"]))
-            path = (
-                f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} '
-                f'{x3:.1f},{y3:.1f}"><title>'
-                f"{tip}</title></path>"
-            )
+            path = f'<path d="{_path_data(route)}"><title>{tip}</title></path>'
             hit = edge.src in chosen or edge.dst in chosen
             (hot if hit else optional if edge.optional else plain).append(path)
         o, h = e["optional"], e["hot"]

@@ -40,6 +40,32 @@ def pixels_near_node(channels: tuple[Range, Range, Range], box: tuple[int, int, 
 }}"""
 
 
+# the k-th view's edge-grey pixels (drawing.json edge.stroke #94a3b8, alone or blended with the
+# light title bar: green above red, blue close above green; the title's indigo text has green
+# under red) inside the title bar of the open frame of group `key`, 2 px in from its border
+EDGE_PIXELS_IN_TITLE_BAR = f"""([k, key]) => {{
+  const root = document.querySelectorAll('{VIEW}')[k];
+  const [corner, title] = [root.__nsdl.corner(key), root.__nsdl.locate(key)];
+  if (!corner || !title) return -1;
+  const canvas = root.querySelector('canvas');
+  const r = canvas.getBoundingClientRect();
+  const dpr = canvas.width / r.width;
+  const clamp = (v, hi) => Math.min(Math.max(0, Math.round(v * dpr)), hi);
+  const x0 = clamp(corner[0] - r.left + 2, canvas.width);
+  const y0 = clamp(corner[1] - r.top + 2, canvas.height);
+  const x1 = clamp(2 * title[0] - corner[0] - r.left - 2, canvas.width);
+  const y1 = clamp(2 * title[1] - corner[1] - r.top - 2, canvas.height);
+  if (x1 <= x0 || y1 <= y0) return 0;
+  const data = canvas.getContext('2d').getImageData(x0, y0, x1 - x0, y1 - y0).data;
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) {{
+    const [red, green, blue] = [data[i], data[i + 1], data[i + 2]];
+    if (green - red >= 6 && blue - green <= 35 && red < 225) n++;
+  }}
+  return n;
+}}"""
+
+
 def _js(number: float) -> str:
     if number in (float("inf"), float("-inf")):
         return "Infinity" if number > 0 else "-Infinity"

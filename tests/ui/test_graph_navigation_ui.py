@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.ui.graph_probe import EDGE_PIXELS_IN_TITLE_BAR, each_view, graph_api
 from tests.ui.graph_probe import VIEW as VISIBLE_VIEW
-from tests.ui.graph_probe import each_view, graph_api
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
@@ -281,4 +281,6 @@ def test_module_exports_open_on_their_outline_one_click_from_inside(notebook: An
         assert api("(a, key) => a.locate(key)", modules[-1]) is not None  # now an open frame
         nb.two_frames()
         view.screenshot(path=str(nb.shots / f"outline_{name}_opened.png"))
+        # the edges into the opened module pass under its title bar, not over its title
+        assert nb.page.evaluate(EDGE_PIXELS_IN_TITLE_BAR, [k, modules[-1]]) == 0, name
     assert nb.error_outputs() == []

@@ -8,9 +8,10 @@ import { KIND_FRAME, type Layout } from "./graph";
 import type { Renderer } from "./renderer";
 import type { SceneStore } from "./scene_store";
 import { ScopeIndex, scopePath } from "./scope";
+import { V } from "./vocabulary";
 
 /** Screen height the breadcrumb covers at the top of the canvas (CSS pixels). */
-export const BREADCRUMB_HEIGHT = 24;
+export const BREADCRUMB_HEIGHT = V.canvas.breadcrumb;
 const ROOT_LABEL = "graph";
 const SEPARATOR = " › ";
 

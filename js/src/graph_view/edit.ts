@@ -10,13 +10,15 @@ import type { GraphViewToKernel } from "../messages";
 import { ContextMenu, type MenuItem, type Suggestion } from "./context_menu";
 import { Disposables } from "./dom";
 import { carriesOperator, dropPoint, OPERATOR_TYPE } from "./drop";
-import { edgeCurve, toWorld } from "./geometry";
+import { toWorld } from "./geometry";
 import { type Action, type Drop, Gesture, type Press } from "./gesture";
 import { PSEUDO } from "./graph";
 import { boxAt, hoverAt } from "./hit";
 import type { GraphViewModel } from "./model";
+import { forgetRoutes, sceneRoute } from "./render";
 import type { Renderer } from "./renderer";
 import type { Requests } from "./requests";
+import { traceRoute } from "./routes";
 import type { SceneStore } from "./scene_store";
 import { rankKeys } from "./suggest";
 import {
@@ -184,6 +186,8 @@ export class CanvasEditor {
         layout.x[d.slot] = d.x + this.gesture.dx;
         layout.y[d.slot] = d.y + this.gesture.dy;
       }
+      const scene = this.host.store.scene;
+      if (scene) forgetRoutes(scene);
     }
     if (mode === "linking" || mode === "unlinking") {
       this.hot = terminalAt(this.placed, wx, wy, this.host.renderer.camera.scale)?.spot ?? null;
@@ -473,15 +477,8 @@ export class CanvasEditor {
       dpr * camera.ty,
     );
     for (const link of this.links) {
-      const c = edgeCurve(
-        scene.layout,
-        scene.edges.src[link.edge],
-        scene.edges.dst[link.edge],
-        scene.layout.meta.direction,
-      );
       ctx.beginPath();
-      ctx.moveTo(c[0], c[1]);
-      ctx.bezierCurveTo(c[2], c[3], c[4], c[5], c[6], c[7]);
+      traceRoute(ctx, sceneRoute(scene, link.edge), false);
       ctx.strokeStyle = V.selection.stroke;
       ctx.lineWidth = lineWidth(V.selection, camera.scale);
       ctx.stroke();

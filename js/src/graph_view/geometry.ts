@@ -1,8 +1,8 @@
-// Pure geometry: camera (pan/zoom), edge anchors and curves, hit testing. No DOM.
+// Pure geometry: camera (pan/zoom), cubic curves, hit testing. No DOM. Edge routes: routes.ts.
 import { KIND_FRAME, type Layout } from "./graph";
 import { V } from "./vocabulary";
 
-export const HEADER = 22; // frame title bar height, as nsdl_jupyter/graph/_layout.py HEADER
+export const HEADER = V.frame.headerHeight; // frame title bar height (graph/_layout.py HEADER)
 
 export interface Camera {
   scale: number;
@@ -142,42 +142,6 @@ export function boundsOf(layout: Layout, slots?: Iterable<number>): Rect {
   }
   if (!Number.isFinite(x0)) return { x: 0, y: 0, w: 1, h: 1 };
   return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
-}
-
-/** Cubic curve of an edge from box `a` to box `b`: [x0, y0, c1x, c1y, c2x, c2y, x1, y1].
- *  Along the flow from the end of `a` to the start of `b`; an edge to a box that does not lie
- *  further along (into the next band of a wrapped top level, or after a drag) runs across the
- *  flow instead, from the side of `a` facing `b` to the facing side of `b`, through the gap
- *  between the bands (_svg.py edge_curve). */
-export function edgeCurve(layout: Layout, a: number, b: number, direction: "LR" | "TB"): number[] {
-  return boxCurve(
-    [layout.x[a], layout.y[a], layout.w[a], layout.h[a]],
-    [layout.x[b], layout.y[b], layout.w[b], layout.h[b]],
-    direction === "LR",
-  );
-}
-
-type Box4 = [number, number, number, number];
-
-function boxCurve(a: Box4, b: Box4, lr: boolean): number[] {
-  // in flow coordinates: u along the flow, v across it
-  const flip = (p: Box4): Box4 => (lr ? p : [p[1], p[0], p[3], p[2]]);
-  const [au, av, aLen, aWid] = flip(a);
-  const [bu, bv, bLen, bWid] = flip(b);
-  const bend = V.edge.bend;
-  let c: number[];
-  if (bu >= au + aLen) {
-    const [u0, v0, u1, v1] = [au + aLen, av + aWid / 2, bu, bv + bWid / 2];
-    const d = Math.max(bend, Math.abs(u1 - u0) / 2);
-    c = [u0, v0, u0 + d, v0, u1 - d, v1, u1, v1];
-  } else {
-    const down = bv >= av;
-    const [u0, v0] = [au + aLen / 2, down ? av + aWid : av];
-    const [u1, v1] = [bu + bLen / 2, down ? bv : bv + bWid];
-    const d = Math.max(bend, Math.abs(v1 - v0) / 2) * (down ? 1 : -1);
-    c = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1];
-  }
-  return lr ? c : [c[1], c[0], c[3], c[2], c[5], c[4], c[7], c[6]];
 }
 
 export function curveBounds(c: number[]): Rect {

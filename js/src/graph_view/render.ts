@@ -4,15 +4,7 @@
 // the Python SVG renderer (nsdl_jupyter/graph/_svg.py draws the same scene at zoom 1).
 import { pillRect, pills } from "./badges";
 import { colorAt, textOn } from "./colormap";
-import {
-  type Camera,
-  curveBounds,
-  edgeCurve,
-  HEADER,
-  intersects,
-  type Rect,
-  worldViewport,
-} from "./geometry";
+import { type Camera, HEADER, intersects, type Rect, worldViewport } from "./geometry";
 import {
   CONSTANT,
   FUNCTION_CALL,
@@ -29,6 +21,15 @@ import {
   type VisibleEdges,
   visibleEdges,
 } from "./graph";
+import {
+  edgeRoute,
+  type FrameIndex,
+  frameIndex,
+  type Route,
+  routeBounds,
+  routeEnd,
+  traceRoute,
+} from "./routes";
 import {
   categoryFill,
   countText,
@@ -54,9 +55,12 @@ export interface Scene {
   rep: Int32Array;
   edges: VisibleEdges;
   initCount: Map<number, number>; // slot -> number of initializer inputs
+  frames: FrameIndex; // which frames hold which boxes (edge routes)
+  routes: Route[]; // per visible edge, computed when first drawn or hovered (see forgetRoutes)
 }
 
-/** The scene of a topology and a layout: boxes standing for hidden items, merged edges. */
+/** The scene of a topology and a layout: boxes standing for hidden items, merged edges, the
+ *  frames around each box. */
 export function buildScene(graph: Graph, layout: Layout): Scene {
   const rep = representatives(graph, layout);
   const initCount = new Map<number, number>();
@@ -64,7 +68,26 @@ export function buildScene(graph: Graph, layout: Layout): Scene {
     const s = layout.itemSlot.get(item);
     if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
   }
-  return { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
+  const edges = visibleEdges(graph, rep);
+  return { graph, layout, rep, edges, initCount, frames: frameIndex(graph, layout), routes: [] };
+}
+
+/** The route of visible edge `k`, kept: every paint and pointer move reads all of them. */
+export function sceneRoute(scene: Scene, k: number): Route {
+  const { layout, edges } = scene;
+  scene.routes[k] ??= edgeRoute(
+    layout,
+    scene.frames,
+    edges.src[k],
+    edges.dst[k],
+    layout.meta.direction,
+  );
+  return scene.routes[k];
+}
+
+/** Boxes moved in place (a drag): their edges' routes are computed again. */
+export function forgetRoutes(scene: Scene): void {
+  scene.routes.length = 0;
 }
 
 export interface DrawOptions {
@@ -216,21 +239,18 @@ function drawFrameTitles(f: Frame, slots: number[]): void {
 /** Edges between visible boxes: plain, optional (dashed), touching the selection or hovered. */
 function drawEdges(f: Frame): number {
   const { ctx, scene, o, s } = f;
-  const { layout, edges: e } = scene;
+  const { edges: e } = scene;
   const plain = new Path2D();
   const optional = new Path2D();
   const highlighted = new Path2D();
   const straight = s < V.edge.straightBelow;
   let drawn = 0;
   for (let k = 0; k < e.src.length; k++) {
-    const c = edgeCurve(layout, e.src[k], e.dst[k], layout.meta.direction);
-    const b = curveBounds(c);
+    const route = sceneRoute(scene, k);
+    const b = routeBounds(route);
     if (!intersects(f.view, b.x, b.y, b.w, b.h)) continue;
     const hot = o.selectedSlots.has(e.src[k]) || o.selectedSlots.has(e.dst[k]) || k === o.hoverEdge;
-    const path = hot ? highlighted : e.flags[k] & OPTIONAL_INPUT ? optional : plain;
-    path.moveTo(c[0], c[1]);
-    if (straight) path.lineTo(c[6], c[7]);
-    else path.bezierCurveTo(c[2], c[3], c[4], c[5], c[6], c[7]);
+    traceRoute(hot ? highlighted : e.flags[k] & OPTIONAL_INPUT ? optional : plain, route, straight);
     drawn++;
   }
   ctx.lineWidth = lineWidth(V.edge, s);
@@ -460,14 +480,14 @@ function drawEdgeShapes(f: Frame): void {
     const src = e.src[k];
     if (labelled.has(src)) continue;
     labelled.add(src);
-    const c = edgeCurve(layout, src, e.dst[k], layout.meta.direction);
+    const [endX] = routeEnd(sceneRoute(scene, k));
     const box: [number, number, number, number] = [
       layout.x[src],
       layout.y[src],
       layout.w[src],
       layout.h[src],
     ];
-    const [x, y, room] = edgeShapeAt(box, c, lr);
+    const [x, y, room] = edgeShapeAt(box, endX, lr);
     const shape = fitText(graph.tensorShape[graph.edgeTensor[e.edge[k]]], room, spec.charWidth);
     if (!shape || !intersects(f.view, x, y - spec.size / 2, room, spec.size)) continue;
     text(f, shape, x, y);

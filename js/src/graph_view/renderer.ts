@@ -18,13 +18,14 @@ import type { SceneStore } from "./scene_store";
 import { V } from "./vocabulary";
 
 /** Least on-screen size (CSS px) of the smallest label text that "Fit" keeps. */
-export const LEGIBLE_PX = 10;
+export const LEGIBLE_PX = V.canvas.fit.legiblePx;
 /** Size (world px, so CSS px at scale 1) of the smallest label text. */
 export const LABEL_PX = Math.min(V.label.title.size, V.label.sub.size);
+/** As graph/_bands.py band_room takes it: the bands fill what a readable fit shows. */
 export const READABLE: ReadableFit = {
   legible: LEGIBLE_PX / LABEL_PX,
-  comfortable: 1,
-  margin: 24,
+  comfortable: V.canvas.fit.comfortable,
+  margin: V.canvas.fit.margin,
   top: BREADCRUMB_HEIGHT,
 };
 

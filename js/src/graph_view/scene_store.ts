@@ -11,11 +11,9 @@ import {
   HAS_SUBGRAPH,
   type Layout,
   PSEUDO,
-  representatives,
-  visibleEdges,
 } from "./graph";
 import type { GraphViewModel, MarkLevel, OverlayMeta } from "./model";
-import type { Overlay, Scene } from "./render";
+import { buildScene, type Overlay, type Scene } from "./render";
 
 type Model = AnyModel<GraphViewModel>;
 
@@ -127,13 +125,7 @@ export class SceneStore {
     if (!graph || !layout) return;
     const n = layout.ref.length;
     for (let s = 0; s < n; s++) if (layout.ref[s] >= graph.names.length) return; // patch pending
-    const rep = representatives(graph, layout);
-    const initCount = new Map<number, number>();
-    for (const item of graph.initItem) {
-      const s = layout.itemSlot.get(item);
-      if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
-    }
-    this.scene = { graph, layout, rep, edges: visibleEdges(graph, rep), initCount };
+    this.scene = buildScene(graph, layout);
     this.selectionToSlots();
     this.loadMarks();
     this.loadPrecisions();

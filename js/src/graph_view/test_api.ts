@@ -4,11 +4,13 @@ import type { GraphViewToKernel } from "../messages";
 import { RequestError, type RequestName } from "../protocol";
 import { type PillKind, pillRect, pills } from "./badges";
 import type { Breadcrumb } from "./breadcrumb";
-import { curvePoint, edgeCurve, HEADER, slotsInside, worldViewport } from "./geometry";
+import { HEADER, slotsInside, worldViewport } from "./geometry";
 import { ancestors, KIND_FRAME } from "./graph";
 import type { Minimap } from "./minimap";
+import { sceneRoute } from "./render";
 import { LABEL_PX, LEGIBLE_PX, type Renderer } from "./renderer";
 import type { Requests } from "./requests";
+import { routeMiddle } from "./routes";
 import type { SceneStore } from "./scene_store";
 
 export function testApi(
@@ -55,8 +57,7 @@ export function testApi(
       const e = scene.edges;
       const k = e.src.findIndex((s, j) => s === a && e.dst[j] === b);
       if (k < 0) return null;
-      const curve = edgeCurve(scene.layout, a, b, scene.layout.meta.direction);
-      const [x, y] = curvePoint(curve, 0.5);
+      const [x, y] = routeMiddle(sceneRoute(scene, k));
       const r = renderer.canvas.getBoundingClientRect();
       const { scale, tx, ty } = renderer.camera;
       return [r.left + x * scale + tx, r.top + y * scale + ty];

@@ -23,6 +23,7 @@ import { HOST, STYLE } from "./style";
 import { testApi } from "./test_api";
 import { Toolbar } from "./toolbar";
 import { Tooltip } from "./tooltip";
+import { V } from "./vocabulary";
 
 export class GraphViewElement {
   readonly root: HTMLDivElement;
@@ -178,7 +179,7 @@ export class GraphViewElement {
     let sizeTimer = 0;
     const reportHeight = () => {
       const height = Math.round(renderer.height);
-      if (height < 120 || height === model.get("_canvas_height")) return;
+      if (height < V.canvas.minHeight || height === model.get("_canvas_height")) return;
       model.set("_canvas_height", height);
       model.save_changes();
     };

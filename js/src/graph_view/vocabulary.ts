@@ -54,18 +54,18 @@ export function subgraphIcon(x: number, y: number): [number, number, number, num
 
 /** Where an edge's tensor shape is written (left-aligned, centred on y) and how wide it may
  *  be: just past its source box `a` (x, y, w, h), in the gap between layers, never on a box,
- *  a group title or another label (_drawing.py edge_shape_at). `c` is the edge's curve
- *  (geometry.ts edgeCurve): in LR the label ends before the curve's end. */
+ *  a group title or another label (_drawing.py edge_shape_at). In LR the label ends before
+ *  the edge's end at `endX` (routes.ts routeEnd). */
 export function edgeShapeAt(
   a: [number, number, number, number],
-  c: number[],
+  endX: number,
   lr: boolean,
 ): [number, number, number] {
   const spec = V.edgeShape;
   const gap = V.gap;
   const [x, y, w, h] = a;
   if (lr) {
-    const reach = c[6] > x + w ? Math.min(c[6] - x - w, gap.layer) : gap.layer;
+    const reach = endX > x + w ? Math.min(endX - x - w, gap.layer) : gap.layer;
     return [x + w + spec.pad, y + h / 2 + spec.dy, reach - 2 * spec.pad];
   }
   const top = y + h + spec.pad + spec.size / 2;

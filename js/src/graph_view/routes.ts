@@ -1,0 +1,342 @@
+// Edge routes: the line each edge is drawn along, from the laid-out boxes, as
+// nsdl_jupyter/graph/_routes.py computes it for the SVG (tests/test_drawing_parity.py compares).
+// An edge into (out of) opened frames bends between the outermost frames it enters (leaves)
+// and crosses each frame's border along the flow: straight on when nothing lies in between,
+// else through a lane in the frame's margin (the edge's own box), else curving inside; its
+// straight parts are not drawn over the title bars of those frames.
+import { curveDistance, curvePoint, HEADER, type Rect } from "./geometry";
+import { type Graph, KIND_FRAME, type Layout } from "./graph";
+import { V } from "./vocabulary";
+
+const PAD = V.frame.pad; // a frame's margin (graph/_layout.py PAD)
+const LANE = PAD / 2; // a lane runs in the middle of a frame's margin; its corners have this radius
+
+/** Subpaths: [x0, y0, then (c1x, c1y, c2x, c2y, x, y) per cubic segment]; a straight segment
+ *  is a cubic with its control points on its ends. */
+export type Route = number[][];
+type Point = [number, number];
+type Seg = number[]; // [x0, y0, c1x, c1y, c2x, c2y, x1, y1]
+
+/** Which frames (opened groups) hold which boxes, by layout slot (_routes.py Frames). */
+export interface FrameIndex {
+  chains: number[][]; // per slot: the frames around it, outermost first
+  children: Map<number, number[]>; // per frame: the boxes and frames right inside it
+}
+
+/** Per slot, the frames around it; per frame, the slots right inside it. */
+export function frameIndex(graph: Graph, layout: Layout): FrameIndex {
+  const chains: number[][] = [];
+  const children = new Map<number, number[]>();
+  for (let slot = 0; slot < layout.ref.length; slot++) {
+    const ref = layout.ref[slot];
+    let g = ref < 0 ? graph.groupParent[~ref] : graph.group[ref];
+    const chain: number[] = [];
+    while (g >= 0) {
+      const f = layout.groupSlot.get(g);
+      if (f !== undefined && layout.kind[f] === KIND_FRAME) chain.push(f);
+      g = graph.groupParent[g];
+    }
+    if (chain.length) {
+      const inside = children.get(chain[0]);
+      if (inside) inside.push(slot);
+      else children.set(chain[0], [slot]);
+    }
+    chains.push(chain.reverse());
+  }
+  return { chains, children };
+}
+
+/** A box in flow coordinates: u along the flow, v across it. */
+interface Flow {
+  u: number;
+  v: number;
+  length: number;
+  width: number;
+}
+
+function holds(layout: Layout, frame: number, box: number): boolean {
+  const { x, y, w, h } = layout;
+  return (
+    x[frame] <= x[box] &&
+    y[frame] <= y[box] &&
+    x[box] + w[box] <= x[frame] + w[frame] &&
+    y[box] + h[box] <= y[frame] + h[frame]
+  );
+}
+
+function line(p: Point, q: Point): Seg {
+  return [p[0], p[1], p[0], p[1], q[0], q[1], q[0], q[1]];
+}
+
+/** The cubic from p to q leaving and arriving along the flow. */
+function along(p: Point, q: Point): Seg {
+  const d = Math.max(V.edge.bend, Math.abs(q[0] - p[0]) / 2);
+  return [p[0], p[1], p[0] + d, p[1], q[0] - d, q[1], q[0], q[1]];
+}
+
+/** Nothing of `others` on the way along from u0 to u1 at v. */
+function clearAlong(others: Flow[], u0: number, u1: number, v: number): boolean {
+  return !others.some((o) => o.u < u1 && u0 < o.u + o.length && o.v < v && v < o.v + o.width);
+}
+
+function clearAcross(others: Flow[], u: number, v0: number, v1: number): boolean {
+  return !others.some((o) => o.v < v1 && v0 < o.v + o.width && o.u < u && u < o.u + o.length);
+}
+
+/** One edge's way into and out of its frames, in flow coordinates. */
+class Router {
+  constructor(
+    private readonly layout: Layout,
+    private readonly frames: FrameIndex,
+    private readonly lr: boolean,
+  ) {}
+
+  flow(s: number): Flow {
+    const { x, y, w, h } = this.layout;
+    return this.lr
+      ? { u: x[s], v: y[s], length: w[s], width: h[s] }
+      : { u: y[s], v: x[s], length: h[s], width: w[s] };
+  }
+
+  inside(frame: number, but: number): Flow[] {
+    return (this.frames.children.get(frame) ?? [])
+      .filter((s) => s !== but)
+      .map((s) => this.flow(s));
+  }
+
+  /** The least and most v of a way inside `box`: in its margins, clear of its title. */
+  lanes(box: Flow): [number, number] {
+    return [box.v + LANE + (this.lr ? HEADER : 0), box.v + box.width - LANE];
+  }
+
+  wayIn(b: number, entered: number[], vFrom: number): [Point, Seg[]] {
+    const box = this.flow(b);
+    let target: Point = [box.u, box.v + box.width / 2];
+    let v = box.v + box.width / 2;
+    let ways: Seg[] = [];
+    let inner = b;
+    for (let i = entered.length - 1; i >= 0; i--) {
+      const frame = entered[i];
+      const f = this.flow(frame);
+      const others = this.inside(frame, inner);
+      const lane = f.v + f.width - LANE;
+      const mid = box.u + box.length / 2;
+      if (clearAlong(others, f.u, target[0], v)) {
+        ways.unshift(line([f.u, v], target));
+      } else if (inner === b && clearAcross(others, mid, box.v + box.width, lane)) {
+        v = lane;
+        ways = [
+          line([f.u, lane], [mid - LANE, lane]),
+          [mid - LANE, lane, mid, lane, mid, lane, mid, lane - LANE],
+          line([mid, lane - LANE], [mid, box.v + box.width]),
+        ];
+      } else {
+        const [lo, hi] = this.lanes(f);
+        v = Math.min(Math.max(vFrom, lo), hi);
+        const start: Point = [f.u + PAD + (this.lr ? 0 : HEADER), v];
+        ways.unshift(line([f.u, v], start), along(start, target));
+      }
+      target = [f.u, v];
+      inner = frame;
+    }
+    return [target, ways];
+  }
+
+  wayOut(a: number, left: number[], vTo: number): [Point, Seg[]] {
+    const box = this.flow(a);
+    let source: Point = [box.u + box.length, box.v + box.width / 2];
+    let v = box.v + box.width / 2;
+    let ways: Seg[] = [];
+    let inner = a;
+    for (let i = left.length - 1; i >= 0; i--) {
+      const frame = left[i];
+      const f = this.flow(frame);
+      const others = this.inside(frame, inner);
+      const end = f.u + f.length;
+      const lane = f.v + f.width - LANE;
+      const mid = box.u + box.length / 2;
+      if (clearAlong(others, source[0], end, v)) {
+        ways.push(line(source, [end, v]));
+      } else if (inner === a && clearAcross(others, mid, box.v + box.width, lane)) {
+        v = lane;
+        ways = [
+          line([mid, box.v + box.width], [mid, lane - LANE]),
+          [mid, lane - LANE, mid, lane, mid, lane, mid + LANE, lane],
+          line([mid + LANE, lane], [end, lane]),
+        ];
+      } else {
+        const [lo, hi] = this.lanes(f);
+        v = Math.min(Math.max(vTo, lo), hi);
+        ways.push(along(source, [end - PAD, v]), line([end - PAD, v], [end, v]));
+      }
+      source = [end, v];
+      inner = frame;
+    }
+    return [source, ways];
+  }
+}
+
+/** The route of the edge from slot `a` to slot `b`: along the flow, or across it to a box
+ *  that does not lie further along (into the next band of a wrapped top level, or after a
+ *  drag), from the side of `a` facing `b` to the facing side of `b`, through the gap between
+ *  the bands (_routes.py edge_route). */
+export function edgeRoute(
+  layout: Layout,
+  frames: FrameIndex,
+  a: number,
+  b: number,
+  direction: "LR" | "TB",
+): Route {
+  const lr = direction === "LR";
+  const heldA = frames.chains[a].filter((f) => holds(layout, f, a));
+  const heldB = frames.chains[b].filter((f) => holds(layout, f, b));
+  let k = 0;
+  while (k < heldA.length && k < heldB.length && heldA[k] === heldB[k]) k++;
+  const left = heldA.slice(k);
+  const entered = heldB.slice(k);
+  const router = new Router(layout, frames, lr);
+  const aBox = router.flow(a);
+  const bBox = router.flow(b);
+  const outBox = left.length ? router.flow(left[0]) : aBox;
+  const inBox = entered.length ? router.flow(entered[0]) : bBox;
+  let first: Seg[];
+  let last: Seg[];
+  let curve: Seg;
+  if (inBox.u >= outBox.u + outBox.length) {
+    const [start, out] = router.wayOut(a, left, bBox.v + bBox.width / 2);
+    const [end, into] = router.wayIn(b, entered, aBox.v + aBox.width / 2);
+    first = out;
+    last = into;
+    curve = along(start, end);
+  } else {
+    const down = inBox.v >= outBox.v;
+    const u0 = aBox.u + aBox.length / 2;
+    const u1 = bBox.u + bBox.length / 2;
+    const v0 = down ? outBox.v + outBox.width : outBox.v;
+    const v1 = down ? inBox.v : inBox.v + inBox.width;
+    first = [line([u0, down ? aBox.v + aBox.width : aBox.v], [u0, v0])];
+    last = [line([u1, v1], [u1, down ? bBox.v : bBox.v + bBox.width])];
+    const d = Math.max(V.edge.bend, Math.abs(v1 - v0) / 2) * (down ? 1 : -1);
+    curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1];
+  }
+  const route: Route = [];
+  const titles = left.concat(entered).map((f) => titleBar(layout, f));
+  for (const part of [first, [curve], last]) {
+    for (const flat of part) {
+      const seg = lr
+        ? flat
+        : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]];
+      const straight =
+        seg[0] === seg[2] && seg[1] === seg[3] && seg[4] === seg[6] && seg[5] === seg[7];
+      if (straight && titles.length) for (const piece of cut(seg, titles)) join(route, piece);
+      else join(route, seg);
+    }
+  }
+  return route;
+}
+
+function titleBar(layout: Layout, f: number): Rect {
+  return { x: layout.x[f], y: layout.y[f], w: layout.w[f], h: Math.min(HEADER, layout.h[f]) };
+}
+
+/** A straight segment (along an axis) less the title bars it passes. */
+function cut(seg: Seg, titles: Rect[]): Seg[] {
+  const vertical = seg[0] === seg[6];
+  const at = vertical ? seg[0] : seg[1];
+  const [a, b] = vertical ? [seg[1], seg[7]] : [seg[0], seg[6]];
+  const lo = Math.min(a, b);
+  const hi = Math.max(a, b);
+  const cuts: [number, number][] = [];
+  for (const t of titles) {
+    const span = vertical ? [t.y, t.y + t.h] : [t.x, t.x + t.w];
+    const across = vertical ? [t.x, t.x + t.w] : [t.y, t.y + t.h];
+    if (across[0] < at && at < across[1] && span[0] < hi && lo < span[1])
+      cuts.push([Math.max(span[0], lo), Math.min(span[1], hi)]);
+  }
+  if (!cuts.length) return [seg];
+  cuts.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
+  let pieces: [number, number][] = [];
+  let start = lo;
+  for (const [c0, c1] of cuts) {
+    if (c0 > start) pieces.push([start, c0]);
+    start = Math.max(start, c1);
+  }
+  if (hi > start) pieces.push([start, hi]);
+  if (b < a) pieces = pieces.reverse().map(([s, e]) => [e, s]); // keep the direction
+  return pieces.map(([s, e]) => (vertical ? line([at, s], [at, e]) : line([s, at], [e, at])));
+}
+
+/** Adds a segment to a route: to its last subpath when it starts where that ends, else as a
+ *  new one; a segment of no length is left out. */
+function join(route: Route, seg: Seg): void {
+  let empty = true;
+  for (let k = 2; k < 8; k++) empty &&= seg[k] === seg[k % 2];
+  if (empty) return;
+  const sub = route[route.length - 1];
+  if (sub && sub[sub.length - 2] === seg[0] && sub[sub.length - 1] === seg[1]) {
+    for (let k = 2; k < 8; k++) sub.push(seg[k]);
+  } else route.push(seg);
+}
+
+/** Each cubic segment of a route as [x0, y0, c1x, c1y, c2x, c2y, x1, y1]. */
+export function routeSegments(route: Route): Seg[] {
+  const out: Seg[] = [];
+  for (const sub of route) {
+    for (let k = 2; k < sub.length; k += 6)
+      out.push([sub[k - 2], sub[k - 1], ...sub.slice(k, k + 6)]);
+  }
+  return out;
+}
+
+/** Adds a route to a path: `straight` draws each segment as a line (far zoomed out). */
+export function traceRoute(
+  path: Path2D | CanvasRenderingContext2D,
+  route: Route,
+  straight: boolean,
+): void {
+  for (const sub of route) {
+    path.moveTo(sub[0], sub[1]);
+    for (let k = 2; k < sub.length; k += 6) {
+      if (straight) path.lineTo(sub[k + 4], sub[k + 5]);
+      else path.bezierCurveTo(sub[k], sub[k + 1], sub[k + 2], sub[k + 3], sub[k + 4], sub[k + 5]);
+    }
+  }
+}
+
+/** Where the route reaches its target box. */
+export function routeEnd(route: Route): Point {
+  const sub = route[route.length - 1];
+  return [sub[sub.length - 2], sub[sub.length - 1]];
+}
+
+/** The box around a route's points and control points (a cubic lies inside them). */
+export function routeBounds(route: Route): Rect {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const sub of route) {
+    for (let k = 0; k < sub.length; k += 2) {
+      x0 = Math.min(x0, sub[k]);
+      y0 = Math.min(y0, sub[k + 1]);
+      x1 = Math.max(x1, sub[k]);
+      y1 = Math.max(y1, sub[k + 1]);
+    }
+  }
+  return { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+}
+
+/** Distance from a point to the drawn route. */
+export function routeDistance(route: Route, px: number, py: number): number {
+  return Math.min(...routeSegments(route).map((seg) => curveDistance(seg, px, py)));
+}
+
+/** The middle of the route's longest segment: a point on the edge away from the boxes. */
+export function routeMiddle(route: Route): Point {
+  let best: Seg = routeSegments(route)[0];
+  for (const seg of routeSegments(route)) {
+    if (
+      Math.hypot(seg[6] - seg[0], seg[7] - seg[1]) >
+      Math.hypot(best[6] - best[0], best[7] - best[1])
+    )
+      best = seg;
+  }
+  return curvePoint(best, 0.5);
+}

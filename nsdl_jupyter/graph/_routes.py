@@ -1,0 +1,256 @@
+"""Edge routes: the line each edge is drawn along, from the laid-out boxes. The SVG renderer
+draws them; js/src/graph_view/routes.ts computes the same for the canvas.
+
+An edge between two boxes of one frame is one cubic curve along the flow. An edge into (out
+of) opened frames bends between the outermost frames it enters (leaves) and crosses each
+frame's border along the flow, at the frame's start (end), level by level inside:
+
+- straight on to the next box inside, when nothing lies in between;
+- else, for the edge's own box, through a lane in the frame's margin on the side away from
+  the title, then across into the box, when nothing lies on that way;
+- else straight through the frame's title bar and margin, then curving to the next box.
+
+A straight part is not drawn where it passes the title bar of a frame the edge enters or
+leaves (top-down, the title bar lies across the way in): no edge is drawn over a title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from nsdl_jupyter.graph._hierarchy import is_group_ref
+from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, PAD, LayoutResult
+from nsdl_jupyter.graph._vocabulary import VOCABULARY
+
+Box = Sequence[float]  # x, y, w, h
+Point = tuple[float, float]
+# subpaths: [x0, y0, then (c1x, c1y, c2x, c2y, x, y) per cubic segment]; a straight segment is
+# a cubic with its control points on its ends
+Route = list[list[float]]
+LANE = PAD / 2  # a lane runs in the middle of a frame's margin; its corners have this radius
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Which frames (opened groups) hold which boxes, by layout slot (routes.ts FrameIndex)."""
+
+    chains: list[list[int]]  # per slot: the frames around it, outermost first
+    children: dict[int, list[int]]  # per frame: the boxes and frames right inside it
+
+
+def frames_of(
+    result: LayoutResult, item_group: Sequence[int], group_parent: Sequence[int]
+) -> Frames:
+    """Per slot, the frames around it; per frame, the slots right inside it (routes.ts
+    frameIndex)."""
+    refs = result.refs.tolist()
+    kinds = result.kinds.tolist()
+    frame_of = {~r: s for s, (r, k) in enumerate(zip(refs, kinds, strict=True)) if k == KIND_FRAME}
+    chains: list[list[int]] = []
+    children: dict[int, list[int]] = {}
+    for slot, ref in enumerate(refs):
+        g = group_parent[~ref] if is_group_ref(ref) else item_group[ref]
+        chain: list[int] = []
+        while g >= 0:
+            if g in frame_of:
+                chain.append(frame_of[g])
+            g = group_parent[g]
+        chains.append(chain[::-1])
+        if chain:
+            children.setdefault(chain[0], []).append(slot)
+    return Frames(chains, children)
+
+
+class _Flow(NamedTuple):
+    """A box in flow coordinates: u along the flow, v across it."""
+
+    u: float
+    v: float
+    length: float
+    width: float
+
+
+def _holds(frame: Box, box: Box) -> bool:
+    """A frame holds a box lying inside its rectangle (a node dragged out of it is not held)."""
+    x, y, w, h = frame
+    bx, by, bw, bh = box
+    return x <= bx and y <= by and bx + bw <= x + w and by + bh <= y + h
+
+
+def _line(p: Point, q: Point) -> list[float]:
+    return [*p, *p, *q, *q]
+
+
+def _along(p: Point, q: Point) -> list[float]:
+    """The cubic from p to q leaving and arriving along the flow."""
+    d = max(float(VOCABULARY["edge"]["bend"]), abs(q[0] - p[0]) / 2)
+    return [*p, p[0] + d, p[1], q[0] - d, q[1], *q]
+
+
+def _clear_along(others: list[_Flow], u0: float, u1: float, v: float) -> bool:
+    """Nothing of `others` on the way along from u0 to u1 at v."""
+    return not any(o.u < u1 and u0 < o.u + o.length and o.v < v < o.v + o.width for o in others)
+
+
+def _clear_across(others: list[_Flow], u: float, v0: float, v1: float) -> bool:
+    return not any(o.v < v1 and v0 < o.v + o.width and o.u < u < o.u + o.length for o in others)
+
+
+class _Router:
+    """One edge's way into and out of its frames, in flow coordinates."""
+
+    def __init__(self, rects: Sequence[Box], frames: Frames, lr: bool) -> None:
+        self.rects, self.frames, self.lr = rects, frames, lr
+
+    def flow(self, slot: int) -> _Flow:
+        x, y, w, h = self.rects[slot]
+        return _Flow(x, y, w, h) if self.lr else _Flow(y, x, h, w)
+
+    def inside(self, frame: int, but: int) -> list[_Flow]:
+        return [self.flow(s) for s in self.frames.children.get(frame, []) if s != but]
+
+    def lanes(self, box: _Flow) -> tuple[float, float]:
+        """The least and most v of a way inside `box`: in its margins, clear of its title."""
+        return box.v + LANE + (HEADER if self.lr else 0.0), box.v + box.width - LANE
+
+    def way_in(self, b: int, entered: list[int], v_from: float) -> tuple[Point, list[list[float]]]:
+        """Where the curve reaches the outermost frame entered, and the way from there into box
+        `b`; a way curving inside a frame comes from `v_from` across."""
+        box = self.flow(b)
+        target, v = (box.u, box.v + box.width / 2), box.v + box.width / 2
+        ways: list[list[float]] = []
+        inner = b
+        for frame in reversed(entered):
+            f, others = self.flow(frame), self.inside(frame, inner)
+            lane, mid = f.v + f.width - LANE, box.u + box.length / 2
+            if _clear_along(others, f.u, target[0], v):
+                ways.insert(0, _line((f.u, v), target))
+            elif inner == b and _clear_across(others, mid, box.v + box.width, lane):
+                v = lane
+                ways = [
+                    _line((f.u, lane), (mid - LANE, lane)),
+                    [mid - LANE, lane, mid, lane, mid, lane, mid, lane - LANE],
+                    _line((mid, lane - LANE), (mid, box.v + box.width)),
+                ]
+            else:
+                lo, hi = self.lanes(f)
+                v = min(max(v_from, lo), hi)
+                start = (f.u + PAD + (0.0 if self.lr else HEADER), v)
+                ways[:0] = [_line((f.u, v), start), _along(start, target)]
+            target, inner = (f.u, v), frame
+        return target, ways
+
+    def way_out(self, a: int, left: list[int], v_to: float) -> tuple[Point, list[list[float]]]:
+        """The way out of box `a` to the end of the outermost frame it leaves, and where the
+        curve starts there; a way curving inside a frame heads for `v_to` across."""
+        box = self.flow(a)
+        source, v = (box.u + box.length, box.v + box.width / 2), box.v + box.width / 2
+        ways: list[list[float]] = []
+        inner = a
+        for frame in reversed(left):
+            f, others = self.flow(frame), self.inside(frame, inner)
+            end = f.u + f.length
+            lane, mid = f.v + f.width - LANE, box.u + box.length / 2
+            if _clear_along(others, source[0], end, v):
+                ways.append(_line(source, (end, v)))
+            elif inner == a and _clear_across(others, mid, box.v + box.width, lane):
+                v = lane
+                ways = [
+                    _line((mid, box.v + box.width), (mid, lane - LANE)),
+                    [mid, lane - LANE, mid, lane, mid, lane, mid + LANE, lane],
+                    _line((mid + LANE, lane), (end, lane)),
+                ]
+            else:
+                lo, hi = self.lanes(f)
+                v = min(max(v_to, lo), hi)
+                ways += [_along(source, (end - PAD, v)), _line((end - PAD, v), (end, v))]
+            source, inner = (end, v), frame
+        return source, ways
+
+
+def edge_route(rects: Sequence[Box], frames: Frames, a: int, b: int, lr: bool) -> Route:
+    """The route of the edge from slot `a` to slot `b`: along the flow, or across it to a box
+    that does not lie further along (the next band of a wrapped top level), from the side of
+    `a` facing `b` to the facing side of `b`, through the gap between the bands."""
+    held_a = [f for f in frames.chains[a] if _holds(rects[f], rects[a])]
+    held_b = [f for f in frames.chains[b] if _holds(rects[f], rects[b])]
+    k = 0
+    while k < len(held_a) and k < len(held_b) and held_a[k] == held_b[k]:
+        k += 1
+    left, entered = held_a[k:], held_b[k:]
+    router = _Router(rects, frames, lr)
+    a_box, b_box = router.flow(a), router.flow(b)
+    out_box = router.flow(left[0]) if left else a_box
+    in_box = router.flow(entered[0]) if entered else b_box
+    if in_box.u >= out_box.u + out_box.length:
+        start, first = router.way_out(a, left, b_box.v + b_box.width / 2)
+        end, last = router.way_in(b, entered, a_box.v + a_box.width / 2)
+        curve = _along(start, end)
+    else:
+        down = in_box.v >= out_box.v
+        u0, u1 = a_box.u + a_box.length / 2, b_box.u + b_box.length / 2
+        v0 = out_box.v + out_box.width if down else out_box.v
+        v1 = in_box.v if down else in_box.v + in_box.width
+        first = [_line((u0, a_box.v + a_box.width if down else a_box.v), (u0, v0))]
+        last = [_line((u1, v1), (u1, b_box.v if down else b_box.v + b_box.width))]
+        d = max(float(VOCABULARY["edge"]["bend"]), abs(v1 - v0) / 2) * (1 if down else -1)
+        curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]
+    route: Route = []
+    titles = [_title_bar(rects[f]) for f in left + entered]
+    for part in (first, [curve], last):
+        for flat in part:
+            seg = flat if lr else [c for k in range(0, 8, 2) for c in (flat[k + 1], flat[k])]
+            straight = seg[0:2] == seg[2:4] and seg[4:6] == seg[6:8]
+            for piece in _cut(seg, titles) if straight and titles else [seg]:
+                _join(route, piece)
+    return route
+
+
+def _title_bar(frame: Box) -> tuple[float, float, float, float]:
+    x, y, w, h = frame
+    return x, y, w, min(HEADER, h)
+
+
+def _cut(seg: list[float], titles: list[tuple[float, float, float, float]]) -> list[list[float]]:
+    """A straight segment (along an axis) less the title bars it passes."""
+    p, q = (seg[0], seg[1]), (seg[6], seg[7])
+    vertical = p[0] == q[0]
+    at = p[0] if vertical else p[1]
+    a, b = (p[1], q[1]) if vertical else (p[0], q[0])
+    lo, hi = min(a, b), max(a, b)
+    cuts: list[tuple[float, float]] = []
+    for x, y, w, h in titles:
+        span, across = ((y, y + h), (x, x + w)) if vertical else ((x, x + w), (y, y + h))
+        if across[0] < at < across[1] and span[0] < hi and lo < span[1]:
+            cuts.append((max(span[0], lo), min(span[1], hi)))
+    if not cuts:
+        return [seg]
+    pieces: list[tuple[float, float]] = []
+    start = lo
+    for c0, c1 in sorted(cuts):
+        if c0 > start:
+            pieces.append((start, c0))
+        start = max(start, c1)
+    if hi > start:
+        pieces.append((start, hi))
+    if b < a:  # keep the direction p -> q
+        pieces = [(e, s) for s, e in reversed(pieces)]
+    return [_line((at, s), (at, e)) if vertical else _line((s, at), (e, at)) for s, e in pieces]
+
+
+def _join(route: Route, seg: list[float]) -> None:
+    """Adds a segment to a route: to its last subpath when it starts where that ends, else as
+    a new one; a segment of no length is left out."""
+    if all(seg[k] == seg[k % 2] for k in range(2, 8)):
+        return
+    if route and route[-1][-2:] == seg[:2]:
+        route[-1].extend(seg[2:])
+    else:
+        route.append(seg)
+
+
+def route_end(route: Route) -> Point:
+    """Where the route reaches its target box."""
+    return route[-1][-2], route[-1][-1]
