@@ -10,6 +10,7 @@ The edit methods are grouped by family in `_edit_nodes`, `_edit_tensors` and
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -92,6 +93,7 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
         self._built: ir.Model | None = None
         self._unbuilt: ModelFile | None = None
         self._when_built: list[Callable[[ir.Model], None]] = []
+        self._building = threading.Lock()
         if isinstance(model, ModelFile):
             self._unbuilt = model  # built on first use (`_model`)
         else:
@@ -125,16 +127,19 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
 
     def _build(self) -> ir.Model:
         """Build the onnx_ir model of a file opened without it (`open_model`, big files)."""
-        unbuilt = self._unbuilt
-        assert unbuilt is not None
-        with gc_paused():
-            model = unbuilt.to_ir()
-            self._adopt(model)
-        self._unbuilt = None
-        listeners, self._when_built = self._when_built, []
-        for listener in listeners:
-            listener(model)
-        return model
+        with self._building:  # a worker thread (a background check) may ask at the same time
+            if self._built is not None:
+                return self._built
+            unbuilt = self._unbuilt
+            assert unbuilt is not None
+            with gc_paused():
+                model = unbuilt.to_ir()
+                self._adopt(model)
+            self._unbuilt = None
+            listeners, self._when_built = self._when_built, []
+            for listener in listeners:
+                listener(model)
+            return model
 
     def unbuilt_model(self) -> onnx.ModelProto | None:
         """The file's protobuf while the onnx_ir model is not built yet (a big file that was
