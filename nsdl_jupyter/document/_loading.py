@@ -44,8 +44,12 @@ class ModelFile:
         try:
             model = ir.serde.deserialize_model(self.proto)
         except Exception as error:
-            cause = error.__cause__ or error  # onnx_ir wraps it: "Error calling _deserialize_..."
-            raise ModelLoadError(f"{source} could not be read as an ONNX model: {cause}") from error
+            # onnx_ir wraps the cause in "Error calling _deserialize_graph with: <graph name>"
+            cause = error.__cause__
+            detail = f"{cause} ({error})" if cause is not None else str(error)
+            raise ModelLoadError(
+                f"{source} could not be read as an ONNX model: {detail}"
+            ) from error
         if self.external:  # a walk of every node: only when some tensor reads a data file
             ir.external_data.set_base_dir(model.graph, source.resolve().parent)  # bodies too
         remember_model_file(large_weights(model), source.absolute(), self.identity)

@@ -246,10 +246,14 @@ class SshTarget(TargetCaches):
                 with suppress(Exception):  # best effort: the folders stay under jobs/
                     self.run_command(sh_command(REMOVE, *self._to_remove))
             self._to_remove = []
+            # on a link that just dropped, closing may raise what the link said (EOFError):
+            # the connection is gone either way
             if self._files is not None:
-                self._files.close()
+                with suppress(Exception):
+                    self._files.close()
             if self._connection is not None:
-                self._connection.close()
+                with suppress(Exception):
+                    self._connection.close()
             self._files = None
             self._connection = None
             self._deployed.clear()
