@@ -29,7 +29,7 @@ def _drawn(graph: ir.Graph | GraphSkeleton, proto: onnx.ModelProto) -> dict[str,
     """Everything the drawing is made of, without the node objects."""
     functions = [(f.domain, f.name, f.overload) for f in proto.functions]
     table = build_table(graph, functions).table
-    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in proto.opset_import}
+    opsets = graph.opset_imports
     texts = item_texts(table, range(len(table.items)), opsets, scopes_with_children(table.items))
     return {
         "items": [(i.name, i.op, i.flags, i.scope, i.key) for i in table.items],
@@ -110,6 +110,12 @@ def _odd_model() -> onnx.ModelProto:
 
 def test_what_files_really_hold_draws_the_same_from_the_skeleton() -> None:
     _same_drawing(_odd_model())
+
+
+def test_an_opset_imported_as_ai_onnx_draws_the_same_from_the_skeleton() -> None:
+    model = _odd_model()
+    model.opset_import[0].domain = "ai.onnx"
+    _same_drawing(model)
 
 
 def _with(model: onnx.ModelProto, change: str) -> onnx.ModelProto:

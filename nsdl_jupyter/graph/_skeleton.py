@@ -91,9 +91,7 @@ class GraphSkeleton:
         self._nodes = nodes
         self.inputs = cast("list[ir.Value]", inputs)
         self.outputs = cast("list[ir.Value]", outputs)
-        self.opset_imports = {
-            ("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import
-        }
+        self.opset_imports = ir.serde.deserialize_opset_import(model.opset_import)
         self.function_keys = [(f.domain, f.name, f.overload) for f in model.functions]
         self.build = build
 
