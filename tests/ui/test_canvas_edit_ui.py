@@ -84,6 +84,25 @@ def _edited(nb: Any, words: str) -> str:
     return str(handle.json_value())
 
 
+def _delete(nb: Any, node: str, shot: str) -> None:
+    """Click `node`, press Delete, and wait until the drawing has lost it."""
+    at = graph_api(nb, f"(a) => a.locate('{node}')")
+    nb.page.mouse.click(*at)
+    nb.page.wait_for_function(
+        f"(n) => document.querySelector('{SHOWN}').dataset.selected === n",
+        arg=node,
+        timeout=10_000,
+    )
+    nb.page.keyboard.press("Delete")
+    assert f"remove {node}" in _edited(nb, "remove")
+    nb.page.wait_for_function(
+        f"(n) => !document.querySelector('{SHOWN}').__nsdl.nodeNames().includes(n)",
+        arg=node,
+        timeout=20_000,
+    )
+    nb.screenshot(shot, VIEW)
+
+
 def test_drag_from_an_output_terminal_to_an_input_links_them(notebook: Any) -> None:
     nb = _open(notebook, ["print('IN=', doc.nodes['clip1'].inputs[1].name); doc.undo()"
                           "; print('AFTER=', len(doc.nodes['clip1'].inputs))"])  # fmt: skip
@@ -106,18 +125,7 @@ def test_delete_key_removes_the_selected_node_or_link(notebook: Any) -> None:
     nb = _open(notebook, ["print('HAS=', 'sig1' in doc.nodes); doc.undo()"
                           "; print('BACK=', 'sig1' in doc.nodes)",
                           "print('ADD0=', doc.nodes['add1'].inputs[0])"])  # fmt: skip
-    at = graph_api(nb, "(a) => a.locate('sig1')")
-    nb.page.mouse.click(*at)
-    nb.page.wait_for_function(
-        f"() => document.querySelector('{SHOWN}').dataset.selected === 'sig1'", timeout=10_000
-    )
-    nb.page.keyboard.press("Delete")
-    assert "remove sig1" in _edited(nb, "remove")
-    nb.page.wait_for_function(
-        "() => !document.querySelector('" + SHOWN + "').__nsdl.nodeNames().includes('sig1')",
-        timeout=20_000,
-    )
-    nb.screenshot("deleted", VIEW)
+    _delete(nb, "sig1", "deleted")
     out = nb.run_cell(1)
     assert "HAS= False" in out and "BACK= True" in out
 
@@ -147,23 +155,13 @@ def test_a_big_file_drawn_before_its_model_is_built_takes_a_canvas_edit(notebook
     model, binds the view to it and lands like any other (one undo step)."""
     nb = _open(
         notebook,
-        ["print('HAS=', 'sig1' in doc.nodes, 'BUILT=', doc.unbuilt_model() is None)"],
+        ["print('HAS=', 'sig1' in doc.nodes, 'BUILT=', doc.unbuilt_model() is None)"
+         "; doc.undo(); print('BACK=', 'sig1' in doc.nodes)"],
         build_on_use=True,
-    )
+    )  # fmt: skip
     assert "UNBUILT= True GraphSkeleton" in nb.output(0)
-    at = graph_api(nb, "(a) => a.locate('sig1')")
-    nb.page.mouse.click(*at)
-    nb.page.wait_for_function(
-        f"() => document.querySelector('{SHOWN}').dataset.selected === 'sig1'", timeout=10_000
-    )
-    nb.page.keyboard.press("Delete")
-    assert "remove sig1" in _edited(nb, "remove")
-    nb.page.wait_for_function(
-        "() => !document.querySelector('" + SHOWN + "').__nsdl.nodeNames().includes('sig1')",
-        timeout=20_000,
-    )
-    nb.screenshot("deleted_after_build", VIEW)
-    assert "HAS= False BUILT= True" in nb.run_cell(1)
+    _delete(nb, "sig1", "deleted_after_build")
+    assert "HAS= False BUILT= True\nBACK= True" in nb.run_cell(1)
 
 
 def test_a_moved_node_is_where_it_was_left_after_reopening(notebook: Any) -> None:
