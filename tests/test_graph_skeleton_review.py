@@ -2,8 +2,6 @@
 build on first use): every edit family ends on a document drawn from its protobuf where it ends on
 a document built at open; nothing on the draw path builds the model; files the skeleton reads
 draw as onnx_ir's model would, and those it cannot read fail as a built open fails.
-
-Known bugs are marked ``xfail(strict=True)``: the reason says what is wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -291,12 +289,6 @@ def test_a_companion_with_view_state_only_leaves_a_big_file_unbuilt(
     assert doc.companion and doc.unbuilt_model() is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TensorRtProperties.drop_unknown (run by ModelDocument.__init__) reads doc.nodes, so a "
-    "big file with TensorRT properties in its companion builds its model at open; fix: while "
-    "unbuilt, check the node and input names against doc.unbuilt_model() (its protobuf)",
-)
 def test_tensorrt_properties_in_the_companion_leave_a_big_file_unbuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -461,14 +453,6 @@ def _shapes_sent(view: nj.GraphView) -> list[str]:
     return [meta["shapes"][code] for code in columns["tensor.shape"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="infer_tensor_types infers a skeleton from weightless_model(file) (its local "
-    "functions, its own ir_version) but a built graph from weightless_proto(graph, "
-    "ir_version=_IR_VERSION) without functions: before the build the view shows shapes the built "
-    "model does not (which the first edit takes away), or misses some; fix: infer both from one "
-    "proto (weightless_model writing _IR_VERSION, and the same functions on both paths)",
-)
 @pytest.mark.parametrize(
     "make", [_calls_a_function_with_untyped_output, _ir_version_3], ids=["local function", "IR 3"]
 )
@@ -494,13 +478,6 @@ def _sequence_without_element(model: onnx.ModelProto) -> None:
     model.graph.value_info.add(name="mm").type.sequence_type.SetInParent()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GraphSkeleton.of catches ValueError only, but _declared's onnx_ir reader raises "
-    "onnx_ir.serde.SerdeError (a RuntimeError) naming its placeholder value 't': GraphView(doc) "
-    "fails with that instead of the ModelLoadError a built open gives; fix: also catch "
-    "ir.serde.SerdeError in GraphSkeleton.of and return None (the view then builds and raises)",
-)
 @pytest.mark.parametrize(
     "change",
     [_input_of_unknown_type, _map_typed_value, _sequence_without_element],
@@ -537,13 +514,6 @@ def test_a_malformed_attribute_fails_at_first_use_and_leaves_the_file(
     assert [p.name for p in tmp_path.iterdir()] == ["model.onnx"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ModelFile.to_ir wraps only onnx_ir's deserializer: large_weights() then raises a bare "
-    "TypeError ('Bitwidth not available ... UNDEFINED') for an initializer of data_type 0, from "
-    "open_model (small file) or from the first edit (big file, drawn fine); fix: run "
-    "remember_model_file(large_weights(model), ...) inside the same try -> ModelLoadError",
-)
 @pytest.mark.parametrize("unbuilt", [False, True], ids=["built at open", "built on use"])
 def test_an_initializer_of_undefined_type_fails_as_a_model_load_error(
     unbuilt: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -571,14 +541,6 @@ def _logged_errors(caplog: pytest.LogCaptureFixture) -> Iterator[list[logging.Lo
         records.extend(r for r in caplog.records if r.levelno >= logging.ERROR)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ModelDocument._build empties _when_built before calling the listeners: when one "
-    "raises (say a view whose construction was interrupted), the views after it are never bound; "
-    "their scene's lazy GraphScene.graph then binds after the edit and TableBuilder.bind raises "
-    "KeyError on the renamed node, so the view stops following; fix: call every listener (each "
-    "in its own try, errors re-raised after), and rebuild the scene when bind finds a name gone",
-)
 def test_a_failing_build_listener_leaves_the_other_views_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -598,14 +560,6 @@ def test_a_failing_build_listener_leaves_the_other_views_bound(
     assert view._scene._graph is doc.graph
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="(not the skeleton's: a built document fails the same) an edit that links a tensor no "
-    "node produces makes TableBuilder._source_of add an OUTER_SCOPE item the hierarchy has no "
-    "slot for: GraphScene._relift raises IndexError, the view's listener fails and the browser "
-    "never gets the patch; fix: in apply_edit, raise NeedsRebuild when refresh_edges added items "
-    "(or give the new item a slot in the hierarchy)",
-)
 def test_undoing_a_link_back_to_a_tensor_nobody_produces_patches_the_view(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

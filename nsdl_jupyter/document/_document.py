@@ -93,7 +93,7 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
         self._built: ir.Model | None = None
         self._unbuilt: ModelFile | None = None
         self._when_built: list[Callable[[ir.Model], None]] = []
-        self._building = threading.Lock()
+        self._building = threading.RLock()  # a listener of the build may read the model
         if isinstance(model, ModelFile):
             self._unbuilt = model  # built on first use (`_model`)
         else:
@@ -101,13 +101,17 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
         self.companion: dict[str, Any] = read_companion(path) if path else {}
         self._open_body: OpenBody | None = None
         self.tensorrt = TensorRtProperties(self)
+        if self._unbuilt is None:  # else when it is built: they name its nodes and inputs
+            self._drop_unknown_tensorrt()
+
+    def _drop_unknown_tensorrt(self) -> None:
         dropped = self.tensorrt.drop_unknown()
         if dropped:
             warnings.warn(
                 f"ignoring TensorRT properties in the companion file that do not fit the model: "
                 f"{'; '.join(dropped)}",
                 CompanionWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def _adopt(self, model: ir.Model) -> None:
@@ -136,9 +140,16 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
                 model = unbuilt.to_ir()
                 self._adopt(model)
             self._unbuilt = None
+            self._drop_unknown_tensorrt()
             listeners, self._when_built = self._when_built, []
-            for listener in listeners:
-                listener(model)
+            failed: list[Exception] = []
+            for listener in listeners:  # each one runs, whatever another one raised
+                try:
+                    listener(model)
+                except Exception as error:
+                    failed.append(error)
+            if failed:
+                raise failed[0]
             return model
 
     def unbuilt_model(self) -> onnx.ModelProto | None:
@@ -150,8 +161,9 @@ class ModelDocument(NodeEdits, TensorEdits, FunctionEdits):
     def on_built(self, listener: Callable[[ir.Model], None]) -> None:
         """Call `listener(model)` once the model is built, before any edit reaches it; never
         if it is built already."""
-        if self._unbuilt is not None:
-            self._when_built.append(listener)
+        with self._building:  # not between a build's end and its listeners
+            if self._unbuilt is not None:
+                self._when_built.append(listener)
 
     # ----------------------------------------------------------------- reading
     @property

@@ -43,6 +43,7 @@ class ModelFile:
         source = self.source
         try:
             model = ir.serde.deserialize_model(self.proto)
+            weights = large_weights(model)  # reads each weight's type: may be undefined
         except Exception as error:
             # onnx_ir wraps the cause in "Error calling _deserialize_graph with: <graph name>"
             cause = error.__cause__
@@ -52,7 +53,7 @@ class ModelFile:
             ) from error
         if self.external:  # a walk of every node: only when some tensor reads a data file
             ir.external_data.set_base_dir(model.graph, source.resolve().parent)  # bodies too
-        remember_model_file(large_weights(model), source.absolute(), self.identity)
+        remember_model_file(weights, source.absolute(), self.identity)
         return model
 
 

@@ -426,7 +426,10 @@ class GraphScene:
                 edge_refresh.add(index)
         if edge_refresh:
             old_edges = [e for e in table.edges if e.src in edge_refresh or e.dst in edge_refresh]
+            boxes = len(table.items)
             builder.refresh_edges(edge_refresh)
+            if len(table.items) != boxes:  # a box for a tensor nobody produces: not in a group
+                raise NeedsRebuild("an edge from a tensor of no node or input")
             new_edges = [e for e in table.edges if e.src in edge_refresh or e.dst in edge_refresh]
             self._relift(old_edges, -1)
             self._relift(new_edges, 1)

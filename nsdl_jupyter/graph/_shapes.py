@@ -67,6 +67,9 @@ def infer_tensor_types(
     try:
         if isinstance(graph, GraphSkeleton):  # the file's own protobuf: nothing to serialize
             proto = weightless_model(graph.model)
+            # as the built graph is inferred: its IR version, no local functions
+            proto.ir_version = _IR_VERSION
+            del proto.functions[:]
         else:
             proto = weightless_proto(graph, ir_version=_IR_VERSION)
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False, data_prop=True)

@@ -109,8 +109,8 @@ class GraphSkeleton:
         try:
             with gc_paused():  # an object per node and tensor, all long-lived
                 return cls._read(model, build)
-        except ValueError:  # an element type onnx_ir does not know: it decides when it builds
-            return None
+        except (ValueError, ir.serde.SerdeError):  # a type onnx_ir cannot read: it says so
+            return None  # when it builds the model
 
     @classmethod
     def _read(cls, model: onnx.ModelProto, build: Callable[[], ir.Graph]) -> GraphSkeleton | None:
