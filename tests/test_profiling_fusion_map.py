@@ -45,7 +45,12 @@ def test_at_least_95_percent_of_cpu_time_lands_on_onnx_nodes(name: str, tmp_path
     report = _profile(name, tmp_path)
     fused = report.layers[report.layers["mapped_as"] == "fused"]
     assert len(fused) > 0  # onnxruntime did fuse: the mapping is what is tested
-    assert report.mapped_share() >= 0.95, report.layers[report.layers["onnx_nodes"].map(len) == 0]
+    # by each layer's median call: one call slowed down by a busy machine (three calls per
+    # layer) once gave two tiny unmapped layers 8% of the mean time, against 0.35% unloaded
+    layers = report.layers
+    unmapped = layers["onnx_nodes"].map(len) == 0
+    median_share = 1 - layers.loc[unmapped, "median_ms"].sum() / layers["median_ms"].sum()
+    assert median_share >= 0.95, layers[unmapped]
     model_nodes = {n.name for n in onnx.load(str(tmp_path / f"{name}.onnx")).graph.node}
     assert set(report.node_times()) <= model_nodes
     total = float(report.layers["mean_ms"].sum())
