@@ -24,6 +24,8 @@ of which the browser's part (bench/bench_graph_view.py) <= 0.15 s.
 
     python bench/bench_open.py --fresh-kernel [--models resnet50_torchscript ...] [--repeat 5]
 
+(`--models synthetic_100000`: a synthetic network of that many nodes, as --nodes makes.)
+
 --browser (with --fresh-kernel): the same cell in JupyterLab + headless Chromium, a new
 notebook (fresh kernel) each run: Ctrl+Enter -> the widget's "drawn", split into the kernel's
 part, the data reaching the view, data -> first paint (decode + first frame) and the frame
@@ -325,6 +327,14 @@ def netron_runs(paths: dict[str, Path], repeat: int, python: str) -> dict[str, d
     return best
 
 
+def _model_file(name: str, folder: Path, save_export: Any) -> Path:
+    """A real export by its name, or `synthetic_<nodes>` (a synthetic network that size)."""
+    if name.startswith("synthetic_"):
+        nodes = int(name.removeprefix("synthetic_"))
+        return Path(save_example("synthetic_dag", folder / f"{name}.onnx", num_nodes=nodes))
+    return Path(save_export(name, folder))
+
+
 def fresh_kernel(models: list[str], repeat: int, browser: bool, netron: str | None) -> None:
     import sys
 
@@ -333,7 +343,7 @@ def fresh_kernel(models: list[str], repeat: int, browser: bool, netron: str | No
 
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nsdl-bench-fresh-") as folder:
-        paths = {name: real_exports.save(name, folder) for name in models}
+        paths = {name: _model_file(name, Path(folder), real_exports.save) for name in models}
         for name, path in paths.items():
             runs = [cell_in_fresh_kernel(path) for _ in range(repeat)]
             results[name] = {"file_bytes": path.stat().st_size} | {
