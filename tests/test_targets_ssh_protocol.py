@@ -384,6 +384,9 @@ def _cancel_a_hanging_fuzz_job(fuzz: FuzzTarget, tmp_path: Path) -> None:
     while not pgid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     pgid = int(pgid_file.read_text())
+    # the file can be there before the kernel has read the runner's pid line from the link
+    while job._job.remote_pid is None and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.05)
     assert job._job.remote_pid == pgid  # type: ignore[attr-defined]
     job.cancel()
     with pytest.raises(ProfileCancelledError):
