@@ -91,8 +91,12 @@ class GraphScene:
 
     @property
     def graph(self) -> ir.Graph | ir.Function:
-        """The onnx_ir graph drawn. A scene read from a skeleton has the document build it
-        now (the document then calls `bind`)."""
+        """The onnx_ir graph drawn (see `ensure_bound`)."""
+        return self.ensure_bound()
+
+    def ensure_bound(self) -> ir.Graph | ir.Function:
+        """The onnx_ir graph, with the table's items' `node` in it. A scene read from a
+        skeleton has the document build the graph now (the document then calls `bind`)."""
         graph = self._graph
         if isinstance(graph, GraphSkeleton):
             built = graph.build()
@@ -102,8 +106,8 @@ class GraphScene:
         return graph
 
     def bound_table(self) -> GraphTable:
-        """The table with its items' `node` in the onnx_ir graph (see `graph`)."""
-        _ = self.graph
+        """The table with its items' `node` in the onnx_ir graph."""
+        self.ensure_bound()
         return self.table
 
     def bind(self, graph: ir.Graph) -> None:
