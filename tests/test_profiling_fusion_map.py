@@ -2,19 +2,22 @@
 
 onnxruntime's CPU provider fuses too (NCHWc convolutions named after tensors, MatMul+Add into
 Gemm, BiasGelu, SkipLayerNormalization), so the mapping is checked here on real exports from
-tests/fixtures/exports, profiled for real.
+tests/fixtures/exports, profiled for real. It also inlines function ops it has no kernel for
+(HardSwish: HardSigmoid + Mul, unnamed, profiled as `HardSigmoid_<index>`).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 import nsdl_jupyter as nj
 from nsdl_jupyter.profiling import ProfileReport
-from nsdl_jupyter.profiling.ort._fusion_map import map_layers
+from nsdl_jupyter.profiling.ort._fusion_map import by_profiled_name, map_layers
 from tests import real_exports
 
 FAST = [
@@ -114,3 +117,119 @@ def test_matmul_add_fusion_covers_both_nodes() -> None:
     assert mapping["/act/Relu"].nodes == ("/act/Relu",)
     assert mapping["gemm_input_reshape"].kind == "inserted"
     assert mapping["gemm_output_reshape"].nodes == ("/act/Relu",)
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v3_large_torchscript", "mobilenet_v3_large_dynamo"])
+def test_inlined_hardswish_rows_land_on_the_hardswish_node(name: str, tmp_path: Path) -> None:
+    """The classifier's HardSwish (after a Gemm: no Conv to fuse it into) runs as the
+    unnamed HardSigmoid + Mul of its function body; both rows are that node's time."""
+    report = _profile(name, tmp_path)
+    model = onnx.load(str(tmp_path / f"{name}.onnx"))
+    hardswish = {n.name for n in model.graph.node if n.op_type == "HardSwish"}
+    layers = report.layers
+    inlined = layers[
+        [re.fullmatch(r"(HardSigmoid|Mul)_\d+", n) is not None for n in layers["name"]]
+    ]
+    assert sorted(inlined["op_type"]) == ["HardSigmoid", "Mul"]
+    assert set(inlined["mapped_as"]) == {"inlined"}
+    covered = {tuple(nodes) for nodes in inlined["onnx_nodes"]}
+    assert len(covered) == 1
+    (node,) = covered.pop()
+    assert node in hardswish
+    (reads,) = (n.input[0] for n in model.graph.node if n.name == node)
+    assert any(n.op_type == "Gemm" and reads in n.output for n in model.graph.node)
+    assert report.node_times()[node] == pytest.approx(float(inlined["mean_ms"].sum()))
+
+
+def _inlining_model() -> onnx.ModelProto:
+    """HardSwish after MatMuls of distinct widths (a row's input shape tells which one it
+    is), and a model-local function called twice (a body node with a name, one without)."""
+    h = onnx.helper
+    nodes, weights = [], []
+    for i in range(6):
+        width = 5 + i
+        values = np.random.default_rng(i).standard_normal(64 * width, dtype=np.float32)
+        weights.append(h.make_tensor(f"w{i}", onnx.TensorProto.FLOAT, [64, width], values))
+        nodes.append(h.make_node("MatMul", ["x", f"w{i}"], [f"m{i}"], name=f"mm{i}"))
+        nodes.append(h.make_node("HardSwish", [f"m{i}"], [f"h{i}"], name=f"hs{i}"))
+    nodes.append(h.make_node("Gate", ["h0"], ["g0"], domain="local", name="gate0"))
+    nodes.append(h.make_node("Gate", ["g0"], ["g1"], domain="local", name="gate1"))
+    gate = h.make_function(
+        "local",
+        "Gate",
+        ["a"],
+        ["y"],
+        [
+            h.make_node("Sigmoid", ["a"], ["s"], name="sig"),
+            h.make_node("Mul", ["a", "s"], ["t"]),
+            h.make_node("Add", ["t", "a"], ["y"], name="add"),
+        ],
+        [h.make_opsetid("", 17)],
+    )
+    outputs = ["g1", *(f"h{i}" for i in range(1, 6))]
+    graph = h.make_graph(
+        nodes,
+        "inlining",
+        [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 64])],
+        [h.make_tensor_value_info(n, onnx.TensorProto.FLOAT, None) for n in outputs],
+        weights,
+    )
+    opsets = [h.make_opsetid("", 17), h.make_opsetid("local", 1)]
+    return h.make_model(graph, opset_imports=opsets, functions=[gate])
+
+
+def test_each_inlined_row_lands_on_the_node_it_was_inlined_from(tmp_path: Path) -> None:
+    path = tmp_path / "inlining.onnx"
+    onnx.save(_inlining_model(), path)
+    report = nj.profile_ort(path, iterations=2, warmup=1, trace_path=tmp_path / "trace.json")
+    layers = report.layers.set_index("name")
+    hardsigmoid = layers[layers["op_type"] == "HardSigmoid"]
+    assert len(hardsigmoid) == 6
+    for nodes, kind, shapes in zip(
+        hardsigmoid["onnx_nodes"], hardsigmoid["mapped_as"], hardsigmoid["input_shapes"],
+        strict=True,
+    ):  # fmt: skip
+        assert kind == "inlined"
+        assert nodes == [f"hs{int(shapes.split(',')[-1].rstrip(']')) - 5}"]
+    gates = layers[[nodes[:1] in (["gate0"], ["gate1"]) for nodes in layers["onnx_nodes"]]]
+    assert set(gates["mapped_as"]) == {"inlined"}
+    assert {n[0] for n in gates["onnx_nodes"]} == {"gate0", "gate1"}
+    assert report.mapped_share() == pytest.approx(1.0)
+
+
+def test_unnamed_nodes_pair_with_profiled_rows_by_rank() -> None:
+    """Unnamed nodes take the profiler's `<op>_<index>` names in run order; an op type whose
+    rows do not count as many as its unnamed nodes is left unmatched."""
+    h = onnx.helper
+    original = h.make_model(
+        h.make_graph(
+            [
+                h.make_node("HardSwish", ["x"], ["a"], name="first"),
+                h.make_node("HardSwish", ["a"], ["b"], name="second"),
+            ],
+            "g",
+            [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4])],
+            [h.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [4])],
+        )
+    )
+    optimized = h.make_model(
+        h.make_graph(
+            [
+                h.make_node("HardSigmoid", ["x"], ["_inlfunc_HardSwish_HS_X"]),
+                h.make_node("Mul", ["x", "_inlfunc_HardSwish_HS_X"], ["a"]),
+                h.make_node("HardSigmoid", ["a"], ["_inlfunc_HardSwish_token_3_HS_X"]),
+                h.make_node("Mul", ["a", "_inlfunc_HardSwish_token_3_HS_X"], ["b"]),
+            ],
+            "g",
+            [],
+            [],
+        )
+    )
+    mapping = map_layers(original, optimized)
+    rows = [("HardSigmoid_7", "HardSigmoid"), ("Mul_8", "Mul"), ("HardSigmoid_4", "HardSigmoid")]
+    rows.append(("Mul_5", "Mul"))
+    named = by_profiled_name(mapping, rows)
+    assert [named[n].nodes for n, _ in rows] == [("first",), ("first",), ("second",), ("second",)]
+    assert {named[n].kind for n, _ in rows} == {"inlined"}
+    assert "Mul_8" not in by_profiled_name(mapping, rows[:3])
+    assert by_profiled_name(mapping, rows[:3])["HardSigmoid_4"].nodes == ("second",)

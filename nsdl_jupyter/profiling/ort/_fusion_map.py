@@ -20,19 +20,37 @@ work: multiply-adds for Conv, ConvTranspose, MatMul and Gemm, output elements ot
 a Conv+Relu gives nearly all its time to the Conv). Nodes that cover nothing (inserted) give
 their time to the original nodes their outputs feed (or, for a node onnxruntime made up
 from nothing it names, to the nodes that made its inputs).
+
+Inlined function ops go the other way: one original node becomes several. onnxruntime
+expands a function op that no provider has a kernel for (HardSwish on CPU: HardSigmoid + Mul)
+or a call of a model-local function into its body (Graph::InlineFunction): the body's
+nodes keep their own names, prefixed `_inlfunc_<op>...`, or none at all (HardSwish's body
+nodes are unnamed), and its inner tensors are named `_inlfunc_<op>_..._<name>`, while the
+tensors at its border keep the call's names. The nodes joined by such inner tensors are taken
+as one: between the original tensors at their border lies the function node, and each of
+them maps to it whole with `kind="inlined"` (a row's time lands on the node it is part of).
+
+The profiler names an unnamed node `<op type>_<node index>` (sequential_executor.cc), an
+index the saved model does not keep. `map_layers` keys such a node by its op type and its
+rank among the unnamed nodes of that op type, and `by_profiled_name` gives it the profiler's
+name: the k-th row of that op type (in run order) is the k-th node, both orders being
+onnxruntime's topological order of the same graph.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count, takewhile
 from pathlib import Path
 
 import onnx
 
 _NCHWC_SUFFIX = "_nchwc"
+_INLINED_PREFIX = "_inlfunc_"  # onnxruntime's names in an inlined function body (graph.cc)
 _WALK_LIMIT = 256  # original nodes one optimized node may cover
 _MATMUL_LIKE = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"})
 _CONV_LIKE = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"})
@@ -47,7 +65,7 @@ class LayerMapping:
 
     nodes: tuple[str, ...]
     weights: tuple[float, ...]
-    kind: str  # "original", "fused", "inserted" or "unmapped"
+    kind: str  # "original", "fused", "inlined", "inserted" or "unmapped"
 
 
 @dataclass
@@ -60,9 +78,13 @@ class _Original:
 
 
 def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[str, LayerMapping]:
-    """For every node of `optimized` (by name), the nodes of `original` it stands for."""
+    """For every node of `optimized` (by name; an unnamed one by `_unnamed_key`), the nodes of
+    `original` it stands for."""
     graph = _original(original)
-    opt_nodes = [n for n in optimized.graph.node if n.name]
+    keyed = _keyed(optimized.graph.node)
+    bodies = _inlined_bodies(keyed, graph)
+    # an unnamed node outside a body is one of the original's, which has no name to map to
+    opt_nodes = [n for n in keyed if n.name in bodies or not _is_unnamed(n.name)]
     opt_producer = {out: n.name for n in opt_nodes for out in n.output if out}
     opt_consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in opt_nodes:
@@ -75,11 +97,26 @@ def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[st
         border_out[node.name] = _border_outputs(node, graph, opt_consumers)
 
     # Nodes that kept their name cover themselves first; then every node (in order) also
-    # takes the unclaimed original nodes between its border tensors.
+    # takes the unclaimed original nodes between its border tensors, an inlined body's nodes
+    # those between the body's border tensors.
     claimed = {node.name for node in opt_nodes if node.name in graph.nodes}
     result: dict[str, LayerMapping] = {}
     for node in opt_nodes:
-        stops = _border_inputs(node, graph, opt_producer, by_name, border_out)
+        if node.name in result:
+            continue
+        body = bodies.get(node.name)
+        if body is not None:
+            members = [by_name[name] for name in body]
+            inputs = [i for m in members for i in m.input if opt_producer.get(i) not in body]
+            stops = _border_inputs(inputs, graph, opt_producer, by_name, border_out)
+            outputs = set().union(*(border_out[name] for name in body))
+            covered = _walk(graph, outputs, stops, claimed, own="")
+            claimed.update(covered)
+            if covered:
+                found = LayerMapping(tuple(covered), _weights(graph, covered), "inlined")
+                result.update(dict.fromkeys(body, found))
+            continue
+        stops = _border_inputs(node.input, graph, opt_producer, by_name, border_out)
         covered = _walk(graph, border_out[node.name], stops, claimed, own=node.name)
         claimed.update(covered)
         if node.name in graph.nodes:
@@ -88,17 +125,95 @@ def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[st
             kind = "original" if covered == [node.name] else "fused"
             result[node.name] = LayerMapping(tuple(covered), _weights(graph, covered), kind)
     for node in opt_nodes:
-        if node.name in result:
+        if node.name in result or node.name in bodies:  # a body of an unnamed node: unmapped
             continue
         fed = _fed_nodes(node, graph, opt_consumers, result) or _read_from(
-            _border_inputs(node, graph, opt_producer, by_name, border_out), graph
+            _border_inputs(node.input, graph, opt_producer, by_name, border_out), graph
         )
         if fed:
             share = 1.0 / len(fed)
             result[node.name] = LayerMapping(tuple(fed), (share,) * len(fed), "inserted")
-        else:
-            result[node.name] = LayerMapping((), (), "unmapped")
+    unmapped = LayerMapping((), (), "unmapped")
+    return {node.name: result.get(node.name, unmapped) for node in keyed}
+
+
+def by_profiled_name(
+    mapping: Mapping[str, LayerMapping], rows: Iterable[tuple[str, str]]
+) -> dict[str, LayerMapping]:
+    """`mapping` with its unnamed nodes under the names the profiler gave them; `rows` are the
+    profile's (name, op type) in run order. An op type with more or fewer rows of the form
+    `<op type>_<index>` than unnamed nodes leaves them unmatched: the ranks would not pair."""
+    result = dict(mapping)
+    profiled: dict[str, list[str]] = {}
+    for name, op_type in rows:
+        if name not in mapping and re.fullmatch(re.escape(op_type) + r"_\d+", name):
+            profiled.setdefault(op_type, []).append(name)
+    for op_type, names in profiled.items():
+        ranked = (mapping.get(_unnamed_key(op_type, rank)) for rank in count())
+        unnamed = [found for found in takewhile(bool, ranked) if found is not None]
+        if len(unnamed) == len(names):
+            result.update(zip(names, unnamed, strict=True))
     return result
+
+
+def _unnamed_key(op_type: str, rank: int) -> str:
+    """The key of the `rank`-th unnamed node of `op_type` (its rank in the saved model)."""
+    return f"<unnamed {op_type} {rank}>"
+
+
+def _is_unnamed(key: str) -> bool:
+    return key.startswith("<unnamed ")
+
+
+def _keyed(nodes: Iterable[onnx.NodeProto]) -> list[onnx.NodeProto]:
+    """`nodes`, an unnamed one as a copy named by `_unnamed_key`."""
+    ranks: dict[str, int] = {}
+    keyed: list[onnx.NodeProto] = []
+    for node in nodes:
+        if node.name:
+            keyed.append(node)
+            continue
+        rank = ranks.get(node.op_type, 0)
+        ranks[node.op_type] = rank + 1
+        named = onnx.NodeProto()
+        named.CopyFrom(node)
+        named.name = _unnamed_key(node.op_type, rank)
+        keyed.append(named)
+    return keyed
+
+
+def _inlined_bodies(
+    opt_nodes: Sequence[onnx.NodeProto], graph: _Original
+) -> dict[str, frozenset[str]]:
+    """Node -> the nodes of the inlined function body it belongs to: nodes named by
+    onnxruntime's inliner or reading or writing a body's inner tensor, joined by those
+    tensors. A node standing for an original node by its name (a Conv fused with a body's
+    first node) keeps its own mapping."""
+    parent: dict[str, str] = {}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    first_with: dict[str, str] = {}  # inner tensor -> the first body node that has it
+    for node in opt_nodes:
+        inner = [t for t in (*node.input, *node.output) if t.startswith(_INLINED_PREFIX)]
+        if not inner and not node.name.startswith(_INLINED_PREFIX):
+            continue
+        if node.name in graph.nodes or _named_after(node.name, graph) is not None:
+            continue
+        if node.name.endswith(_NCHWC_SUFFIX) and node.name[: -len(_NCHWC_SUFFIX)] in graph.producer:
+            continue
+        parent[node.name] = node.name
+        for tensor in inner:
+            other = first_with.setdefault(tensor, node.name)
+            parent[root(other)] = root(node.name)
+    groups: dict[str, set[str]] = {}
+    for name in parent:
+        groups.setdefault(root(name), set()).add(name)
+    return {name: frozenset(groups[root(name)]) for name in parent}
 
 
 def fused_node_mapping(original: Path, optimized: Path) -> dict[str, LayerMapping]:
@@ -176,15 +291,16 @@ def _named_after(name: str, graph: _Original) -> str | None:
 
 
 def _border_inputs(
-    node: onnx.NodeProto,
+    inputs: Iterable[str],
     graph: _Original,
     opt_producer: Mapping[str, str],
     by_name: Mapping[str, onnx.NodeProto],
     border_out: Mapping[str, set[str]],
 ) -> set[str]:
-    """Original tensors this node reads, directly or through the nodes that made its inputs."""
+    """Original tensors a node reads (`inputs`: its inputs), directly or through the nodes
+    that made them."""
     stops: set[str] = set()
-    for name in node.input:
+    for name in inputs:
         if not name:
             continue
         if name in graph.producer or name in graph.sources:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileSettingsError, TraceFormatError
 from nsdl_jupyter.profiling._files import malformed_as, open_regular
-from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping
+from nsdl_jupyter.profiling.ort._fusion_map import LayerMapping, by_profiled_name
 
 __all__ = ["ParsedTrace", "TraceFormatError", "parse_ort_trace"]
 
@@ -459,7 +459,7 @@ def parse_ort_trace(
     `graph_nodes` (the model's node names) fills `in_graph` and `onnx_nodes` for the rows that
     are nodes of the graph. `mapping` (from the optimized model, `_fusion_map`) also maps fused
     and inserted rows: `onnx_nodes`, the share of the row's time each gets (`onnx_weights`)
-    and how it was mapped (`mapped_as`: original, fused, inserted or unmapped).
+    and how it was mapped (`mapped_as`: original, fused, inlined, inserted or unmapped).
     """
     if not isinstance(skip_runs, int) or isinstance(skip_runs, bool) or skip_runs < 0:
         raise ProfileSettingsError(
@@ -484,6 +484,9 @@ def parse_ort_trace(
 
 def _apply_mapping(layers: pd.DataFrame, mapping: Mapping[str, LayerMapping]) -> None:
     """Fill `onnx_nodes`, `onnx_weights` and `mapped_as` of the node rows from `mapping`."""
+    top = layers["parent"] == ""  # rows are in run order: unnamed nodes pair by it
+    rows = zip(layers["name"][top], layers["op_type"][top], strict=True)
+    mapping = by_profiled_name(mapping, rows)
     nodes, weights, kinds = [], [], []
     for name, parent, known in zip(
         layers["name"], layers["parent"], layers["onnx_nodes"], strict=True
