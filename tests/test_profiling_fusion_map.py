@@ -190,7 +190,8 @@ def test_each_inlined_row_lands_on_the_node_it_was_inlined_from(tmp_path: Path) 
         strict=True,
     ):  # fmt: skip
         assert kind == "inlined"
-        assert nodes == [f"hs{int(shapes.split(',')[-1].rstrip(']')) - 5}"]
+        width = int(shapes.split(",")[-1].rstrip("]"))  # float[1,<width>]: hs<width - 5>
+        assert nodes == [f"hs{width - 5}"]
     gates = layers[[nodes[:1] in (["gate0"], ["gate1"]) for nodes in layers["onnx_nodes"]]]
     assert set(gates["mapped_as"]) == {"inlined"}
     assert {n[0] for n in gates["onnx_nodes"]} == {"gate0", "gate1"}
