@@ -30,6 +30,7 @@ from nsdl_jupyter.graph._extract import (
 )
 from nsdl_jupyter.graph._hierarchy import MAX_CHILDREN
 from nsdl_jupyter.graph._layout import KIND_FRAME, KIND_GROUP, KIND_NODE
+from nsdl_jupyter.graph._tensor_names import tensor_names
 
 
 def _model(proto: onnx.ModelProto) -> ir.Model:
@@ -212,7 +213,9 @@ def test_big_graph_columns_and_lifted_edges_match_the_tables(size: int) -> None:
     scene = GraphScene(_model(bert_base() if size == 0 else synthetic_dag(size)).graph)
     _, cols = decode_columns(scene.topology_bytes())
     assert cols["item.name"] == [it.name for it in scene.table.items]
-    assert cols["tensor.name"] == [t.name for t in scene.table.tensors]
+    assert tensor_names(cols) == [t.name for t in scene.table.tensors]
+    relative = np.asarray(cols["tensor.relative"], dtype=int)
+    assert relative.sum() > len(relative) // 2  # most are sent as tails
     assert cols["group.key"] == [g.key for g in scene.hierarchy.groups]
     assert cols["item.label"] == [scene.texts[i][0] for i in range(len(scene.table.items))]
     expected = _lifted_one_edge_at_a_time(scene)

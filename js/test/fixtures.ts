@@ -11,7 +11,10 @@ import { buildScene, type Scene } from "../src/graph_view/render";
 
 // items: 0 input, 1 /a/Conv, 2 /a/Relu, 3 /b/Add, 4 Const (constant, root), 5 output
 // groups: 0 root, 1 "/a", 2 "/b"
-export function topology() {
+type Columns = Parameters<typeof encodeColumns>[1];
+
+/** `names`: tensor name columns instead of the whole names (see tensorNames in graph.ts). */
+export function topology(names: Columns = { "tensor.name": ["strs", ["x", "c", "r", "k", "y"]] }) {
   return encodeColumns(
     {
       version: 1,
@@ -38,7 +41,7 @@ export function topology() {
       "edge.dst": ["i4", [1, 2, 3, 3, 3, 5]],
       "edge.tensor": ["i4", [0, 1, 2, 0, 3, 4]],
       "edge.flags": ["u1", [0, 0, 0, 0, 2, 0]],
-      "tensor.name": ["strs", ["x", "c", "r", "k", "y"]],
+      ...names,
       "tensor.dtype": ["i4", [0, 0, 0, 0, 0]],
       "tensor.shape": ["i4", [0, 0, 0, 0, 0]],
       "init.item": ["i4", [1]],

@@ -6,7 +6,8 @@ import {
   representatives,
   visibleEdges,
 } from "../src/graph_view/graph";
-import { graph, layout } from "./fixtures";
+import { decodeGraph } from "../src/graph_view/graph";
+import { graph, layout, topology } from "./fixtures";
 
 describe("topology decoding", () => {
   it("resolves op, dtype and shape dictionaries and indexes node names", () => {
@@ -17,6 +18,20 @@ describe("topology decoding", () => {
     // graph inputs/outputs are pseudo nodes: not selectable by name
     expect([...g.nameIndex.keys()]).toEqual(["/a/Conv", "/a/Relu", "/b/Add", "Const"]);
     expect(ancestors(g, 2)).toEqual([1, 0]);
+  });
+});
+
+describe("tensor names relative to their producer", () => {
+  it("puts the producer's name (the first edge's source) before each tail", () => {
+    // tensors: 0 the graph input's, 1 and 4 sent whole, 2 made by /a/Relu, 3 by Const
+    const g = decodeGraph(
+      topology({
+        "tensor.relative": ["u1", [1, 0, 1, 1, 0]],
+        "tensor.tail": ["strs", ["", "", "_output_0", "", ""]],
+        "tensor.name": ["strs", ["c", "y"]],
+      }),
+    );
+    expect(g.tensorName).toEqual(["x", "c", "/a/Relu_output_0", "Const", "y"]);
   });
 });
 

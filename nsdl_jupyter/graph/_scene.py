@@ -31,6 +31,7 @@ from nsdl_jupyter.graph._labels import item_texts, scopes_with_children
 from nsdl_jupyter.graph._layout import Direction, LayoutEngine, LayoutResult, LiftedEdges
 from nsdl_jupyter.graph._shapes import TensorTypes, display_shape
 from nsdl_jupyter.graph._skeleton import GraphSkeleton
+from nsdl_jupyter.graph._tensor_names import tensor_name_columns
 
 # above this many items a graph opens collapsed; groups are expanded (largest first) while the
 # number of visible boxes stays under VISIBLE_BUDGET
@@ -320,11 +321,12 @@ class GraphScene:
             "edge.dst": ("i4", dst),
             "edge.tensor": ("i4", tensor),
             "edge.flags": ("u1", edge_flags),
-            "tensor.name": ("pstrs", [t.name for t in table.tensors]),
             "init.item": ("i4", init_item),
             "init.tensor": ("i4", init_tensor),
             "init.slot": ("i4", init_slot),
         }
+        tensor_names = [t.name for t in table.tensors]
+        columns.update(tensor_name_columns(tensor_names, columns["item.name"][1], src, tensor))
         self._tensor_columns(meta, columns)
         meta.update(ops=list(ops), categories=[op_category(op) for op in ops])
         return encode_columns(meta, columns)

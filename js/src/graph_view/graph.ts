@@ -88,6 +88,30 @@ function strs(column: Column | undefined): string[] {
   return (column as string[] | undefined) ?? [];
 }
 
+/** Tensor names, whole or relative to their producer: the source of the first edge carrying
+ *  the tensor (nsdl_jupyter/graph/_tensor_names.py says how they are sent). */
+function tensorNames(
+  c: Decoded<TopologyMeta>["columns"],
+  names: string[],
+  edgeSrc: Int32Array,
+  edgeTensor: Int32Array,
+): string[] {
+  const whole = strs(c["tensor.name"]);
+  const relative = c["tensor.relative"] as ArrayLike<number> | undefined;
+  if (!relative) return whole; // saved by a version that sent every name whole
+  const tails = strs(c["tensor.tail"]);
+  const producer = new Int32Array(relative.length).fill(-1);
+  for (let e = 0; e < edgeSrc.length; e++) {
+    if (producer[edgeTensor[e]] < 0) producer[edgeTensor[e]] = edgeSrc[e];
+  }
+  const out = new Array<string>(relative.length);
+  let next = 0; // the whole names come in tensor order
+  for (let t = 0; t < relative.length; t++) {
+    out[t] = relative[t] ? names[producer[t]] + tails[t] : whole[next++];
+  }
+  return out;
+}
+
 function lines(text: string): string[] {
   return text ? text.split("\n") : [];
 }
@@ -104,6 +128,8 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
   names.forEach((name, i) => {
     if (group[i] >= 0 && !(flags[i] & PSEUDO)) nameIndex.set(name, i);
   });
+  const edgeSrc = Int32Array.from(c["edge.src"] as Int32Array);
+  const edgeTensor = Int32Array.from(c["edge.tensor"] as Int32Array);
   return {
     version: meta.version,
     names,
@@ -118,11 +144,11 @@ export function graphFromColumns(decoded: Decoded<TopologyMeta>): Graph {
     groupParent: ints(c["group.parent"]),
     groupSize: ints(c["group.size"]),
     groupSynthetic: ints(c["group.synthetic"]),
-    edgeSrc: Int32Array.from(c["edge.src"] as Int32Array),
+    edgeSrc,
     edgeDst: Int32Array.from(c["edge.dst"] as Int32Array),
-    edgeTensor: Int32Array.from(c["edge.tensor"] as Int32Array),
+    edgeTensor,
     edgeFlags: Uint8Array.from(c["edge.flags"] as Uint8Array),
-    tensorName: strs(c["tensor.name"]),
+    tensorName: tensorNames(c, names, edgeSrc, edgeTensor),
     tensorDtype: lookup(dtypeCodes, meta.dtypes),
     tensorShape: lookup(shapeCodes, meta.shapes),
     initItem: ints(c["init.item"]),
