@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import comm
 import numpy as np
 import onnx
 import pytest
 import traitlets
+from comm.base_comm import BaseComm
 from onnx import numpy_helper
 from test_profiling_helpers import OWN_FIXTURES, mlp_model, two_input_model
 
@@ -17,6 +20,7 @@ from nsdl_jupyter.widgets.profile._activity_panel import ActivityPanel, parse_di
 from nsdl_jupyter.widgets.profile._profile_view import MAX_TABLE_ROWS, ProfileView
 
 GPU_REPORT = OWN_FIXTURES / "ort_cuda_resnet50_b8_opt_report.json"
+GPU_TRUTH_REPORT = OWN_FIXTURES / "gpu_truth" / "resnet50_b8_cuda_report.json"  # GPU kernel times
 
 
 @pytest.fixture
@@ -187,6 +191,31 @@ def test_profile_view_table_selection_and_graph(resnet_doc: object) -> None:
     assert graph.selected == []
     view.clear_overlay()
     assert graph._overlay == {}
+
+
+def test_profile_view_timeline_comes_whole_in_its_first_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The browser gets each timeline's figure with the widget's comm_open, nothing after it:
+    anywidget drops the messages to a model whose ESM (plotly's 5 MB bundle) took over 2 s
+    to load, and a busy browser then drew an empty timeline (CI at load 10)."""
+    sent: list[tuple[BaseComm, str, dict[str, Any]]] = []
+
+    class RecordingComm(BaseComm):
+        def publish_msg(self, msg_type: str, data: Any = None, *_: Any, **__: Any) -> None:
+            sent.append((self, msg_type, data or {}))
+
+    monkeypatch.setattr(comm, "create_comm", RecordingComm)
+    view = ProfileView(ProfileReport.load(GPU_TRUTH_REPORT))
+    for times, title in (("gpu", "GPU kernels per layer"), ("host", "host time per layer")):
+        view.times = times  # the switch to "host" makes a new timeline
+        timeline = view.timeline
+        messages = [(kind, data) for c, kind, data in sent if c is timeline.comm]
+        assert [kind for kind, _ in messages] == ["comm_open"]
+        state = messages[0][1]["state"]
+        assert [t["type"] for t in state["_widget_data"]] == [t.type for t in timeline.data]
+        assert title in state["_widget_layout"]["title"]["text"]
+        assert "nsdl-profile-timeline" in state["_dom_classes"]
 
 
 def test_profile_view_caps_big_tables() -> None:

@@ -77,7 +77,8 @@ def live_state(model_id: str) -> Mapping[str, Any] | None:
         return None
     refresh_static_picture(widget)
     state: dict[str, Any] = widget.get_state()
-    if type(widget).__module__.startswith("plotly") and hasattr(widget, "to_dict"):
+    plotly_class = any(c.__module__.startswith("plotly") for c in type(widget).__mro__)
+    if plotly_class and hasattr(widget, "to_dict"):  # a FigureWidget, or our subclass of it
         # a FigureWidget's synced data is its first state; Python holds the current figure
         figure = widget.to_dict()
         state["_widget_data"] = figure.get("data", [])

@@ -275,11 +275,13 @@ class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
         return time_column(self.report, self.times)
 
     def _timeline_widget(self) -> Any:
-        import plotly.graph_objects as go  # heavy: imported when a view is made
+        # plotly is heavy: imported when a view is made
+        from nsdl_jupyter.widgets.profile._figure_widget import FigureWidget
 
-        figure = go.FigureWidget(
+        figure = FigureWidget(
             timeline_figure(self.report, times=self.times, highlight=self.selected or None,
-                            hide_non_compute=self.hide_non_compute)
+                            hide_non_compute=self.hide_non_compute),
+            classes=["nsdl-profile-timeline"],
         )  # fmt: skip
         for trace in figure.data:
             if trace.type == "bar":
