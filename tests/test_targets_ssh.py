@@ -5,6 +5,7 @@ killed sshd, saved connections, and a canary secret that no written file contain
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -673,6 +674,21 @@ def test_saved_connections_keep_no_secrets(lab: Lab, tmp_path: Path, config_dir:
     assert list(connections()) == []
 
 
+def _files_since(root: Path, prefix: str, started: float) -> list[Path]:
+    """Files under `root`'s `prefix`* folders changed since `started`. Other test workers
+    remove their folders meanwhile: os.walk passes over a folder that is gone (Path.glob
+    raised FileNotFoundError in CI)."""
+    found = []
+    for folder in root.glob(f"{prefix}*"):
+        for parent, _dirs, files in os.walk(folder):
+            for name in files:
+                path = Path(parent, name)
+                with contextlib.suppress(FileNotFoundError):
+                    if path.stat().st_mtime >= started:
+                        found.append(path)
+    return found
+
+
 def test_no_written_file_holds_a_secret(
     lab: Lab, tmp_path: Path, config_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -689,9 +705,7 @@ def test_no_written_file_holds_a_secret(
         report.save(tmp_path / "report")
         check_target(target)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    written += [
-        p for p in Path("/tmp").glob("nsdl-*/**/*") if p.is_file() and p.stat().st_mtime >= started
-    ]
+    written += _files_since(Path(tempfile.gettempdir()), "nsdl-", started)
     assert len(written) > 5
     for path in written:
         try:
