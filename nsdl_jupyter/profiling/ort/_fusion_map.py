@@ -204,7 +204,7 @@ def _inlined_bodies(
             continue
         if node.name in graph.nodes or _named_after(node.name, graph) is not None:
             continue
-        if node.name.endswith(_NCHWC_SUFFIX) and node.name[: -len(_NCHWC_SUFFIX)] in graph.producer:
+        if _nchwc_tensor(node.name, graph) is not None:
             continue
         parent[node.name] = node.name
         for tensor in inner:
@@ -245,8 +245,9 @@ def _border_outputs(
     direct = {out for out in node.output if out in graph.producer}
     if direct:
         return direct
-    if node.name.endswith(_NCHWC_SUFFIX) and node.name[: -len(_NCHWC_SUFFIX)] in graph.producer:
-        return {node.name[: -len(_NCHWC_SUFFIX)]}
+    nchwc = _nchwc_tensor(node.name, graph)
+    if nchwc is not None:
+        return {nchwc}
     through = _through_pass_nodes(node, graph, opt_consumers)
     if through:
         return through
@@ -278,6 +279,13 @@ def _through_pass_nodes(
             break
         frontier = following
     return found
+
+
+def _nchwc_tensor(name: str, graph: _Original) -> str | None:
+    """The original tensor an NCHWc node is named after (`<tensor>_nchwc`), if any."""
+    if name.endswith(_NCHWC_SUFFIX) and name[: -len(_NCHWC_SUFFIX)] in graph.producer:
+        return name[: -len(_NCHWC_SUFFIX)]
+    return None
 
 
 def _named_after(name: str, graph: _Original) -> str | None:
