@@ -30,6 +30,7 @@ from nsdl_jupyter.graph._bands import (
 )
 from nsdl_jupyter.graph._extract import CONSTANT, FROM_CONSTANT, PSEUDO, GraphTable
 from nsdl_jupyter.graph._hierarchy import Hierarchy, is_group_ref
+from nsdl_jupyter.graph._sugiyama import sugiyama
 from nsdl_jupyter.graph._vocabulary import VOCABULARY
 
 Direction = Literal["LR", "TB"]
@@ -330,14 +331,10 @@ class LayoutEngine:
             return self._place_missing(children, edges, known)
         chain = chain_order(len(children), edges)
         if chain is not None:
-            # what Sugiyama gives a chain, without importing igraph (~0.18 s in a fresh kernel,
-            # most of a torchvision model's first view, whose outline is a chain)
+            # what Sugiyama gives a chain, without igraph at all
             return {children[i]: (float(layer), 0.0) for layer, i in enumerate(chain)}
-        import igraph
-
-        graph = igraph.Graph(n=len(children), edges=edges, directed=True)
-        # igraph 0.11 appends the dummy vertices of long edges after the real ones
-        coords = graph.layout_sugiyama(maxiter=50).coords[: len(children)] if children else []
+        # igraph appends the dummy vertices of long edges after the real ones
+        coords = sugiyama(len(children), edges, maxiter=50)[: len(children)] if children else []
         return {r: (float(c[1]), float(c[0])) for r, c in zip(children, coords, strict=True)}
 
     @staticmethod
