@@ -21,6 +21,9 @@ widget state); wall and CPU seconds, the best of --repeat kernels. CPU is the fi
 on a shared machine.
 Goal (issue 25, cell -> drawn on a quiet 2-core machine): ResNet-50 <= 0.8 s, BERT <= 1.2 s,
 of which the browser's part (bench/bench_graph_view.py) <= 0.15 s.
+Imports read cached bytecode, as after `pip install` (which compiles every module): the
+kernels run without PYTHONDONTWRITEBYTECODE, after one untimed kernel per model (with it set,
+as some CI shells do, every kernel compiles ~150 modules from source, ~0.2 s more).
 
     python bench/bench_open.py --fresh-kernel [--models resnet50_torchscript ...] [--repeat 5]
 
@@ -336,14 +339,18 @@ def _model_file(name: str, folder: Path, save_export: Any) -> Path:
 
 
 def fresh_kernel(models: list[str], repeat: int, browser: bool, netron: str | None) -> None:
+    import os
     import sys
 
     sys.path.insert(0, str(REPO))
     from tests import real_exports
 
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the kernels and Lab inherit it
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="nsdl-bench-fresh-") as folder:
         paths = {name: _model_file(name, Path(folder), real_exports.save) for name in models}
+        for path in paths.values():
+            cell_in_fresh_kernel(path)  # untimed: writes the bytecode of what the cell imports
         for name, path in paths.items():
             runs = [cell_in_fresh_kernel(path) for _ in range(repeat)]
             results[name] = {"file_bytes": path.stat().st_size} | {

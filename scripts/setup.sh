@@ -129,6 +129,9 @@ if [[ "$installed" != "$repo/nsdl_jupyter" || "$(cat "$stamp" 2>/dev/null)" != "
 fi
 # TensorRT's type stubs for mypy, beside site-packages, not in it (the script says why)
 quiet "$py" scripts/tensorrt_stubs.py "$venv/typing-stubs"  # a no-op once installed
+# bytecode of what a first view imports, kept even where PYTHONDONTWRITEBYTECODE is set (the
+# script says why); files already compiled are skipped
+quiet "$py" scripts/cache_bytecode.py
 wait_bundles
 
 if ((${#did[@]})); then
