@@ -16,12 +16,14 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 from collections.abc import Sequence
 from types import ModuleType
 
 _CORE_NAME = "igraph._igraph"
 
 _core: ModuleType | None = None
+_loading = threading.Lock()
 
 
 def sugiyama(n: int, edges: Sequence[tuple[int, int]], maxiter: int) -> list[list[float]]:
@@ -43,9 +45,10 @@ def sugiyama(n: int, edges: Sequence[tuple[int, int]], maxiter: int) -> list[lis
 
 def _igraph_core() -> ModuleType:
     global _core  # noqa: PLW0603 (the extension is loaded once per process)
-    if _core is None:
-        _core = sys.modules.get(_CORE_NAME) or _load_alone()
-    return _core
+    with _loading:
+        if _core is None:
+            _core = sys.modules.get(_CORE_NAME) or _load_alone()
+        return _core
 
 
 def _load_alone() -> ModuleType:
