@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { applyPatch, decodeGraph, type Patch } from "../src/graph_view/graph";
+import { forgetRoutes, routeMeets } from "../src/graph_view/render";
+import { edgeRoute, routeBounds } from "../src/graph_view/routes";
 import { categoryFill, V } from "../src/graph_view/vocabulary";
-import { layoutCollapsed, topology } from "./fixtures";
+import { layoutCollapsed, scene, topology } from "./fixtures";
 import { type DrawRecord, recordDraw } from "./recording";
 
 function drawFixture(scale: number, selected: string[] = []): DrawRecord[] {
@@ -44,6 +46,30 @@ describe("canvas drawing in the vocabulary", () => {
     const size = V.label.groupScreen.size / (V.label.minScale / 2);
     expect(far).toEqual([expect.objectContaining({ text: "a" })]);
     expect(far[0].kind === "text" && far[0].font.startsWith(`600 ${size}px`)).toBe(true);
+  });
+});
+
+describe("edge culling", () => {
+  it("tests a route against a view by the bounds kept with it, anew after a drag", () => {
+    const s = scene();
+    const { layout, edges } = s;
+    const bounds = (k: number) =>
+      routeBounds(edgeRoute(layout, s.frames, edges.src[k], edges.dst[k], "LR"));
+    expect(edges.src.length).toBeGreaterThan(2);
+    for (let k = edges.src.length - 1; k >= 0; k--) {
+      // last edge first: routes computed out of order
+      const b = bounds(k);
+      expect(routeMeets(s, k, { x: b.x + b.w + 1, y: b.y, w: 10, h: b.h })).toBe(false);
+      expect(routeMeets(s, k, { x: b.x - 10, y: b.y - 10, w: 9, h: 9 })).toBe(false);
+      expect(routeMeets(s, k, { x: b.x + b.w - 1, y: b.y + b.h - 1, w: 10, h: 10 })).toBe(true);
+    }
+    const before = bounds(0);
+    layout.x[edges.dst[0]] += 1000; // a drag moves the edge's target box
+    const after = bounds(0);
+    const reached = { x: before.x + before.w + 1, y: after.y, w: after.w, h: after.h };
+    expect(routeMeets(s, 0, reached)).toBe(false); // the kept route, until forgotten
+    forgetRoutes(s);
+    expect(routeMeets(s, 0, reached)).toBe(true);
   });
 });
 

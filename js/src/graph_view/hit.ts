@@ -1,9 +1,9 @@
 // Hit-testing in screen coordinates: what the pointer is over (a box, a frame header, an
 // edge) and what a click there means. Pure functions of the scene and the camera.
-import { type Camera, type Hit, hitTest, intersects, toWorld } from "./geometry";
+import { type Camera, type Hit, hitTest, toWorld } from "./geometry";
 import { KIND_FRAME, KIND_GROUP, type Layout } from "./graph";
-import { type Scene, sceneRoute } from "./render";
-import { routeBounds, routeDistance } from "./routes";
+import { routeMeets, type Scene, sceneRoute } from "./render";
+import { routeDistance } from "./routes";
 
 const EDGE_TOLERANCE_PX = 5;
 
@@ -24,10 +24,8 @@ export function hoverAt(scene: Scene, camera: Camera, x: number, y: number): Hov
     const e = scene.edges;
     const probe = { x: wx - tolerance, y: wy - tolerance, w: 2 * tolerance, h: 2 * tolerance };
     for (let k = 0; k < e.src.length; k++) {
-      const route = sceneRoute(scene, k);
-      const b = routeBounds(route);
-      if (!intersects(probe, b.x, b.y, b.w, b.h)) continue;
-      const d = routeDistance(route, wx, wy);
+      if (!routeMeets(scene, k, probe)) continue;
+      const d = routeDistance(sceneRoute(scene, k), wx, wy);
       if (d < best) {
         best = d;
         edge = k;

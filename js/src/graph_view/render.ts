@@ -56,7 +56,8 @@ export interface Scene {
   edges: VisibleEdges;
   initCount: Map<number, number>; // slot -> number of initializer inputs
   frames: FrameIndex; // which frames hold which boxes (edge routes)
-  routes: Route[]; // per visible edge, computed when first drawn or hovered (see forgetRoutes)
+  routes: (Route | undefined)[]; // per visible edge, computed when first drawn or hovered
+  routeBoxes: Float64Array; // per visible edge: x, y, w, h around its route, set with it
 }
 
 /** The scene of a topology and a layout: boxes standing for hidden items, merged edges, the
@@ -69,25 +70,45 @@ export function buildScene(graph: Graph, layout: Layout): Scene {
     if (s !== undefined) initCount.set(s, (initCount.get(s) ?? 0) + 1);
   }
   const edges = visibleEdges(graph, rep);
-  return { graph, layout, rep, edges, initCount, frames: frameIndex(graph, layout), routes: [] };
+  const n = edges.src.length;
+  return {
+    graph,
+    layout,
+    rep,
+    edges,
+    initCount,
+    frames: frameIndex(graph, layout),
+    // filled with undefined, not empty: a route computed first out of order (a hover) would
+    // leave a sparse array, slow to read on every paint
+    routes: new Array<Route | undefined>(n).fill(undefined),
+    routeBoxes: new Float64Array(4 * n),
+  };
 }
 
-/** The route of visible edge `k`, kept: every paint and pointer move reads all of them. */
+/** The route of visible edge `k`, kept with its bounds: every paint and pointer move reads
+ *  all of them. */
 export function sceneRoute(scene: Scene, k: number): Route {
+  const kept = scene.routes[k];
+  if (kept) return kept;
   const { layout, edges } = scene;
-  scene.routes[k] ??= edgeRoute(
-    layout,
-    scene.frames,
-    edges.src[k],
-    edges.dst[k],
-    layout.meta.direction,
-  );
-  return scene.routes[k];
+  const route = edgeRoute(layout, scene.frames, edges.src[k], edges.dst[k], layout.meta.direction);
+  const b = routeBounds(route);
+  scene.routes[k] = route;
+  scene.routeBoxes.set([b.x, b.y, b.w, b.h], 4 * k);
+  return route;
+}
+
+/** Whether visible edge `k`'s route may cross `view` (the box around it does). */
+export function routeMeets(scene: Scene, k: number, view: Rect): boolean {
+  sceneRoute(scene, k);
+  const b = scene.routeBoxes;
+  const i = 4 * k;
+  return intersects(view, b[i], b[i + 1], b[i + 2], b[i + 3]);
 }
 
 /** Boxes moved in place (a drag): their edges' routes are computed again. */
 export function forgetRoutes(scene: Scene): void {
-  scene.routes.length = 0;
+  scene.routes.fill(undefined);
 }
 
 export interface DrawOptions {
@@ -246,9 +267,8 @@ function drawEdges(f: Frame): number {
   const straight = s < V.edge.straightBelow;
   let drawn = 0;
   for (let k = 0; k < e.src.length; k++) {
+    if (!routeMeets(scene, k, f.view)) continue;
     const route = sceneRoute(scene, k);
-    const b = routeBounds(route);
-    if (!intersects(f.view, b.x, b.y, b.w, b.h)) continue;
     const hot = o.selectedSlots.has(e.src[k]) || o.selectedSlots.has(e.dst[k]) || k === o.hoverEdge;
     traceRoute(hot ? highlighted : e.flags[k] & OPTIONAL_INPUT ? optional : plain, route, straight);
     drawn++;
