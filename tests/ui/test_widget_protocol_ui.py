@@ -5,6 +5,7 @@ leaves the other working."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 import pytest
@@ -130,3 +131,66 @@ def test_two_views_of_one_graph_each_get_their_own_answers(notebook: Any) -> Non
     assert nb.error_outputs() == []
     uncaught = [e for e in nb.console_errors if "Uncaught" in e or "RequestError" in e]
     assert uncaught == [], uncaught
+
+
+THREAD_CELLS = [
+    """
+import tempfile, threading, onnx
+import ipywidgets as widgets
+import nsdl_jupyter as nj
+from nsdl_jupyter.examples import synthetic_dag
+folder = tempfile.mkdtemp()
+onnx.save(synthetic_dag(300, seed=1), folder + "/model.onnx")
+view = nj.GraphView(nj.open_model(folder + "/model.onnx"), height=260)
+threads = []
+for name, handler in list(view._channel._handlers.items()):
+    def spy(payload, handler=handler, name=name):
+        threads.append(threading.current_thread().name)
+        return handler(payload)
+    view._channel._handlers[name] = spy
+plain = widgets.Button(description="clicked 0")
+plain.add_class("nsdl-test-plain")
+def clicked(button):
+    threads.append("plain " + threading.current_thread().name)
+    # published while handling the click: ipykernel sends the next click to its subshell
+    button.description = f"clicked {len(threads)}"
+plain.on_click(clicked)
+widgets.VBox([plain, view])
+""",
+    "view.expand()",  # published from a cell: ipykernel would route the next message here
+    "print('THREADS', sorted(set(threads)))",
+]
+
+
+def test_every_request_is_handled_on_the_main_shell(notebook: Any) -> None:
+    """JupyterLab sends widget messages over a kernel subshell (a plain ipywidgets Button's
+    second click runs on the subshell's thread here); a GraphView's requests still run on the
+    main thread, one at a time, whoever published last."""
+    nb = notebook(THREAD_CELLS)
+    nb.run_cell(0)
+    nb.page.wait_for_function(
+        f"() => document.querySelector('{VIEWS}[data-ready=\"1\"]') !== null", timeout=120_000
+    )
+    burst = """(apis) => Promise.all([
+        apis[0].request('expand_all', {}), apis[0].request('collapse_all', {}),
+        apis[0].request('expand_all', {}), apis[0].request('collapse_all', {}),
+    ])"""
+    first = in_views(nb, burst)
+    nb.run_cell(1)
+    second = in_views(nb, burst)
+    seqs = [a["value"]["layout_seq"] for a in first + second]
+    assert all(a["ok"] for a in first + second), first + second
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
+    button = nb.page.locator(".nsdl-test-plain")
+    for _ in range(2):
+        before = button.inner_text()
+        button.click()
+        nb.page.wait_for_function(
+            "([b, t]) => b.textContent !== t", arg=[button.element_handle(), before]
+        )
+    seen = ast.literal_eval(nb.run_cell(2).split("THREADS", 1)[1].strip())
+    plain = [t for t in seen if t.startswith("plain ")]
+    assert any(t.startswith("plain subshell") for t in plain), (
+        f"JupyterLab sent no widget message over a subshell here: this test shows nothing {seen}"
+    )
+    assert [t for t in seen if t not in plain] == ["MainThread"], seen
