@@ -2,8 +2,9 @@
 // nsdl_jupyter/graph/_routes.py computes it for the SVG (tests/test_drawing_parity.py compares).
 // An edge into (out of) opened frames bends between the outermost frames it enters (leaves)
 // and crosses each frame's border along the flow: straight on when nothing lies in between,
-// else through a lane in the frame's margin (the edge's own box), else curving inside; its
-// straight parts are not drawn over the title bars of those frames.
+// else through a lane in the frame's margin (the edge's own box), else curving inside. No part
+// of a route is drawn over the title bar of an opened frame, one it enters, leaves or jumps
+// over: the line stops at the bar's border and goes on past it.
 import { curveDistance, curvePoint, HEADER, type Rect } from "./geometry";
 import { type Graph, KIND_FRAME, type Layout } from "./graph";
 import { V } from "./vocabulary";
@@ -21,12 +22,19 @@ type Seg = number[]; // [x0, y0, c1x, c1y, c2x, c2y, x1, y1]
 export interface FrameIndex {
   chains: number[][]; // per slot: the frames around it, outermost first
   children: Map<number, number[]>; // per frame: the boxes and frames right inside it
+  nested: Map<number, number[]>; // per frame, and -1 for the top level: the frames right inside it
 }
 
 /** Per slot, the frames around it; per frame, the slots right inside it. */
 export function frameIndex(graph: Graph, layout: Layout): FrameIndex {
   const chains: number[][] = [];
   const children = new Map<number, number[]>();
+  const nested = new Map<number, number[]>();
+  const add = (to: Map<number, number[]>, key: number, slot: number) => {
+    const list = to.get(key);
+    if (list) list.push(slot);
+    else to.set(key, [slot]);
+  };
   for (let slot = 0; slot < layout.ref.length; slot++) {
     const ref = layout.ref[slot];
     let g = ref < 0 ? graph.groupParent[~ref] : graph.group[ref];
@@ -36,14 +44,11 @@ export function frameIndex(graph: Graph, layout: Layout): FrameIndex {
       if (f !== undefined && layout.kind[f] === KIND_FRAME) chain.push(f);
       g = graph.groupParent[g];
     }
-    if (chain.length) {
-      const inside = children.get(chain[0]);
-      if (inside) inside.push(slot);
-      else children.set(chain[0], [slot]);
-    }
+    if (chain.length) add(children, chain[0], slot);
+    if (layout.kind[slot] === KIND_FRAME) add(nested, chain.length ? chain[0] : -1, slot);
     chains.push(chain.reverse());
   }
-  return { chains, children };
+  return { chains, children, nested };
 }
 
 /** A box in flow coordinates: u along the flow, v across it. */
@@ -219,28 +224,51 @@ export function edgeRoute(
     const d = Math.max(V.edge.bend, Math.abs(v1 - v0) / 2) * (down ? 1 : -1);
     curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1];
   }
+  const segs = [...first, curve, ...last].map((flat) =>
+    lr ? flat : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]],
+  );
+  const titles = titlesMet(layout, frames, segs);
   const route: Route = [];
-  const titles = left.concat(entered).map((f) => titleBar(layout, f));
-  for (const part of [first, [curve], last]) {
-    for (const flat of part) {
-      const seg = lr
-        ? flat
-        : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]];
-      const straight =
-        seg[0] === seg[2] && seg[1] === seg[3] && seg[4] === seg[6] && seg[5] === seg[7];
-      if (straight && titles.length) for (const piece of cut(seg, titles)) join(route, piece);
-      else join(route, seg);
-    }
+  for (const seg of segs) {
+    if (titles.length) for (const piece of cut(seg, titles)) join(route, piece);
+    else join(route, seg);
   }
   return route;
 }
 
-function titleBar(layout: Layout, f: number): Rect {
-  return { x: layout.x[f], y: layout.y[f], w: layout.w[f], h: Math.min(HEADER, layout.h[f]) };
+/** The title bars of the frames that the box around the segments' points meets (a cubic lies
+ *  inside its control points): walked down from the top level, a frame's inner frames only
+ *  where the frame itself is met (_routes.py _titles_met). */
+function titlesMet(layout: Layout, frames: FrameIndex, segs: Seg[]): Rect[] {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const seg of segs) {
+    for (let k = 0; k < 8; k += 2) {
+      x0 = Math.min(x0, seg[k]);
+      y0 = Math.min(y0, seg[k + 1]);
+      x1 = Math.max(x1, seg[k]);
+      y1 = Math.max(y1, seg[k + 1]);
+    }
+  }
+  const { x, y, w, h } = layout;
+  const titles: Rect[] = [];
+  const todo = [...(frames.nested.get(-1) ?? [])];
+  for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+    if (x[f] < x1 && x0 < x[f] + w[f] && y[f] < y1 && y0 < y[f] + h[f]) {
+      titles.push({ x: x[f], y: y[f], w: w[f], h: Math.min(HEADER, h[f]) });
+      todo.push(...(frames.nested.get(f) ?? []));
+    }
+  }
+  return titles;
+}
+
+/** A segment less the parts inside the title bars. */
+function cut(seg: Seg, titles: Rect[]): Seg[] {
+  const straight = seg[0] === seg[2] && seg[1] === seg[3] && seg[4] === seg[6] && seg[5] === seg[7];
+  return straight ? cutLine(seg, titles) : cutCurve(seg, titles);
 }
 
 /** A straight segment (along an axis) less the title bars it passes. */
-function cut(seg: Seg, titles: Rect[]): Seg[] {
+function cutLine(seg: Seg, titles: Rect[]): Seg[] {
   const vertical = seg[0] === seg[6];
   const at = vertical ? seg[0] : seg[1];
   const [a, b] = vertical ? [seg[1], seg[7]] : [seg[0], seg[6]];
@@ -264,6 +292,97 @@ function cut(seg: Seg, titles: Rect[]): Seg[] {
   if (hi > start) pieces.push([start, hi]);
   if (b < a) pieces = pieces.reverse().map(([s, e]) => [e, s]); // keep the direction
   return pieces.map(([s, e]) => (vertical ? line([at, s], [at, e]) : line([s, at], [e, at])));
+}
+
+/** A cubic segment less the parts inside the title bars: cut where it crosses a bar's border,
+ *  on the side of the crossing outside the bars (no drawn point lies inside). */
+function cutCurve(seg: Seg, titles: Rect[]): Seg[] {
+  const xs = [seg[0], seg[2], seg[4], seg[6]]; // the cubic lies inside its control points
+  const ys = [seg[1], seg[3], seg[5], seg[7]];
+  const [xMin, xMax, yMin, yMax] = [
+    Math.min(...xs),
+    Math.max(...xs),
+    Math.min(...ys),
+    Math.max(...ys),
+  ];
+  const met = titles.filter(
+    (t) => t.x < xMax && xMin < t.x + t.w && t.y < yMax && yMin < t.y + t.h,
+  );
+  const inside = (t: number): boolean => {
+    const [px, py] = blossom(seg, t, t, t);
+    return met.some((r) => r.x < px && px < r.x + r.w && r.y < py && py < r.y + r.h);
+  };
+  const ts = [0, 1];
+  for (const r of met) {
+    for (const [axis, at] of [
+      [0, r.x],
+      [0, r.x + r.w],
+      [1, r.y],
+      [1, r.y + r.h],
+    ]) {
+      for (const [t0, t1] of crossings(seg, axis, at)) ts.push(inside(t0) ? t1 : t0);
+    }
+  }
+  ts.sort((p, q) => p - q);
+  const spans: [number, number][] = [];
+  let start: number | null = 0;
+  for (let k = 1; k < ts.length; k++) {
+    const [t0, t1] = [ts[k - 1], ts[k]];
+    if (inside((t0 + t1) / 2)) {
+      if (start !== null && t0 > start) spans.push([start, t0]);
+      start = null;
+    } else if (start === null) start = t0;
+  }
+  if (start !== null && start < 1) spans.push([start, 1]);
+  if (spans.length === 1 && spans[0][0] === 0 && spans[0][1] === 1) return [seg];
+  return spans.map(([t0, t1]) => [
+    ...blossom(seg, t0, t0, t0),
+    ...blossom(seg, t0, t0, t1),
+    ...blossom(seg, t0, t1, t1),
+    ...blossom(seg, t1, t1, t1),
+  ]);
+}
+
+/** The cubic's blossom at (t1, t2, t3): de Casteljau's steps with one parameter each; the
+ *  point at t is the blossom at (t, t, t). */
+function blossom(seg: Seg, t1: number, t2: number, t3: number): Point {
+  let xs = [seg[0], seg[2], seg[4], seg[6]];
+  let ys = [seg[1], seg[3], seg[5], seg[7]];
+  for (const t of [t1, t2, t3]) {
+    xs = xs.slice(1).map((b, k) => xs[k] + (b - xs[k]) * t);
+    ys = ys.slice(1).map((b, k) => ys[k] + (b - ys[k]) * t);
+  }
+  return [xs[0], ys[0]];
+}
+
+/** Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, the two
+ *  neighbouring t on either side of it. */
+function crossings(seg: Seg, axis: number, at: number): [number, number][] {
+  const [p0, p1, p2, p3] = [seg[axis], seg[axis + 2], seg[axis + 4], seg[axis + 6]];
+  const [d0, d1, d2] = [p1 - p0, p2 - p1, p3 - p2]; // the derivative / 3, in Bernstein form
+  const [a, b, c] = [d0 - 2 * d1 + d2, 2 * (d1 - d0), d0]; // ... and as a t^2 + b t + c
+  let turns: number[] = [];
+  if (a !== 0 && b * b >= 4 * a * c) {
+    const r = Math.sqrt(b * b - 4 * a * c);
+    turns = [(-b - r) / (2 * a), (-b + r) / (2 * a)];
+  } else if (a === 0 && b !== 0) turns = [-c / b];
+  const ends = [0, ...turns.filter((t) => 0 < t && t < 1).sort((p, q) => p - q), 1]; // monotone between
+  const below = (t: number): boolean => blossom(seg, t, t, t)[axis] < at;
+  const found: [number, number][] = [];
+  for (let k = 1; k < ends.length; k++) {
+    let [lo, hi] = [ends[k - 1], ends[k]];
+    const side = below(lo);
+    if (side === below(hi)) continue;
+    for (let i = 0; i < 64; i++) {
+      // halving down to neighbouring doubles
+      const mid = (lo + hi) / 2;
+      if (mid === lo || mid === hi) break;
+      if (below(mid) === side) lo = mid;
+      else hi = mid;
+    }
+    found.push([lo, hi]);
+  }
+  return found;
 }
 
 /** Adds a segment to a route: to its last subpath when it starts where that ends, else as a
