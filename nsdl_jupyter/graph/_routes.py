@@ -223,9 +223,9 @@ Rect = tuple[float, float, float, float]
 
 
 def _titles_met(rects: Sequence[Box], frames: Frames, segs: list[list[float]]) -> list[Rect]:
-    """The title bars of the frames that the box around the segments' points meets (a cubic
-    lies inside its control points): walked down from the top level, a frame's inner frames
-    only where the frame itself is met."""
+    """The title bars that the box around the segments' points meets (a cubic lies inside its
+    control points): frames walked down from the top level, a frame's inner frames only where
+    the frame itself is met."""
     xs, ys = [c for s in segs for c in s[0::2]], [c for s in segs for c in s[1::2]]
     x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
     titles: list[Rect] = []
@@ -234,7 +234,9 @@ def _titles_met(rects: Sequence[Box], frames: Frames, segs: list[list[float]]) -
         f = todo.pop()
         x, y, w, h = rects[f]
         if x < x1 and x0 < x + w and y < y1 and y0 < y + h:
-            titles.append((x, y, w, min(HEADER, h)))
+            bar = (x, y, w, min(HEADER, h))
+            if y0 < y + bar[3]:
+                titles.append(bar)
             todo += frames.nested.get(f, [])
     return titles
 
@@ -260,6 +262,42 @@ def _cut_line(seg: list[float], titles: list[Rect]) -> list[list[float]]:
             cuts.append((max(span[0], lo), min(span[1], hi)))
     if not cuts:
         return [seg]
+    pieces = _outside(lo, hi, cuts)
+    if b < a:  # keep the direction p -> q
+        pieces = [(e, s) for s, e in reversed(pieces)]
+    return [_line((at, s), (at, e)) if vertical else _line((s, at), (e, at)) for s, e in pieces]
+
+
+def _cut_curve(seg: list[float], titles: list[Rect]) -> list[list[float]]:
+    """A cubic segment less the parts inside the title bars: cut where it crosses a bar's
+    border, on the side of the crossing outside the bar (no drawn point lies inside)."""
+    lo = min(seg[0::2]), min(seg[1::2])  # the cubic lies inside its control points
+    hi = max(seg[0::2]), max(seg[1::2])
+    cuts: list[tuple[float, float]] = []
+    for bar in titles:
+        x, y, w, h = bar
+        if not (x < hi[0] and lo[0] < x + w and y < hi[1] and lo[1] < y + h):
+            continue
+        ts = [0.0, 1.0]
+        for axis, at in ((0, x), (0, x + w), (1, y), (1, y + h)):
+            if lo[axis] < at < hi[axis]:  # else the cubic never crosses it
+                crossings = _crossings(seg, axis, at)
+                ts += [t1 if _inside(seg, bar, t0) else t0 for t0, t1 in crossings]
+        ts.sort()
+        cuts += [(t0, t1) for t0, t1 in itertools.pairwise(ts) if _inside(seg, bar, (t0 + t1) / 2)]
+    if not cuts:
+        return [seg]
+    return [_part(seg, t0, t1) for t0, t1 in _outside(0.0, 1.0, cuts)]
+
+
+def _inside(seg: list[float], bar: Rect, t: float) -> bool:
+    x, y, w, h = bar
+    px, py = _blossom(seg, t, t, t)
+    return x < px < x + w and y < py < y + h
+
+
+def _outside(lo: float, hi: float, cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of lo..hi outside the cuts."""
     pieces: list[tuple[float, float]] = []
     start = lo
     for c0, c1 in sorted(cuts):
@@ -268,69 +306,34 @@ def _cut_line(seg: list[float], titles: list[Rect]) -> list[list[float]]:
         start = max(start, c1)
     if hi > start:
         pieces.append((start, hi))
-    if b < a:  # keep the direction p -> q
-        pieces = [(e, s) for s, e in reversed(pieces)]
-    return [_line((at, s), (at, e)) if vertical else _line((s, at), (e, at)) for s, e in pieces]
-
-
-def _cut_curve(seg: list[float], titles: list[Rect]) -> list[list[float]]:
-    """A cubic segment less the parts inside the title bars: cut where it crosses a bar's
-    border, on the side of the crossing outside the bars (no drawn point lies inside)."""
-    xs, ys = seg[0::2], seg[1::2]  # the cubic lies inside its control points
-    met = [
-        (x, y, w, h)
-        for x, y, w, h in titles
-        if x < max(xs) and min(xs) < x + w and y < max(ys) and min(ys) < y + h
-    ]
-
-    def inside(t: float) -> bool:
-        px, py = _blossom(seg, t, t, t)
-        return any(x < px < x + w and y < py < y + h for x, y, w, h in met)
-
-    ts = [0.0, 1.0]
-    for x, y, w, h in met:
-        for axis, at in ((0, x), (0, x + w), (1, y), (1, y + h)):
-            ts += [t1 if inside(t0) else t0 for t0, t1 in _crossings(seg, axis, at)]
-    ts.sort()
-    spans: list[tuple[float, float]] = []
-    start: float | None = 0.0
-    for t0, t1 in itertools.pairwise(ts):
-        if inside((t0 + t1) / 2):
-            if start is not None and t0 > start:
-                spans.append((start, t0))
-            start = None
-        elif start is None:
-            start = t0
-    if start is not None and start < 1.0:
-        spans.append((start, 1.0))
-    return [seg] if spans == [(0.0, 1.0)] else [_part(seg, t0, t1) for t0, t1 in spans]
+    return pieces
 
 
 def _blossom(seg: list[float], t1: float, t2: float, t3: float) -> Point:
     """The cubic's blossom at (t1, t2, t3): de Casteljau's steps with one parameter each; the
     point at t is the blossom at (t, t, t)."""
-    xs, ys = seg[0::2], seg[1::2]
-    for t in (t1, t2, t3):
-        xs = [a + (b - a) * t for a, b in itertools.pairwise(xs)]
-        ys = [a + (b - a) * t for a, b in itertools.pairwise(ys)]
-    return xs[0], ys[0]
+    at: list[float] = []
+    for axis in (0, 1):
+        a, b, c, d = seg[axis::2]
+        a, b, c = a + (b - a) * t1, b + (c - b) * t1, c + (d - c) * t1
+        a, b = a + (b - a) * t2, b + (c - b) * t2
+        at.append(a + (b - a) * t3)
+    return at[0], at[1]
 
 
 def _part(seg: list[float], t0: float, t1: float) -> list[float]:
     """The cubic from t0 to t1 of a cubic segment."""
-    return [
-        c
-        for a, b, c in ((t0, t0, t0), (t0, t0, t1), (t0, t1, t1), (t1, t1, t1))
-        for c in _blossom(seg, a, b, c)
-    ]
+    ends = ((t0, t0, t0), (t0, t0, t1), (t0, t1, t1), (t1, t1, t1))
+    return [c for ts in ends for c in _blossom(seg, *ts)]
 
 
 def _crossings(seg: list[float], axis: int, at: float) -> list[tuple[float, float]]:
-    """Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, the
-    two neighbouring t on either side of it."""
+    """Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, two t
+    close on either side of it."""
     p0, p1, p2, p3 = seg[axis::2]
-    d0, d1, d2 = p1 - p0, p2 - p1, p3 - p2  # the derivative / 3, in Bernstein form
-    a, b, c = d0 - 2 * d1 + d2, 2 * (d1 - d0), d0  # ... and as a t^2 + b t + c
+    # as a polynomial k3 t^3 + k2 t^2 + k1 t + p0; its derivative / 3 as a t^2 + b t + c
+    k1, k2, k3 = 3 * (p1 - p0), 3 * (p0 - 2 * p1 + p2), p3 - p0 + 3 * (p1 - p2)
+    a, b, c = k3, 2 * k2 / 3, k1 / 3
     turns: list[float] = []
     if a != 0 and b * b >= 4 * a * c:
         r = math.sqrt(b * b - 4 * a * c)
@@ -340,17 +343,15 @@ def _crossings(seg: list[float], axis: int, at: float) -> list[tuple[float, floa
     ends = [0.0, *sorted(t for t in turns if 0 < t < 1), 1.0]  # monotone between these
 
     def below(t: float) -> bool:
-        return _blossom(seg, t, t, t)[axis] < at
+        return ((k3 * t + k2) * t + k1) * t + p0 < at
 
     found: list[tuple[float, float]] = []
     for start, stop in itertools.pairwise(ends):
         side, lo, hi = below(start), start, stop
         if side == below(stop):
             continue
-        for _ in range(64):  # halving down to neighbouring doubles
+        while hi - lo > 1e-7:  # a thousandth of a unit along a route of 10k units
             mid = (lo + hi) / 2
-            if mid in (lo, hi):
-                break
             if below(mid) == side:
                 lo = mid
             else:

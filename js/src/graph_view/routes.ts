@@ -236,9 +236,9 @@ export function edgeRoute(
   return route;
 }
 
-/** The title bars of the frames that the box around the segments' points meets (a cubic lies
- *  inside its control points): walked down from the top level, a frame's inner frames only
- *  where the frame itself is met (_routes.py _titles_met). */
+/** The title bars that the box around the segments' points meets (a cubic lies inside its
+ *  control points): frames walked down from the top level, a frame's inner frames only where
+ *  the frame itself is met (_routes.py _titles_met). */
 function titlesMet(layout: Layout, frames: FrameIndex, segs: Seg[]): Rect[] {
   let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
   for (const seg of segs) {
@@ -254,7 +254,8 @@ function titlesMet(layout: Layout, frames: FrameIndex, segs: Seg[]): Rect[] {
   const todo = [...(frames.nested.get(-1) ?? [])];
   for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
     if (x[f] < x1 && x0 < x[f] + w[f] && y[f] < y1 && y0 < y[f] + h[f]) {
-      titles.push({ x: x[f], y: y[f], w: w[f], h: Math.min(HEADER, h[f]) });
+      const bar = { x: x[f], y: y[f], w: w[f], h: Math.min(HEADER, h[f]) };
+      if (y0 < bar.y + bar.h) titles.push(bar);
       todo.push(...(frames.nested.get(f) ?? []));
     }
   }
@@ -282,60 +283,39 @@ function cutLine(seg: Seg, titles: Rect[]): Seg[] {
       cuts.push([Math.max(span[0], lo), Math.min(span[1], hi)]);
   }
   if (!cuts.length) return [seg];
-  cuts.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
-  let pieces: [number, number][] = [];
-  let start = lo;
-  for (const [c0, c1] of cuts) {
-    if (c0 > start) pieces.push([start, c0]);
-    start = Math.max(start, c1);
-  }
-  if (hi > start) pieces.push([start, hi]);
+  let pieces = outside(lo, hi, cuts);
   if (b < a) pieces = pieces.reverse().map(([s, e]) => [e, s]); // keep the direction
   return pieces.map(([s, e]) => (vertical ? line([at, s], [at, e]) : line([s, at], [e, at])));
 }
 
 /** A cubic segment less the parts inside the title bars: cut where it crosses a bar's border,
- *  on the side of the crossing outside the bars (no drawn point lies inside). */
+ *  on the side of the crossing outside the bar (no drawn point lies inside). */
 function cutCurve(seg: Seg, titles: Rect[]): Seg[] {
   const xs = [seg[0], seg[2], seg[4], seg[6]]; // the cubic lies inside its control points
   const ys = [seg[1], seg[3], seg[5], seg[7]];
-  const [xMin, xMax, yMin, yMax] = [
-    Math.min(...xs),
-    Math.max(...xs),
-    Math.min(...ys),
-    Math.max(...ys),
-  ];
-  const met = titles.filter(
-    (t) => t.x < xMax && xMin < t.x + t.w && t.y < yMax && yMin < t.y + t.h,
-  );
-  const inside = (t: number): boolean => {
-    const [px, py] = blossom(seg, t, t, t);
-    return met.some((r) => r.x < px && px < r.x + r.w && r.y < py && py < r.y + r.h);
-  };
-  const ts = [0, 1];
-  for (const r of met) {
+  const lo = [Math.min(...xs), Math.min(...ys)];
+  const hi = [Math.max(...xs), Math.max(...ys)];
+  const cuts: [number, number][] = [];
+  for (const bar of titles) {
+    const { x, y, w, h } = bar;
+    if (!(x < hi[0] && lo[0] < x + w && y < hi[1] && lo[1] < y + h)) continue;
+    const ts = [0, 1];
     for (const [axis, at] of [
-      [0, r.x],
-      [0, r.x + r.w],
-      [1, r.y],
-      [1, r.y + r.h],
+      [0, x],
+      [0, x + w],
+      [1, y],
+      [1, y + h],
     ]) {
-      for (const [t0, t1] of crossings(seg, axis, at)) ts.push(inside(t0) ? t1 : t0);
+      if (!(lo[axis] < at && at < hi[axis])) continue; // else the cubic never crosses it
+      for (const [t0, t1] of crossings(seg, axis, at)) ts.push(inside(seg, bar, t0) ? t1 : t0);
+    }
+    ts.sort((p, q) => p - q);
+    for (let k = 1; k < ts.length; k++) {
+      if (inside(seg, bar, (ts[k - 1] + ts[k]) / 2)) cuts.push([ts[k - 1], ts[k]]);
     }
   }
-  ts.sort((p, q) => p - q);
-  const spans: [number, number][] = [];
-  let start: number | null = 0;
-  for (let k = 1; k < ts.length; k++) {
-    const [t0, t1] = [ts[k - 1], ts[k]];
-    if (inside((t0 + t1) / 2)) {
-      if (start !== null && t0 > start) spans.push([start, t0]);
-      start = null;
-    } else if (start === null) start = t0;
-  }
-  if (start !== null && start < 1) spans.push([start, 1]);
-  if (spans.length === 1 && spans[0][0] === 0 && spans[0][1] === 1) return [seg];
-  return spans.map(([t0, t1]) => [
+  if (!cuts.length) return [seg];
+  return outside(0, 1, cuts).map(([t0, t1]) => [
     ...blossom(seg, t0, t0, t0),
     ...blossom(seg, t0, t0, t1),
     ...blossom(seg, t0, t1, t1),
@@ -343,40 +323,61 @@ function cutCurve(seg: Seg, titles: Rect[]): Seg[] {
   ]);
 }
 
+function inside(seg: Seg, bar: Rect, t: number): boolean {
+  const [px, py] = blossom(seg, t, t, t);
+  return bar.x < px && px < bar.x + bar.w && bar.y < py && py < bar.y + bar.h;
+}
+
+/** The parts of lo..hi outside the cuts. */
+function outside(lo: number, hi: number, cuts: [number, number][]): [number, number][] {
+  cuts.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
+  const pieces: [number, number][] = [];
+  let start = lo;
+  for (const [c0, c1] of cuts) {
+    if (c0 > start) pieces.push([start, c0]);
+    start = Math.max(start, c1);
+  }
+  if (hi > start) pieces.push([start, hi]);
+  return pieces;
+}
+
 /** The cubic's blossom at (t1, t2, t3): de Casteljau's steps with one parameter each; the
  *  point at t is the blossom at (t, t, t). */
 function blossom(seg: Seg, t1: number, t2: number, t3: number): Point {
-  let xs = [seg[0], seg[2], seg[4], seg[6]];
-  let ys = [seg[1], seg[3], seg[5], seg[7]];
-  for (const t of [t1, t2, t3]) {
-    xs = xs.slice(1).map((b, k) => xs[k] + (b - xs[k]) * t);
-    ys = ys.slice(1).map((b, k) => ys[k] + (b - ys[k]) * t);
+  const at: number[] = [];
+  for (const axis of [0, 1]) {
+    let [a, b, c] = [seg[axis], seg[axis + 2], seg[axis + 4]];
+    const d = seg[axis + 6];
+    [a, b, c] = [a + (b - a) * t1, b + (c - b) * t1, c + (d - c) * t1];
+    [a, b] = [a + (b - a) * t2, b + (c - b) * t2];
+    at.push(a + (b - a) * t3);
   }
-  return [xs[0], ys[0]];
+  return [at[0], at[1]];
 }
 
-/** Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, the two
- *  neighbouring t on either side of it. */
+/** Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, two t close
+ *  on either side of it. */
 function crossings(seg: Seg, axis: number, at: number): [number, number][] {
   const [p0, p1, p2, p3] = [seg[axis], seg[axis + 2], seg[axis + 4], seg[axis + 6]];
-  const [d0, d1, d2] = [p1 - p0, p2 - p1, p3 - p2]; // the derivative / 3, in Bernstein form
-  const [a, b, c] = [d0 - 2 * d1 + d2, 2 * (d1 - d0), d0]; // ... and as a t^2 + b t + c
+  // as a polynomial k3 t^3 + k2 t^2 + k1 t + p0; its derivative / 3 as a t^2 + b t + c
+  const [k1, k2, k3] = [3 * (p1 - p0), 3 * (p0 - 2 * p1 + p2), p3 - p0 + 3 * (p1 - p2)];
+  const [a, b, c] = [k3, (2 * k2) / 3, k1 / 3];
   let turns: number[] = [];
   if (a !== 0 && b * b >= 4 * a * c) {
     const r = Math.sqrt(b * b - 4 * a * c);
     turns = [(-b - r) / (2 * a), (-b + r) / (2 * a)];
   } else if (a === 0 && b !== 0) turns = [-c / b];
-  const ends = [0, ...turns.filter((t) => 0 < t && t < 1).sort((p, q) => p - q), 1]; // monotone between
-  const below = (t: number): boolean => blossom(seg, t, t, t)[axis] < at;
+  // monotone between these
+  const ends = [0, ...turns.filter((t) => 0 < t && t < 1).sort((p, q) => p - q), 1];
+  const below = (t: number): boolean => ((k3 * t + k2) * t + k1) * t + p0 < at;
   const found: [number, number][] = [];
   for (let k = 1; k < ends.length; k++) {
     let [lo, hi] = [ends[k - 1], ends[k]];
     const side = below(lo);
     if (side === below(hi)) continue;
-    for (let i = 0; i < 64; i++) {
-      // halving down to neighbouring doubles
+    while (hi - lo > 1e-7) {
+      // a thousandth of a unit along a route of 10k units
       const mid = (lo + hi) / 2;
-      if (mid === lo || mid === hi) break;
       if (below(mid) === side) lo = mid;
       else hi = mid;
     }
