@@ -1,7 +1,8 @@
 """Edge routes around opened frames (nsdl_jupyter/graph/_routes.py): an edge into or out of a
 module's frame is not drawn over the frame's title, in a torchvision-shaped ResNet-18 with
-`layer1` and `layer1.0` open (scopes `/layer1/layer1.0/conv1/Conv`). The canvas computes the
-same routes (tests/test_drawing_parity.py)."""
+`layer1` and `layer1.0` open (scopes `/layer1/layer1.0/conv1/Conv`); nor is an edge that only
+passes over a frame, in a BERT built in code. The canvas computes the same routes
+(tests/test_drawing_parity.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import onnx_ir as ir
 import pytest
 
-from nsdl_jupyter.examples import resnet18
+from nsdl_jupyter.examples import bert_base, resnet18
 from nsdl_jupyter.graph import GraphScene
 from nsdl_jupyter.graph._drawing import representatives
 from nsdl_jupyter.graph._layout import HEADER, KIND_FRAME, Direction, LayoutResult
@@ -106,3 +107,43 @@ def test_edges_into_and_out_of_an_opened_module_keep_off_its_title(
             if s not in (a, b) and any(strictly_inside(p, rects[s]) for p in drawn)
         ]
         assert not hidden, (a, b, hidden)
+
+
+@pytest.mark.parametrize("direction", ["TB", "LR"])
+@pytest.mark.parametrize("opened", ["layer.0", "all"])
+def test_no_edge_is_drawn_over_a_title_even_one_it_jumps_over(
+    direction: Direction, opened: str
+) -> None:
+    """BERT built in code as torch exports it (scopes `/bert/encoder/layer.0/...`): the
+    attention mask's arithmetic at the top level feeds every layer, so its edges to layer 1
+    pass across layer 0's frame; with everything open, more edges jump over frames."""
+    scene = GraphScene(ir.from_proto(bert_base(layers=2, hidden=32, heads=2, vocab=64)).graph)
+    scene.direction = direction
+    if opened == "all":
+        scene.expand_all()
+    else:
+        keys = scene.hierarchy.by_key()
+        layer = next(k for k in keys if k.endswith("/layer.0"))
+        scene.expand(g for k, g in keys.items() if k == layer or k.startswith(layer + "/"))
+    result = scene.layout()
+    h = scene.hierarchy
+    parents = [g.parent for g in h.groups]
+    rects = result.rects.astype(float).tolist()
+    frames = frames_of(result, h.item_group, parents)
+    bars = {s: title_bar(rects[s]) for s, k in enumerate(result.kinds.tolist()) if k == KIND_FRAME}
+    rep = representatives(h.item_group, parents, result)
+    edges = [(e.src, e.dst) for e in visible_edges(scene, rep)]
+    lr = direction == "LR"
+    uncut = Frames(frames.chains, frames.children)  # no frames to keep off: nothing cut
+    jumped = [  # frames around neither end that an edge drawn in full would cross the title of
+        f
+        for a, b in edges
+        for p in points(edge_route(rects, uncut, a, b, lr))
+        for f, bar in bars.items()
+        if f not in frames.chains[a] + frames.chains[b] and strictly_inside(p, bar)
+    ]
+    assert jumped
+    for a, b in edges:
+        drawn = list(points(edge_route(rects, frames, a, b, lr), 64))
+        over = [f for f, bar in bars.items() if any(strictly_inside(p, bar) for p in drawn)]
+        assert not over, (a, b, over)

@@ -29,7 +29,7 @@ function framed(boxes: number[][], inside: number[]): [Layout, FrameIndex] {
     ),
   );
   const chains = Array.from({ length: n }, (_, s) => (inside.includes(s) ? [0] : []));
-  return [layout, { chains, children: new Map([[0, inside]]) }];
+  return [layout, { chains, children: new Map([[0, inside]]), nested: new Map([[-1, [0]]]) }];
 }
 
 /** Points along every segment of a route. */

@@ -10,14 +10,18 @@ frame's border along the flow, at the frame's start (end), level by level inside
   the title, then across into the box, when nothing lies on that way;
 - else straight through the frame's title bar and margin, then curving to the next box.
 
-A straight part is not drawn where it passes the title bar of a frame the edge enters or
-leaves (top-down, the title bar lies across the way in): no edge is drawn over a title.
+No part of a route is drawn where it passes the title bar of an opened frame: one the edge
+enters or leaves (top-down, the title bar lies across the way in) or one it jumps over (a long
+edge across a module drawn between its ends). The line stops at the bar's border and goes on
+past it, so that no edge is drawn over a title.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from nsdl_jupyter.graph._hierarchy import is_group_ref
@@ -38,6 +42,8 @@ class Frames:
 
     chains: list[list[int]]  # per slot: the frames around it, outermost first
     children: dict[int, list[int]]  # per frame: the boxes and frames right inside it
+    # per frame, and -1 for the top level: the frames right inside it
+    nested: dict[int, list[int]] = field(default_factory=dict)
 
 
 def frames_of(
@@ -50,6 +56,7 @@ def frames_of(
     frame_of = {~r: s for s, (r, k) in enumerate(zip(refs, kinds, strict=True)) if k == KIND_FRAME}
     chains: list[list[int]] = []
     children: dict[int, list[int]] = {}
+    nested: dict[int, list[int]] = {}
     for slot, ref in enumerate(refs):
         g = group_parent[~ref] if is_group_ref(ref) else item_group[ref]
         chain: list[int] = []
@@ -60,7 +67,9 @@ def frames_of(
         chains.append(chain[::-1])
         if chain:
             children.setdefault(chain[0], []).append(slot)
-    return Frames(chains, children)
+        if kinds[slot] == KIND_FRAME:
+            nested.setdefault(chain[0] if chain else -1, []).append(slot)
+    return Frames(chains, children, nested)
 
 
 class _Flow(NamedTuple):
@@ -197,23 +206,49 @@ def edge_route(rects: Sequence[Box], frames: Frames, a: int, b: int, lr: bool) -
         last = [_line((u1, v1), (u1, b_box.v if down else b_box.v + b_box.width))]
         d = max(float(VOCABULARY["edge"]["bend"]), abs(v1 - v0) / 2) * (1 if down else -1)
         curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]
+    segs = [
+        flat if lr else [c for k in range(0, 8, 2) for c in (flat[k + 1], flat[k])]
+        for part in (first, [curve], last)
+        for flat in part
+    ]
+    titles = _titles_met(rects, frames, segs)
     route: Route = []
-    titles = [_title_bar(rects[f]) for f in left + entered]
-    for part in (first, [curve], last):
-        for flat in part:
-            seg = flat if lr else [c for k in range(0, 8, 2) for c in (flat[k + 1], flat[k])]
-            straight = seg[0:2] == seg[2:4] and seg[4:6] == seg[6:8]
-            for piece in _cut(seg, titles) if straight and titles else [seg]:
-                _join(route, piece)
+    for seg in segs:
+        for piece in _cut(seg, titles) if titles else [seg]:
+            _join(route, piece)
     return route
 
 
-def _title_bar(frame: Box) -> tuple[float, float, float, float]:
-    x, y, w, h = frame
-    return x, y, w, min(HEADER, h)
+Rect = tuple[float, float, float, float]
 
 
-def _cut(seg: list[float], titles: list[tuple[float, float, float, float]]) -> list[list[float]]:
+def _titles_met(rects: Sequence[Box], frames: Frames, segs: list[list[float]]) -> list[Rect]:
+    """The title bars that the box around the segments' points meets (a cubic lies inside its
+    control points): frames walked down from the top level, a frame's inner frames only where
+    the frame itself is met."""
+    xs, ys = [c for s in segs for c in s[0::2]], [c for s in segs for c in s[1::2]]
+    x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
+    titles: list[Rect] = []
+    todo = list(frames.nested.get(-1, []))
+    while todo:
+        f = todo.pop()
+        x, y, w, h = rects[f]
+        if x < x1 and x0 < x + w and y < y1 and y0 < y + h:
+            bar = (x, y, w, min(HEADER, h))
+            if y0 < y + bar[3]:
+                titles.append(bar)
+            todo += frames.nested.get(f, [])
+    return titles
+
+
+def _cut(seg: list[float], titles: list[Rect]) -> list[list[float]]:
+    """A segment less the parts inside the title bars."""
+    if seg[0:2] == seg[2:4] and seg[4:6] == seg[6:8]:
+        return _cut_line(seg, titles)
+    return _cut_curve(seg, titles)
+
+
+def _cut_line(seg: list[float], titles: list[Rect]) -> list[list[float]]:
     """A straight segment (along an axis) less the title bars it passes."""
     p, q = (seg[0], seg[1]), (seg[6], seg[7])
     vertical = p[0] == q[0]
@@ -227,6 +262,42 @@ def _cut(seg: list[float], titles: list[tuple[float, float, float, float]]) -> l
             cuts.append((max(span[0], lo), min(span[1], hi)))
     if not cuts:
         return [seg]
+    pieces = _outside(lo, hi, cuts)
+    if b < a:  # keep the direction p -> q
+        pieces = [(e, s) for s, e in reversed(pieces)]
+    return [_line((at, s), (at, e)) if vertical else _line((s, at), (e, at)) for s, e in pieces]
+
+
+def _cut_curve(seg: list[float], titles: list[Rect]) -> list[list[float]]:
+    """A cubic segment less the parts inside the title bars: cut where it crosses a bar's
+    border, on the side of the crossing outside the bar (no drawn point lies inside)."""
+    lo = min(seg[0::2]), min(seg[1::2])  # the cubic lies inside its control points
+    hi = max(seg[0::2]), max(seg[1::2])
+    cuts: list[tuple[float, float]] = []
+    for bar in titles:
+        x, y, w, h = bar
+        if not (x < hi[0] and lo[0] < x + w and y < hi[1] and lo[1] < y + h):
+            continue
+        ts = [0.0, 1.0]
+        for axis, at in ((0, x), (0, x + w), (1, y), (1, y + h)):
+            if lo[axis] < at < hi[axis]:  # else the cubic never crosses it
+                crossings = _crossings(seg, axis, at)
+                ts += [t1 if _inside(seg, bar, t0) else t0 for t0, t1 in crossings]
+        ts.sort()
+        cuts += [(t0, t1) for t0, t1 in itertools.pairwise(ts) if _inside(seg, bar, (t0 + t1) / 2)]
+    if not cuts:
+        return [seg]
+    return [_part(seg, t0, t1) for t0, t1 in _outside(0.0, 1.0, cuts)]
+
+
+def _inside(seg: list[float], bar: Rect, t: float) -> bool:
+    x, y, w, h = bar
+    px, py = _blossom(seg, t, t, t)
+    return x < px < x + w and y < py < y + h
+
+
+def _outside(lo: float, hi: float, cuts: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of lo..hi outside the cuts."""
     pieces: list[tuple[float, float]] = []
     start = lo
     for c0, c1 in sorted(cuts):
@@ -235,9 +306,58 @@ def _cut(seg: list[float], titles: list[tuple[float, float, float, float]]) -> l
         start = max(start, c1)
     if hi > start:
         pieces.append((start, hi))
-    if b < a:  # keep the direction p -> q
-        pieces = [(e, s) for s, e in reversed(pieces)]
-    return [_line((at, s), (at, e)) if vertical else _line((s, at), (e, at)) for s, e in pieces]
+    return pieces
+
+
+def _blossom(seg: list[float], t1: float, t2: float, t3: float) -> Point:
+    """The cubic's blossom at (t1, t2, t3): de Casteljau's steps with one parameter each; the
+    point at t is the blossom at (t, t, t)."""
+    at: list[float] = []
+    for axis in (0, 1):
+        a, b, c, d = seg[axis::2]
+        a, b, c = a + (b - a) * t1, b + (c - b) * t1, c + (d - c) * t1
+        a, b = a + (b - a) * t2, b + (c - b) * t2
+        at.append(a + (b - a) * t3)
+    return at[0], at[1]
+
+
+def _part(seg: list[float], t0: float, t1: float) -> list[float]:
+    """The cubic from t0 to t1 of a cubic segment."""
+    ends = ((t0, t0, t0), (t0, t0, t1), (t0, t1, t1), (t1, t1, t1))
+    return [c for ts in ends for c in _blossom(seg, *ts)]
+
+
+def _crossings(seg: list[float], axis: int, at: float) -> list[tuple[float, float]]:
+    """Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, two t
+    close on either side of it."""
+    p0, p1, p2, p3 = seg[axis::2]
+    # as a polynomial k3 t^3 + k2 t^2 + k1 t + p0; its derivative / 3 as a t^2 + b t + c
+    k1, k2, k3 = 3 * (p1 - p0), 3 * (p0 - 2 * p1 + p2), p3 - p0 + 3 * (p1 - p2)
+    a, b, c = k3, 2 * k2 / 3, k1 / 3
+    turns: list[float] = []
+    if a != 0 and b * b >= 4 * a * c:
+        r = math.sqrt(b * b - 4 * a * c)
+        turns = [(-b - r) / (2 * a), (-b + r) / (2 * a)]
+    elif a == 0 and b != 0:
+        turns = [-c / b]
+    ends = [0.0, *sorted(t for t in turns if 0 < t < 1), 1.0]  # monotone between these
+
+    def below(t: float) -> bool:
+        return ((k3 * t + k2) * t + k1) * t + p0 < at
+
+    found: list[tuple[float, float]] = []
+    for start, stop in itertools.pairwise(ends):
+        side, lo, hi = below(start), start, stop
+        if side == below(stop):
+            continue
+        while hi - lo > 1e-7:  # a thousandth of a unit along a route of 10k units
+            mid = (lo + hi) / 2
+            if below(mid) == side:
+                lo = mid
+            else:
+                hi = mid
+        found.append((lo, hi))
+    return found
 
 
 def _join(route: Route, seg: list[float]) -> None:

@@ -2,8 +2,9 @@
 // nsdl_jupyter/graph/_routes.py computes it for the SVG (tests/test_drawing_parity.py compares).
 // An edge into (out of) opened frames bends between the outermost frames it enters (leaves)
 // and crosses each frame's border along the flow: straight on when nothing lies in between,
-// else through a lane in the frame's margin (the edge's own box), else curving inside; its
-// straight parts are not drawn over the title bars of those frames.
+// else through a lane in the frame's margin (the edge's own box), else curving inside. No part
+// of a route is drawn over the title bar of an opened frame, one it enters, leaves or jumps
+// over: the line stops at the bar's border and goes on past it.
 import { curveDistance, curvePoint, HEADER, type Rect } from "./geometry";
 import { type Graph, KIND_FRAME, type Layout } from "./graph";
 import { V } from "./vocabulary";
@@ -21,12 +22,19 @@ type Seg = number[]; // [x0, y0, c1x, c1y, c2x, c2y, x1, y1]
 export interface FrameIndex {
   chains: number[][]; // per slot: the frames around it, outermost first
   children: Map<number, number[]>; // per frame: the boxes and frames right inside it
+  nested: Map<number, number[]>; // per frame, and -1 for the top level: the frames right inside it
 }
 
 /** Per slot, the frames around it; per frame, the slots right inside it. */
 export function frameIndex(graph: Graph, layout: Layout): FrameIndex {
   const chains: number[][] = [];
   const children = new Map<number, number[]>();
+  const nested = new Map<number, number[]>();
+  const add = (to: Map<number, number[]>, key: number, slot: number) => {
+    const list = to.get(key);
+    if (list) list.push(slot);
+    else to.set(key, [slot]);
+  };
   for (let slot = 0; slot < layout.ref.length; slot++) {
     const ref = layout.ref[slot];
     let g = ref < 0 ? graph.groupParent[~ref] : graph.group[ref];
@@ -36,14 +44,11 @@ export function frameIndex(graph: Graph, layout: Layout): FrameIndex {
       if (f !== undefined && layout.kind[f] === KIND_FRAME) chain.push(f);
       g = graph.groupParent[g];
     }
-    if (chain.length) {
-      const inside = children.get(chain[0]);
-      if (inside) inside.push(slot);
-      else children.set(chain[0], [slot]);
-    }
+    if (chain.length) add(children, chain[0], slot);
+    if (layout.kind[slot] === KIND_FRAME) add(nested, chain.length ? chain[0] : -1, slot);
     chains.push(chain.reverse());
   }
-  return { chains, children };
+  return { chains, children, nested };
 }
 
 /** A box in flow coordinates: u along the flow, v across it. */
@@ -219,28 +224,52 @@ export function edgeRoute(
     const d = Math.max(V.edge.bend, Math.abs(v1 - v0) / 2) * (down ? 1 : -1);
     curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1];
   }
+  const segs = [...first, curve, ...last].map((flat) =>
+    lr ? flat : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]],
+  );
+  const titles = titlesMet(layout, frames, segs);
   const route: Route = [];
-  const titles = left.concat(entered).map((f) => titleBar(layout, f));
-  for (const part of [first, [curve], last]) {
-    for (const flat of part) {
-      const seg = lr
-        ? flat
-        : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]];
-      const straight =
-        seg[0] === seg[2] && seg[1] === seg[3] && seg[4] === seg[6] && seg[5] === seg[7];
-      if (straight && titles.length) for (const piece of cut(seg, titles)) join(route, piece);
-      else join(route, seg);
-    }
+  for (const seg of segs) {
+    if (titles.length) for (const piece of cut(seg, titles)) join(route, piece);
+    else join(route, seg);
   }
   return route;
 }
 
-function titleBar(layout: Layout, f: number): Rect {
-  return { x: layout.x[f], y: layout.y[f], w: layout.w[f], h: Math.min(HEADER, layout.h[f]) };
+/** The title bars that the box around the segments' points meets (a cubic lies inside its
+ *  control points): frames walked down from the top level, a frame's inner frames only where
+ *  the frame itself is met (_routes.py _titles_met). */
+function titlesMet(layout: Layout, frames: FrameIndex, segs: Seg[]): Rect[] {
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const seg of segs) {
+    for (let k = 0; k < 8; k += 2) {
+      x0 = Math.min(x0, seg[k]);
+      y0 = Math.min(y0, seg[k + 1]);
+      x1 = Math.max(x1, seg[k]);
+      y1 = Math.max(y1, seg[k + 1]);
+    }
+  }
+  const { x, y, w, h } = layout;
+  const titles: Rect[] = [];
+  const todo = [...(frames.nested.get(-1) ?? [])];
+  for (let f = todo.pop(); f !== undefined; f = todo.pop()) {
+    if (x[f] < x1 && x0 < x[f] + w[f] && y[f] < y1 && y0 < y[f] + h[f]) {
+      const bar = { x: x[f], y: y[f], w: w[f], h: Math.min(HEADER, h[f]) };
+      if (y0 < bar.y + bar.h) titles.push(bar);
+      todo.push(...(frames.nested.get(f) ?? []));
+    }
+  }
+  return titles;
+}
+
+/** A segment less the parts inside the title bars. */
+function cut(seg: Seg, titles: Rect[]): Seg[] {
+  const straight = seg[0] === seg[2] && seg[1] === seg[3] && seg[4] === seg[6] && seg[5] === seg[7];
+  return straight ? cutLine(seg, titles) : cutCurve(seg, titles);
 }
 
 /** A straight segment (along an axis) less the title bars it passes. */
-function cut(seg: Seg, titles: Rect[]): Seg[] {
+function cutLine(seg: Seg, titles: Rect[]): Seg[] {
   const vertical = seg[0] === seg[6];
   const at = vertical ? seg[0] : seg[1];
   const [a, b] = vertical ? [seg[1], seg[7]] : [seg[0], seg[6]];
@@ -254,16 +283,107 @@ function cut(seg: Seg, titles: Rect[]): Seg[] {
       cuts.push([Math.max(span[0], lo), Math.min(span[1], hi)]);
   }
   if (!cuts.length) return [seg];
+  let pieces = outside(lo, hi, cuts);
+  if (b < a) pieces = pieces.reverse().map(([s, e]) => [e, s]); // keep the direction
+  return pieces.map(([s, e]) => (vertical ? line([at, s], [at, e]) : line([s, at], [e, at])));
+}
+
+/** A cubic segment less the parts inside the title bars: cut where it crosses a bar's border,
+ *  on the side of the crossing outside the bar (no drawn point lies inside). */
+function cutCurve(seg: Seg, titles: Rect[]): Seg[] {
+  const xs = [seg[0], seg[2], seg[4], seg[6]]; // the cubic lies inside its control points
+  const ys = [seg[1], seg[3], seg[5], seg[7]];
+  const lo = [Math.min(...xs), Math.min(...ys)];
+  const hi = [Math.max(...xs), Math.max(...ys)];
+  const cuts: [number, number][] = [];
+  for (const bar of titles) {
+    const { x, y, w, h } = bar;
+    if (!(x < hi[0] && lo[0] < x + w && y < hi[1] && lo[1] < y + h)) continue;
+    const ts = [0, 1];
+    for (const [axis, at] of [
+      [0, x],
+      [0, x + w],
+      [1, y],
+      [1, y + h],
+    ]) {
+      if (!(lo[axis] < at && at < hi[axis])) continue; // else the cubic never crosses it
+      for (const [t0, t1] of crossings(seg, axis, at)) ts.push(inside(seg, bar, t0) ? t1 : t0);
+    }
+    ts.sort((p, q) => p - q);
+    for (let k = 1; k < ts.length; k++) {
+      if (inside(seg, bar, (ts[k - 1] + ts[k]) / 2)) cuts.push([ts[k - 1], ts[k]]);
+    }
+  }
+  if (!cuts.length) return [seg];
+  return outside(0, 1, cuts).map(([t0, t1]) => [
+    ...blossom(seg, t0, t0, t0),
+    ...blossom(seg, t0, t0, t1),
+    ...blossom(seg, t0, t1, t1),
+    ...blossom(seg, t1, t1, t1),
+  ]);
+}
+
+function inside(seg: Seg, bar: Rect, t: number): boolean {
+  const [px, py] = blossom(seg, t, t, t);
+  return bar.x < px && px < bar.x + bar.w && bar.y < py && py < bar.y + bar.h;
+}
+
+/** The parts of lo..hi outside the cuts. */
+function outside(lo: number, hi: number, cuts: [number, number][]): [number, number][] {
   cuts.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
-  let pieces: [number, number][] = [];
+  const pieces: [number, number][] = [];
   let start = lo;
   for (const [c0, c1] of cuts) {
     if (c0 > start) pieces.push([start, c0]);
     start = Math.max(start, c1);
   }
   if (hi > start) pieces.push([start, hi]);
-  if (b < a) pieces = pieces.reverse().map(([s, e]) => [e, s]); // keep the direction
-  return pieces.map(([s, e]) => (vertical ? line([at, s], [at, e]) : line([s, at], [e, at])));
+  return pieces;
+}
+
+/** The cubic's blossom at (t1, t2, t3): de Casteljau's steps with one parameter each; the
+ *  point at t is the blossom at (t, t, t). */
+function blossom(seg: Seg, t1: number, t2: number, t3: number): Point {
+  const at: number[] = [];
+  for (const axis of [0, 1]) {
+    let [a, b, c] = [seg[axis], seg[axis + 2], seg[axis + 4]];
+    const d = seg[axis + 6];
+    [a, b, c] = [a + (b - a) * t1, b + (c - b) * t1, c + (d - c) * t1];
+    [a, b] = [a + (b - a) * t2, b + (c - b) * t2];
+    at.push(a + (b - a) * t3);
+  }
+  return [at[0], at[1]];
+}
+
+/** Where the cubic's coordinate `axis` crosses `at` for t in (0, 1): per crossing, two t close
+ *  on either side of it. */
+function crossings(seg: Seg, axis: number, at: number): [number, number][] {
+  const [p0, p1, p2, p3] = [seg[axis], seg[axis + 2], seg[axis + 4], seg[axis + 6]];
+  // as a polynomial k3 t^3 + k2 t^2 + k1 t + p0; its derivative / 3 as a t^2 + b t + c
+  const [k1, k2, k3] = [3 * (p1 - p0), 3 * (p0 - 2 * p1 + p2), p3 - p0 + 3 * (p1 - p2)];
+  const [a, b, c] = [k3, (2 * k2) / 3, k1 / 3];
+  let turns: number[] = [];
+  if (a !== 0 && b * b >= 4 * a * c) {
+    const r = Math.sqrt(b * b - 4 * a * c);
+    turns = [(-b - r) / (2 * a), (-b + r) / (2 * a)];
+  } else if (a === 0 && b !== 0) turns = [-c / b];
+  // monotone between these
+  const ends = [0, ...turns.filter((t) => 0 < t && t < 1).sort((p, q) => p - q), 1];
+  const below = (t: number): boolean => ((k3 * t + k2) * t + k1) * t + p0 < at;
+  const found: [number, number][] = [];
+  for (let k = 1; k < ends.length; k++) {
+    let [lo, hi] = [ends[k - 1], ends[k]];
+    const side = below(lo);
+    if (side === below(hi)) continue;
+    while (hi - lo > 1e-7) {
+      // a thousandth of a unit along a route of 10k units
+      const mid = (lo + hi) / 2;
+      if (below(mid) === side) lo = mid;
+      else hi = mid;
+    }
+    found.push([lo, hi]);
+  }
+  return found;
 }
 
 /** Adds a segment to a route: to its last subpath when it starts where that ends, else as a
