@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from nsdl_jupyter._errors import ArgumentError, NsdlError
 from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._main_shell import route_to_main_shell
 
 REQUEST = "nsdl.request"
 ANSWER = "nsdl.answer"
@@ -89,7 +90,7 @@ class Endpoint:
         self._count = itertools.count(1)
         self._waiting: dict[str, tuple[str, concurrent.futures.Future[Reply]]] = {}
         widget.on_msg(self.receive)
-        _route_to_main_shell(widget)
+        route_to_main_shell(widget, keep=_is_answer)
 
     # ------------------------------------------------------------------ kernel -> browser
     def request(self, name: str, payload: Mapping[str, Any]) -> concurrent.futures.Future[Reply]:
@@ -190,33 +191,10 @@ class Endpoint:
         future.set_result((value, [bytes(b) for b in buffers]))
 
 
-def _route_to_main_shell(widget: Any) -> None:
-    """Have ipykernel handle every message of `widget`'s views but answers on its main shell,
-    one at a time and between cells, whatever JupyterLab's subshell setting.
-
-    JupyterLab 4.4+ sends widget messages over a kernel subshell where the kernel has them
-    (ipykernel 7; the setting "Kernel Comms over subshells", by default one subshell per comm
-    target), and ipykernel sends each message of a comm to the shell that last published on
-    it (`BaseComm._reply_subshell_for`). A widget's requests then ran on the main thread or on
-    the subshell's, depending on what came before, and two could run at once: two views of one
-    GraphView were answered with the same layout (a CI run). The handlers read and change the
-    document and its scene, which are not thread-safe, so requests, events and state updates
-    go to the main shell, as before subshells. Answers keep ipykernel's routing: the thread
-    that asked may be waiting for them. Without a kernel, or with one without subshells
-    (everything is on its main shell), nothing changes.
-    """
-    comm: Any = getattr(widget, "comm", None)
-    default_route = getattr(comm, "_reply_subshell_for", None)
-    if default_route is None:
-        return
-
-    def route(data: Any, default: str | None) -> str | None:
-        chosen: str | None = default_route(data, default)  # keeps ipykernel's bookkeeping
-        content = data.get("content") if isinstance(data, dict) else None
-        is_answer = isinstance(content, dict) and content.get("kind") == ANSWER
-        return chosen if is_answer else None
-
-    comm._reply_subshell_for = route
+def _is_answer(data: Any) -> bool:
+    """Whether a comm message's data is one of our answers (to a request the kernel sent)."""
+    content = data.get("content") if isinstance(data, dict) else None
+    return isinstance(content, dict) and content.get("kind") == ANSWER
 
 
 # ---------------------------------------------------------------------- payload checks

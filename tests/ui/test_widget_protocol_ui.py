@@ -148,14 +148,27 @@ for name, handler in list(view._channel._handlers.items()):
         threads.append(threading.current_thread().name)
         return handler(payload)
     view._channel._handlers[name] = spy
-plain = widgets.Button(description="clicked 0")
-plain.add_class("nsdl-test-plain")
-def clicked(button):
-    threads.append("plain " + threading.current_thread().name)
-    # published while handling the click: ipykernel sends the next click to its subshell
-    button.description = f"clicked {len(threads)}"
-plain.on_click(clicked)
-widgets.VBox([plain, view])
+from nsdl_jupyter.widgets._main_shell import route_tree_to_main_shell
+def button(who):
+    def clicked(b):
+        threads.append(who + " " + threading.current_thread().name)
+        # published while handling the click: ipykernel sends the next click to its subshell
+        b.description = f"clicked {len(threads)}"
+    b = widgets.Button(description="clicked 0")
+    b.add_class("nsdl-test-" + who)
+    b.on_click(clicked)
+    return b
+ours = widgets.VBox()
+route_tree_to_main_shell(ours)
+ours.children = [button("ours")]  # a child added later is routed too (as a pane's new form)
+designer = nj.Designer(nj.open_model(folder + "/model.onnx"))
+def tree(w):
+    yield w
+    for c in getattr(w, "children", ()):
+        yield from tree(c)
+print("UNROUTED", [type(w).__name__ for w in tree(designer)
+                   if not getattr(w.comm, "_nsdl_main_shell", False)])
+widgets.VBox([button("plain"), ours, view])
 """,
     "view.expand()",  # published from a cell: ipykernel would route the next message here
     "print('THREADS', sorted(set(threads)))",
@@ -164,10 +177,11 @@ widgets.VBox([plain, view])
 
 def test_every_request_is_handled_on_the_main_shell(notebook: Any) -> None:
     """JupyterLab sends widget messages over a kernel subshell (a plain ipywidgets Button's
-    second click runs on the subshell's thread here); a GraphView's requests still run on the
-    main thread, one at a time, whoever published last."""
+    second click runs on the subshell's thread here); a GraphView's requests, and clicks in
+    our boxes (every widget of a Designer, a child added later), still run on the main
+    thread, one at a time, whoever published last."""
     nb = notebook(THREAD_CELLS)
-    nb.run_cell(0)
+    assert "UNROUTED []" in nb.run_cell(0), "a widget of the Designer keeps ipykernel's routing"
     nb.page.wait_for_function(
         f"() => document.querySelector('{VIEWS}[data-ready=\"1\"]') !== null", timeout=120_000
     )
@@ -181,16 +195,17 @@ def test_every_request_is_handled_on_the_main_shell(notebook: Any) -> None:
     seqs = [a["value"]["layout_seq"] for a in first + second]
     assert all(a["ok"] for a in first + second), first + second
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs
-    button = nb.page.locator(".nsdl-test-plain")
-    for _ in range(2):
-        before = button.inner_text()
-        button.click()
-        nb.page.wait_for_function(
-            "([b, t]) => b.textContent !== t", arg=[button.element_handle(), before]
-        )
+    for who in ("plain", "ours"):
+        button = nb.page.locator(f".nsdl-test-{who}")
+        for _ in range(2):
+            before = button.inner_text()
+            button.click()
+            nb.page.wait_for_function(
+                "([b, t]) => b.textContent !== t", arg=[button.element_handle(), before]
+            )
     seen = ast.literal_eval(nb.run_cell(2).split("THREADS", 1)[1].strip())
     plain = [t for t in seen if t.startswith("plain ")]
     assert any(t.startswith("plain subshell") for t in plain), (
         f"JupyterLab sent no widget message over a subshell here: this test shows nothing {seen}"
     )
-    assert [t for t in seen if t not in plain] == ["MainThread"], seen
+    assert [t for t in seen if t not in plain] == ["MainThread", "ours MainThread"], seen

@@ -36,6 +36,7 @@ from nsdl_jupyter.document import (
 )
 from nsdl_jupyter.transforms import TransformError
 from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets._messages import Activate, Key, QuickAdd, ResizePane
 from nsdl_jupyter.widgets._options import DesignerOptions, check_options
 from nsdl_jupyter.widgets.designer._body_tabs import BodyTabs
@@ -71,7 +72,7 @@ _serial = itertools.count(1)
 _Panel = TypeVar("_Panel")
 
 
-class Designer(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
+class Designer(StaticPictureMixin, MainShellBox, widgets.VBox):  # type: ignore[misc]
     """``Designer(doc)``: edit a model with the graph and all tool windows around it."""
 
     def __init__(

@@ -9,6 +9,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter._display import html_text
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets.designer._tool_window import icon_button
 
 # the dock's body, normal and tall. Normal follows the window: the notebook shows about 85 %
@@ -27,7 +28,7 @@ STYLE = """
 """
 
 
-class ProfileDock(widgets.VBox):  # type: ignore[misc]
+class ProfileDock(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Holds one widget (the ActivityPanel of the last "Profile from here") below the canvas."""
 
     tall = traitlets.Bool(False)

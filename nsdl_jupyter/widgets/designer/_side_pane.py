@@ -24,6 +24,7 @@ import ipywidgets as widgets
 import traitlets
 
 from nsdl_jupyter.editors import get_setting, set_setting
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets.designer._tool_window import button
 
 Side = Literal["left", "right"]
@@ -123,7 +124,7 @@ STYLE = f"""<style>
 </style>"""
 
 
-class SidePane(widgets.HBox):  # type: ignore[misc]
+class SidePane(MainShellBox, widgets.HBox):  # type: ignore[misc]
     """Tool windows as tabs, collapsible and resizable; `tabs` is the ipywidgets Tab."""
 
     expanded = traitlets.Bool(True)

@@ -16,12 +16,13 @@ import numpy as np
 
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.editors import TensorEditError, TensorGrid, as_array, tensor_stats
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets.designer._tool_window import MessageLine, button, style_widget
 
 EditCallback = Callable[[np.ndarray], "str | None"]
 
 
-class TensorEditor(widgets.VBox):  # type: ignore[misc]
+class TensorEditor(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """``TensorEditor(value)``: an array, an onnx_ir tensor or an initializer Value."""
 
     def __init__(

@@ -16,6 +16,7 @@ from nsdl_jupyter._errors import ArgumentError
 from nsdl_jupyter._static_export import StaticPictureMixin
 from nsdl_jupyter.document import ChangeEvent, ModelDocument
 from nsdl_jupyter.editors import sort_choices
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 
 _MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
 _CELL = "border: 1px solid var(--jp-border-color2, #e0e0e0); padding: 1px 6px; text-align: right;"
@@ -82,7 +83,7 @@ class MessageLine(widgets.HTML):  # type: ignore[misc]
         return html.unescape(self.value.split(">", 1)[1].rsplit("<", 1)[0]) if self.value else ""
 
 
-class ToolWindow(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
+class ToolWindow(StaticPictureMixin, MainShellBox, widgets.VBox):  # type: ignore[misc]
     """A tool window bound to a ModelDocument. `selected` holds node names: in the Designer
     it is linked to the GraphView's selection; alone, set it from Python."""
 

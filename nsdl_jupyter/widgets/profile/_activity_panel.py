@@ -53,6 +53,7 @@ from nsdl_jupyter.profiling import (
     trt_backends,
 )
 from nsdl_jupyter.targets import Target
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 from nsdl_jupyter.widgets.profile._failure import failure_html
 from nsdl_jupyter.widgets.profile._log_view import LogView
@@ -110,7 +111,7 @@ def gpu_notes_html(report: ProfileReport) -> str:
     )
 
 
-class ActivityPanel(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
+class ActivityPanel(StaticPictureMixin, MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Profile `model` (path, ModelProto, onnx_ir.Model or ModelDocument) with onnxruntime."""
 
     status = traitlets.Unicode("idle", help="idle, running, done, failed or cancelled")

@@ -34,6 +34,7 @@ from nsdl_jupyter.figures import (
 )
 from nsdl_jupyter.profiling import ProfileReport
 from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _summary_html(report: ProfileReport) -> str:
     return html
 
 
-class ProfileView(StaticPictureMixin, widgets.VBox):  # type: ignore[misc]
+class ProfileView(StaticPictureMixin, MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Timeline + layer table (+ kernel table and summary charts) of a ProfileReport.
 
     `graph_view`: a GraphView of the same model; rows select its nodes and the per-node time

@@ -20,6 +20,7 @@ from nsdl_jupyter._display import html_text
 from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter.sweeps import BACKENDS, PRECISIONS, SweepJob, SweepResult, start_sweep
 from nsdl_jupyter.targets import LocalTarget, Target, connections
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def parse_ints(text: str, what: str) -> list[int]:
     return values
 
 
-class SweepPanel(widgets.VBox):  # type: ignore[misc]
+class SweepPanel(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """A sweep of `model` as a form; `run()` starts it, `result` holds the last SweepResult.
     `client`, `cache_dir`, `workers`: as `nj.sweep`."""
 

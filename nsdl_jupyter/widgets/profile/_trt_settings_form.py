@@ -16,6 +16,7 @@ import ipywidgets as widgets
 from nsdl_jupyter._display import html_text
 from nsdl_jupyter.profiling import Backend, EngineMetadata, Refit, TrtSettings, runner_module
 from nsdl_jupyter.widgets._errors import WidgetError
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 
 _LABELS = {
     "backend": "TensorRT",
@@ -67,7 +68,7 @@ _PROBES: dict[str, Any] = {
 }
 
 
-class TrtSettingsForm(widgets.VBox):  # type: ignore[misc]
+class TrtSettingsForm(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Controls for every TrtSettings field; `settings()` reads them back (checked)."""
 
     def __init__(self, settings: TrtSettings | None = None) -> None:

@@ -14,9 +14,10 @@ import ipywidgets as widgets
 from nsdl_jupyter._errors import NsdlError
 from nsdl_jupyter.profiling import Fleet, fleet
 from nsdl_jupyter.targets import Connections
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 
 
-class FleetView(widgets.VBox):  # type: ignore[misc]
+class FleetView(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Refresh checks every saved target (in a thread, the kernel stays free) and shows the
     table; `saved` defaults to the user's saved connections."""
 

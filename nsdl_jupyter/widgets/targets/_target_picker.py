@@ -29,6 +29,7 @@ from nsdl_jupyter.targets import (
     TargetSettingsError,
     connections,
 )
+from nsdl_jupyter.widgets._main_shell import MainShellBox
 from nsdl_jupyter.widgets._options import BoxOptions, check_options
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def _message(kind: str, text: str) -> str:
     return f"<span style='color:{colour}'>{html_text(text)}</span>"
 
 
-class TargetPicker(widgets.VBox):  # type: ignore[misc]
+class TargetPicker(MainShellBox, widgets.VBox):  # type: ignore[misc]
     """Pick, add, test and trust targets; `target` is the one connected last (localhost by
     default) and `on_target` hears each change."""
 
