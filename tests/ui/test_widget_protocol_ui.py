@@ -166,8 +166,9 @@ def tree(w):
     yield w
     for c in getattr(w, "children", ()):
         yield from tree(c)
-print("UNROUTED", [type(w).__name__ for w in tree(designer)
-                   if not getattr(w.comm, "_nsdl_main_shell", False)])
+print("UNROUTED", [type(w).__name__ for w in tree(designer)  # an ipykernel with subshells
+                   if hasattr(w.comm, "_reply_subshell_for")
+                   and not getattr(w.comm, "_nsdl_main_shell", False)])
 widgets.VBox([button("plain"), ours, view])
 """,
     "view.expand()",  # published from a cell: ipykernel would route the next message here
@@ -175,6 +176,7 @@ widgets.VBox([button("plain"), ours, view])
 ]
 
 
+@pytest.mark.may_skip  # a JupyterLab before 4.4 or an ipykernel before 7 has no subshells
 def test_every_request_is_handled_on_the_main_shell(notebook: Any) -> None:
     """JupyterLab sends widget messages over a kernel subshell (a plain ipywidgets Button's
     second click runs on the subshell's thread here); a GraphView's requests, and clicks in
@@ -205,7 +207,6 @@ def test_every_request_is_handled_on_the_main_shell(notebook: Any) -> None:
             )
     seen = ast.literal_eval(nb.run_cell(2).split("THREADS", 1)[1].strip())
     plain = [t for t in seen if t.startswith("plain ")]
-    assert any(t.startswith("plain subshell") for t in plain), (
-        f"JupyterLab sent no widget message over a subshell here: this test shows nothing {seen}"
-    )
+    if not any(t.startswith("plain subshell") for t in plain):
+        pytest.skip(f"JupyterLab sent no widget message over a kernel subshell here: {seen}")
     assert [t for t in seen if t not in plain] == ["MainThread", "ours MainThread"], seen
