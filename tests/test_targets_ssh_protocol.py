@@ -84,8 +84,11 @@ def noisy(request):
         print(line, flush=True)
         os.write(1, (line + "\\n").encode())
         os.write(2, (line + "\\n").encode())
-    with open(os.path.join(request["workdir"], "pgid"), "w") as f:
+    # written beside, then renamed: a test polling for the file never reads it empty
+    pgid = os.path.join(request["workdir"], "pgid")
+    with open(pgid + ".part", "w") as f:
         f.write(str(os.getpgrp()))
+    os.replace(pgid + ".part", pgid)
     while request.get("hang"):
         time.sleep(0.1)
     return {"genuine": True}
