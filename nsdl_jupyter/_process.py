@@ -17,7 +17,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import IO, Literal
 
 POLL_S = 0.05
@@ -64,13 +63,18 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    proc = Path("/proc")
-    if not proc.is_dir():  # no /proc: signal 0 reached someone, assume they run
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:  # no /proc: signal 0 reached someone, assume they run
         return True
-    for stat in proc.glob("[0-9]*/stat"):
+    for pid in pids:
+        # a process may end meanwhile: its stat then fails with ENOENT or ESRCH (Path.glob
+        # let ESRCH through: ProcessLookupError from a cancel, in a CI run)
         with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+                text = stat.read()
             # the command name (2nd field) may hold spaces and parentheses: split after it
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = text.rsplit(")", 1)[1].split()
             if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
                 return True
     return False

@@ -4,6 +4,7 @@ files made in the kernel, and a work folder on the target; both are removed at t
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import tempfile
 import threading
@@ -12,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from nsdl_jupyter.profiling._errors import ProfileCancelledError, ProfileError
+from nsdl_jupyter.profiling._errors import (
+    ProfileCancelledError,
+    ProfileError,
+    ProfileSettingsError,
+)
 from nsdl_jupyter.profiling._runners import RUNNER, reading_answer, start_runner
 from nsdl_jupyter.targets import JobResult, RunnerJob, Target
 
@@ -141,6 +146,20 @@ class _Waitable(Protocol[_Answer_co]):
     def wait(self, timeout: float | None = None) -> _Answer_co: ...
 
     def cancel(self) -> None: ...
+
+
+def check_timeout(timeout: float | None, *, optional: bool = True) -> None:
+    """Refuse, before any job starts, a timeout that is no number of seconds above 0 (None,
+    where `optional`: no limit)."""
+    if timeout is None and optional:
+        return
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < math.inf
+    ):
+        allowed = "a number of seconds above 0" + (" or None" if optional else "")
+        raise ProfileSettingsError(f"timeout must be {allowed}, not {timeout!r}")
 
 
 def wait_or_cancel(

@@ -8,12 +8,11 @@ TensorRT, trtexec, GPUs and driver, free space in the deploy directory.
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from nsdl_jupyter._errors import ArgumentError
-from nsdl_jupyter.profiling._errors import ProfileSettingsError
+from nsdl_jupyter.profiling._job import check_timeout
 from nsdl_jupyter.profiling._runners import ask_runner
 from nsdl_jupyter.targets import LocalTarget, Target, TargetError
 
@@ -147,12 +146,7 @@ def check_target(target: Target | None = None, *, timeout: float = 120.0) -> Tar
             f"target must be a target (LocalTarget(), SshTarget(...) or "
             f"nsdl_jupyter.connections().get(name)), not {type(target).__name__}"
         )
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not 0 < timeout < math.inf
-    ):
-        raise ProfileSettingsError(f"timeout must be a number of seconds above 0, not {timeout!r}")
+    check_timeout(timeout, optional=False)
     target = target or LocalTarget()
     fields = getattr(target, "check_fields", None)  # what an SshTarget's runtime set asks
     request = {"kind": "target_check", "protocol": 1, **(fields() if fields else {})}

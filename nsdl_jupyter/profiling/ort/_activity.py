@@ -25,7 +25,13 @@ from nsdl_jupyter.profiling._errors import (
 )
 from nsdl_jupyter.profiling._files import readable_file
 from nsdl_jupyter.profiling._inputs import check_dim_sizes, load_input_folder, write_npz
-from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
+from nsdl_jupyter.profiling._job import (
+    Progress,
+    ProgressListener,
+    StagedJob,
+    check_timeout,
+    wait_or_cancel,
+)
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._node_labels import node_labels
 from nsdl_jupyter.profiling._report import ProfileReport, now_iso, recorded_path
@@ -339,6 +345,7 @@ def profile_ort(
     provider, provider_options, graph_optimization, dim_sizes, input_folder, trace_path, seed,
     intra_op_threads. `overwrite`: see `start_profile_ort`.
     """
+    check_timeout(timeout)
     job = start_profile_ort(
         model, settings, target=target, progress=progress, overwrite=overwrite, **kwargs
     )

@@ -27,7 +27,13 @@ from nsdl_jupyter.profiling._errors import (
     TrtSettingsError,
     TrtUnavailableError,
 )
-from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
+from nsdl_jupyter.profiling._job import (
+    Progress,
+    ProgressListener,
+    StagedJob,
+    check_timeout,
+    wait_or_cancel,
+)
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._runners import reading_answer, start_runner
 from nsdl_jupyter.profiling.tensorrt._settings import RUNNER, TrtSettings, TrtSettingsKwargs
@@ -301,6 +307,7 @@ def export_engine(
     model's files (model, external data, companion) or another model's data, or an existing
     file that is not an earlier engine export (`overwrite=True` replaces it).
     """
+    check_timeout(timeout)
     job = start_export_engine(
         model, output, settings, target=target, progress=progress, overwrite=overwrite, **kwargs
     )

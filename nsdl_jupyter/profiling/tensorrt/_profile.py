@@ -19,7 +19,13 @@ import pandas as pd
 
 from nsdl_jupyter.profiling._errors import ProfileError, ProfileSettingsError
 from nsdl_jupyter.profiling._inputs import load_input_folder, write_npz
-from nsdl_jupyter.profiling._job import Progress, ProgressListener, StagedJob, wait_or_cancel
+from nsdl_jupyter.profiling._job import (
+    Progress,
+    ProgressListener,
+    StagedJob,
+    check_timeout,
+    wait_or_cancel,
+)
 from nsdl_jupyter.profiling._model_source import ModelSource, model_source
 from nsdl_jupyter.profiling._report import ProfileReport, recorded_path
 from nsdl_jupyter.profiling.tensorrt._engine import _put_model, _raise_for, target_caches
@@ -369,6 +375,7 @@ def profile_trt(
     refittable engine, an input folder and node names. Keyword arguments are TrtSettings fields.
     Raises TrtUnavailableError where the target cannot run engines (no GPU, no cuda-python).
     """
+    check_timeout(timeout)
     job = start_profile_trt(
         model_or_engine,
         settings,
