@@ -387,13 +387,21 @@ class NotebookPage:
     def _queue_cell(self, index: int) -> None:
         cell = self.cell(index)
         before = cell.locator(".jp-InputPrompt").first.inner_text(timeout=5_000).strip()
-        cell.scroll_into_view_if_needed(timeout=TIMEOUT_MS)
-        cell.locator(".jp-InputPrompt").first.click(timeout=TIMEOUT_MS)
-        self.page.wait_for_function(
-            "e => e.classList.contains('jp-mod-active')",
-            arg=cell.element_handle(),
-            timeout=TIMEOUT_MS,
-        )
+        for attempt in range(3):
+            # a widget output above may grow between the click's aim and the click (a status
+            # line after Save): the click then lands on another cell, so aim again
+            cell.scroll_into_view_if_needed(timeout=TIMEOUT_MS)
+            cell.locator(".jp-InputPrompt").first.click(timeout=TIMEOUT_MS)
+            try:
+                self.page.wait_for_function(
+                    "e => e.classList.contains('jp-mod-active')",
+                    arg=cell.element_handle(),
+                    timeout=TIMEOUT_MS // 4,
+                )
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
         for attempt in range(2):
             if attempt == 0:
                 self.page.keyboard.press("Control+Enter")
