@@ -20,7 +20,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-_ROUTED = "_nsdl_main_shell"
+_ROUTED = "_nsdl_main_shell"  # on a comm: its messages go to the main shell
+_WATCHED = "_nsdl_children_watched"  # on a box: new children are routed too
 
 
 def route_to_main_shell(widget: Any, keep: Callable[[Any], bool] | None = None) -> None:
@@ -48,8 +49,8 @@ def route_tree_to_main_shell(root: widgets.Widget) -> None:
         widget = stack.pop()
         route_to_main_shell(widget)
         if isinstance(widget, widgets.Box):
-            if not getattr(widget, _ROUTED, False):
-                setattr(widget, _ROUTED, True)
+            if not getattr(widget, _WATCHED, False):
+                setattr(widget, _WATCHED, True)
                 widget.observe(_children_changed, names="children")
             stack.extend(widget.children)
 
