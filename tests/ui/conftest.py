@@ -7,6 +7,10 @@ Learned the hard way (the numbers refer to the UI rig's gotchas list):
   restores the previous session's tabs (4). Select a cell by clicking its input prompt, and
   check the prompt turned [*] (5). Notebook windowingMode "none" so off-screen outputs render
   (6). Notebooks need metadata.kernelspec or a kernel dialog swallows clicks (13).
+- Kernels talk over Unix sockets (`KernelManager.transport=ipc`): with TCP the server picks
+  five free ports per kernel and lets them go before the kernel binds them, and under a full
+  parallel run another process took one in between (the kernel died with "Address already in
+  use" and the notebook waited for it until the test timed out, in a CI run).
 - "Canvas exists" is not "drawn": wait for the widget's own signal (8).
 
 Fixtures: `lab` (session: the server), `browser` (session: one Chromium per test process),
@@ -29,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -73,11 +78,14 @@ class Lab:
     root: Path
     process: subprocess.Popen[bytes]
     log: Path
+    runtime: Path
 
 
 def _start_lab(state: Path) -> Lab:
     root = state / "root"
-    for sub in ("root", "config", "data", "runtime", "settings", "workspaces"):
+    # short, because the kernels' Unix sockets live there (a socket path has at most 107 bytes)
+    runtime = Path(tempfile.mkdtemp(prefix="nsdl-ui-"))
+    for sub in ("root", "config", "data", "settings", "workspaces"):
         (state / sub).mkdir(parents=True, exist_ok=True)
     settings = state / "settings"
     (settings / "@jupyterlab/apputils-extension").mkdir(parents=True, exist_ok=True)
@@ -91,7 +99,7 @@ def _start_lab(state: Path) -> Lab:
     env = dict(os.environ)
     env.update(
         JUPYTER_CONFIG_DIR=str(state / "config"),
-        JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+        JUPYTER_RUNTIME_DIR=str(runtime),
         JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
         JUPYTER_PLATFORM_DIRS="1",
@@ -103,13 +111,16 @@ def _start_lab(state: Path) -> Lab:
     # parallel test workers pick free ports at the same time: one taken between the pick and
     # the server's bind is replaced by a fresh one (port_retries=0 makes the server exit)
     for _attempt in range(5):
-        lab = _start_lab_on(state, root, env, _free_port())
+        lab = _start_lab_on(state, root, runtime, env, _free_port())
         if lab is not None:
             return lab
+    shutil.rmtree(runtime, ignore_errors=True)
     raise RuntimeError("jupyter lab found no free port")
 
 
-def _start_lab_on(state: Path, root: Path, env: dict[str, str], port: int) -> Lab | None:
+def _start_lab_on(
+    state: Path, root: Path, runtime: Path, env: dict[str, str], port: int
+) -> Lab | None:
     """The server on `port`, or None when that port was taken before it could bind."""
     jupyter = str(Path(sys.executable).with_name("jupyter"))
     args = [
@@ -121,6 +132,7 @@ def _start_lab_on(state: Path, root: Path, env: dict[str, str], port: int) -> La
         "--LabApp.extension_manager=readonly",
         # window.jupyterapp: lets the harness wait until the kernel session is really attached
         "--LabApp.expose_app_in_browser=True",
+        "--KernelManager.transport=ipc",
     ]  # fmt: skip
     if os.geteuid() == 0:
         args.append("--allow-root")
@@ -146,7 +158,7 @@ def _start_lab_on(state: Path, root: Path, env: dict[str, str], port: int) -> La
                     f"jupyter lab not ready in 90 s: {log.read_text()[-2000:]}"
                 ) from None
             time.sleep(0.5)
-    return Lab(url=url, root=root, process=process, log=log)
+    return Lab(url=url, root=root, process=process, log=log, runtime=runtime)
 
 
 def _stop_lab(process: subprocess.Popen[bytes]) -> None:
@@ -176,6 +188,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Generator[Lab, None, None]:
     server = _start_lab(tmp_path_factory.mktemp("lab"))
     yield server
     _stop_lab(server.process)
+    shutil.rmtree(server.runtime, ignore_errors=True)
 
 
 class _Chromium:

@@ -70,6 +70,9 @@ def test_each_notebook_opens_in_the_kept_page_as_in_a_fresh_one(
     assert state["tabs"] == 1 and state["dialogs"] == 0
     assert state["size"] == [1000 + 100 * turn, 700 + 50 * turn]
     assert "ready" in nb.run_cell(0)
+    # over Unix sockets: no TCP port another process can take before the kernel binds it
+    connection = json.loads((lab.runtime / f"kernel-{state['kernel']}.json").read_text())
+    assert connection["transport"] == "ipc" and str(lab.runtime) in connection["ip"]
     if _SEEN:
         first = _SEEN
         assert state["page"] == first["mark"]  # JupyterLab was not loaded again
