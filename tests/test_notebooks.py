@@ -15,7 +15,8 @@ from typing import Any
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+
+from tests._kernels import execute_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "example_notebooks").glob("*.ipynb"))
@@ -74,14 +75,8 @@ def test_notebook_runs_without_errors(path: Path, tmp_path: Path, test_output_di
     shutil.copytree(path.parent, folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     notebook = nbformat.read(folder / path.name, as_version=4)
     assert notebook.metadata["kernelspec"]["name"] == "python3"  # a kernel dialog would block
-    client = NotebookClient(
-        notebook,
-        kernel_name="python3",
-        timeout=600,
-        allow_errors=True,  # collect every error below instead of stopping at the first
-        resources={"metadata": {"path": str(folder)}},
-    )
-    client.execute()
+    # allow_errors: collect every error below instead of stopping at the first
+    execute_notebook(notebook, folder, timeout=600, allow_errors=True)
     out = test_output_dir / "notebooks"
     out.mkdir(exist_ok=True)
     nbformat.write(notebook, out / path.name)

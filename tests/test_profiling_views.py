@@ -126,8 +126,9 @@ def test_figures_survive_a_static_html_export(tmp_path: Path) -> None:
     nbconvert --execute --to html` runs), offline: the figures are in the HTML with plotly.js.
     Both run in this process: a `jupyter nbconvert` child only added its start-up (~2.5 s of
     CPU); the command line itself is tested in test_static_export.py."""
-    from nbclient import NotebookClient
     from nbconvert import HTMLExporter
+
+    from tests._kernels import execute_notebook
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -142,9 +143,7 @@ def test_figures_survive_a_static_html_export(tmp_path: Path) -> None:
         nbformat.v4.new_code_cell("report.timeline().show()"),
         nbformat.v4.new_code_cell("figures.top_layers_figure(report).show()"),
     ]
-    NotebookClient(
-        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
+    execute_notebook(nb, tmp_path, timeout=180)
     page, _resources = HTMLExporter().from_notebook_node(nb)
     assert page.count('class="plotly-graph-div"') == 2
     assert "Plotly.newPlot" in page

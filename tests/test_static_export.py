@@ -21,7 +21,6 @@ import nbformat
 import onnx
 import onnx_ir as ir
 import pytest
-from nbclient import NotebookClient
 
 import nsdl_jupyter as nj
 from nsdl_jupyter._static_export import refresh_static_picture, replace_widget_outputs
@@ -30,6 +29,7 @@ from nsdl_jupyter.examples import small_transformer
 from nsdl_jupyter.graph import GraphScene
 from nsdl_jupyter.graph._extract import CONSTANT
 from nsdl_jupyter.nbconvert import NotebookExportError, export_notebook_html
+from tests._kernels import execute_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "example_notebooks"
@@ -89,9 +89,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     back to it, as under xdist when the tests of this module are not kept together."""
     folder = tmp_path_factory.mktemp("static_export")
     nb = _notebook(CELLS)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    ).execute()
+    execute_notebook(nb, folder, timeout=300)
     outputs = [o for cell in nb.cells for o in cell.outputs]
     errors = [o for o in outputs if o.output_type == "error" or o.get("name") == "stderr"]
     assert not errors, errors

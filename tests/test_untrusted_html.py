@@ -26,7 +26,6 @@ import nbformat
 import onnx
 import pytest
 from ipywidgets.widgets.widget import _instances
-from nbclient import NotebookClient
 
 import nsdl_jupyter as nj
 from nsdl_jupyter._display import html_text, neutralize, shown_path
@@ -34,6 +33,7 @@ from nsdl_jupyter._static_export import replace_widget_outputs
 from nsdl_jupyter._static_export._widget_html import WIDGET_STATE, WIDGET_VIEW
 from nsdl_jupyter.graph._svg import scene_svg
 from tests._hostile_models import HOSTILE, IMG, RLO, SCRIPT, hostile_model, raw_markers
+from tests._kernels import execute_notebook
 
 BIN = Path(sys.executable).parent
 
@@ -230,10 +230,7 @@ def test_saved_notebook_and_export_carry_no_home_path(
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}  # fmt: skip
     nb.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", store_widget_state=True,
-        resources={"metadata": {"path": str(work)}},
-    ).execute()  # fmt: skip
+    execute_notebook(nb, work, timeout=300, store_widget_state=True)
     errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
     assert not errors, errors
     saved = work / "saved.ipynb"
