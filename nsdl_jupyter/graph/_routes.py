@@ -8,7 +8,14 @@ frame's border along the flow, at the frame's start (end), level by level inside
 - straight on to the next box inside, when nothing lies in between;
 - else, for the edge's own box, through a lane in the frame's margin on the side away from
   the title, then across into the box, when nothing lies on that way;
+- else, when frames inside lie on the way (the modules before the one it enters), round them
+  along a lane in the frame's margin;
 - else straight through the frame's title bar and margin, then curving to the next box.
+
+Between its frames, too, an edge goes round the opened frames it would pass through (a
+residual connection over an opened module, a mask feeding a late layer): along the lane of
+the frame around them, or beside them at the top level, so that it does not run along their
+title bars for a long way (where it would not be drawn, see below).
 
 No part of a route is drawn where it passes the title bar of an opened frame: one the edge
 enters or leaves (top-down, the title bar lies across the way in) or one it jumps over (a long
@@ -18,6 +25,7 @@ past it, so that no edge is drawn over a title.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Sequence
@@ -44,6 +52,11 @@ class Frames:
     children: dict[int, list[int]]  # per frame: the boxes and frames right inside it
     # per frame, and -1 for the top level: the frames right inside it
     nested: dict[int, list[int]] = field(default_factory=dict)
+    # per (frame or -1, lr): its `nested` sorted by where they start along the flow, and those
+    # starts (filled by the routes as they need them)
+    by_start: dict[tuple[int, bool], tuple[list[float], list[int]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def frames_of(
@@ -107,6 +120,17 @@ def _clear_across(others: list[_Flow], u: float, v0: float, v1: float) -> bool:
     return not any(o.v < v1 and v0 < o.v + o.width and o.u < u < o.u + o.length for o in others)
 
 
+def _passes(curve: list[float], box: _Flow) -> bool:
+    """The cubic (flow coordinates) passes through the box: a point of it, sampled finer than
+    a box is long, lies inside."""
+    steps = max(8, math.ceil(abs(curve[6] - curve[0]) / max(box.length, 1.0)) * 4)
+    for k in range(1, steps):
+        u, v = _blossom(curve, k / steps, k / steps, k / steps)
+        if box.u < u < box.u + box.length and box.v < v < box.v + box.width:
+            return True
+    return False
+
+
 class _Router:
     """One edge's way into and out of its frames, in flow coordinates."""
 
@@ -123,6 +147,52 @@ class _Router:
     def lanes(self, box: _Flow) -> tuple[float, float]:
         """The least and most v of a way inside `box`: in its margins, clear of its title."""
         return box.v + LANE + (HEADER if self.lr else 0.0), box.v + box.width - LANE
+
+    def starts(self, parent: int) -> tuple[list[float], list[int]]:
+        """The frames right inside `parent` in the order they start along the flow, and their
+        starts."""
+        key = (parent, self.lr)
+        if key not in self.frames.by_start:
+            slots = sorted(self.frames.nested.get(parent, []), key=lambda f: self.flow(f).u)
+            self.frames.by_start[key] = ([self.flow(f).u for f in slots], slots)
+        return self.frames.by_start[key]
+
+    def round(self, parent: int, p: Point, q: Point) -> list[list[float]] | None:
+        """The way along from `p` to `q` inside `parent` (-1: the top level) round the frames
+        right inside it that the curve between them would pass through, or None when it
+        passes none: along the parent's lane (at the top level, the line beside those
+        frames) on the side nearer the ends. A point on the parent's border (`p` at its
+        start, `q` at its end) moves to the lane there."""
+        curve = _along(p, q)
+        u0, u1 = min(p[0], q[0]), max(p[0], q[0])
+        v0, v1 = min(curve[1::2]), max(curve[1::2])
+        starts, slots = self.starts(parent)
+        across = [j for j in map(self.flow, slots[bisect.bisect_right(starts, u0) :]) if j.u < u1]
+        across = [
+            j
+            for j in across
+            if j.u + j.length < u1 and j.v < v1 and v0 < j.v + j.width and _passes(curve, j)
+        ]
+        if not across:
+            return None
+        if parent >= 0:
+            lanes = self.lanes(self.flow(parent))
+        else:
+            lanes = (min(j.v for j in across) - LANE, max(j.v + j.width for j in across) + LANE)
+        middle = (p[1] + q[1]) / 2
+        lane = min(lanes, key=lambda at: abs(at - middle))
+        first, last = min(j.u for j in across), max(j.u + j.length for j in across)
+        if parent >= 0:
+            f = self.flow(parent)
+            if p[0] == f.u:
+                p = (p[0], lane)
+            if q[0] == f.u + f.length:
+                q = (q[0], lane)
+        # on the lane soon after p, off it late before q: over anything else in the way too
+        reach = 2 * float(VOCABULARY["edge"]["bend"])
+        on, off = p[0] + min(first - p[0], reach), q[0] - min(q[0] - last, reach)
+        ways = (_along(p, (on, lane)), _line((on, lane), (off, lane)), _along((off, lane), q))
+        return [way for way in ways if way[0:2] != way[6:8]]
 
     def way_in(self, b: int, entered: list[int], v_from: float) -> tuple[Point, list[list[float]]]:
         """Where the curve reaches the outermost frame entered, and the way from there into box
@@ -143,6 +213,8 @@ class _Router:
                     [mid - LANE, lane, mid, lane, mid, lane, mid, lane - LANE],
                     _line((mid, lane - LANE), (mid, box.v + box.width)),
                 ]
+            elif (way := self.round(frame, (f.u, v_from), target)) is not None:
+                v, ways[:0] = way[0][1], way
             else:
                 lo, hi = self.lanes(f)
                 v = min(max(v_from, lo), hi)
@@ -171,6 +243,9 @@ class _Router:
                     [mid, lane - LANE, mid, lane, mid, lane, mid + LANE, lane],
                     _line((mid + LANE, lane), (end, lane)),
                 ]
+            elif (way := self.round(frame, source, (end, v_to))) is not None:
+                v = way[-1][-1]
+                ways += way
             else:
                 lo, hi = self.lanes(f)
                 v = min(max(v_to, lo), hi)
@@ -196,7 +271,8 @@ def edge_route(rects: Sequence[Box], frames: Frames, a: int, b: int, lr: bool) -
     if in_box.u >= out_box.u + out_box.length:
         start, first = router.way_out(a, left, b_box.v + b_box.width / 2)
         end, last = router.way_in(b, entered, a_box.v + a_box.width / 2)
-        curve = _along(start, end)
+        common = held_a[k - 1] if k else -1
+        curve = router.round(common, start, end) or [_along(start, end)]
     else:
         down = in_box.v >= out_box.v
         u0, u1 = a_box.u + a_box.length / 2, b_box.u + b_box.length / 2
@@ -205,10 +281,10 @@ def edge_route(rects: Sequence[Box], frames: Frames, a: int, b: int, lr: bool) -
         first = [_line((u0, a_box.v + a_box.width if down else a_box.v), (u0, v0))]
         last = [_line((u1, v1), (u1, b_box.v if down else b_box.v + b_box.width))]
         d = max(float(VOCABULARY["edge"]["bend"]), abs(v1 - v0) / 2) * (1 if down else -1)
-        curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]
+        curve = [[u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]]
     segs = [
         flat if lr else [c for k in range(0, 8, 2) for c in (flat[k + 1], flat[k])]
-        for part in (first, [curve], last)
+        for part in (first, curve, last)
         for flat in part
     ]
     titles = _titles_met(rects, frames, segs)

@@ -2,9 +2,10 @@
 // nsdl_jupyter/graph/_routes.py computes it for the SVG (tests/test_drawing_parity.py compares).
 // An edge into (out of) opened frames bends between the outermost frames it enters (leaves)
 // and crosses each frame's border along the flow: straight on when nothing lies in between,
-// else through a lane in the frame's margin (the edge's own box), else curving inside. No part
-// of a route is drawn over the title bar of an opened frame, one it enters, leaves or jumps
-// over: the line stops at the bar's border and goes on past it.
+// else through a lane in the frame's margin (the edge's own box, or round the opened frames on
+// the way), else curving inside; between its frames it also goes round the opened frames it
+// would pass through. No part of a route is drawn over the title bar of an opened frame, one
+// it enters, leaves or jumps over: the line stops at the bar's border and goes on past it.
 import { curveDistance, curvePoint, HEADER, type Rect } from "./geometry";
 import { type Graph, KIND_FRAME, type Layout } from "./graph";
 import { V } from "./vocabulary";
@@ -23,6 +24,9 @@ export interface FrameIndex {
   chains: number[][]; // per slot: the frames around it, outermost first
   children: Map<number, number[]>; // per frame: the boxes and frames right inside it
   nested: Map<number, number[]>; // per frame, and -1 for the top level: the frames right inside it
+  // per frame (or -1) and direction: its `nested` sorted by where they start along the flow,
+  // and those starts (filled by the routes as they need them)
+  byStart?: Map<string, [number[], number[]]>;
 }
 
 /** Per slot, the frames around it; per frame, the slots right inside it. */
@@ -88,6 +92,17 @@ function clearAcross(others: Flow[], u: number, v0: number, v1: number): boolean
   return !others.some((o) => o.v < v1 && v0 < o.v + o.width && o.u < u && u < o.u + o.length);
 }
 
+/** The cubic (flow coordinates) passes through the box: a point of it, sampled finer than a
+ *  box is long, lies inside. */
+function passes(curve: Seg, box: Flow): boolean {
+  const steps = Math.max(8, Math.ceil(Math.abs(curve[6] - curve[0]) / Math.max(box.length, 1)) * 4);
+  for (let k = 1; k < steps; k++) {
+    const [u, v] = blossom(curve, k / steps, k / steps, k / steps);
+    if (box.u < u && u < box.u + box.length && box.v < v && v < box.v + box.width) return true;
+  }
+  return false;
+}
+
 /** One edge's way into and out of its frames, in flow coordinates. */
 class Router {
   constructor(
@@ -114,6 +129,69 @@ class Router {
     return [box.v + LANE + (this.lr ? HEADER : 0), box.v + box.width - LANE];
   }
 
+  /** The frames right inside `parent` in the order they start along the flow, and their
+   *  starts. */
+  starts(parent: number): [number[], number[]] {
+    const key = `${parent} ${this.lr}`;
+    this.frames.byStart ??= new Map();
+    let found = this.frames.byStart.get(key);
+    if (!found) {
+      const slots = [...(this.frames.nested.get(parent) ?? [])];
+      slots.sort((f, g) => this.flow(f).u - this.flow(g).u);
+      found = [slots.map((f) => this.flow(f).u), slots];
+      this.frames.byStart.set(key, found);
+    }
+    return found;
+  }
+
+  /** The way along from `p` to `q` inside `parent` (-1: the top level) round the frames right
+   *  inside it that the curve between them would pass through, or null when it passes none
+   *  (_routes.py _Router.round). */
+  round(parent: number, p: Point, q: Point): Seg[] | null {
+    const curve = along(p, q);
+    const u0 = Math.min(p[0], q[0]);
+    const u1 = Math.max(p[0], q[0]);
+    const v0 = Math.min(curve[1], curve[3], curve[5], curve[7]);
+    const v1 = Math.max(curve[1], curve[3], curve[5], curve[7]);
+    const [starts, slots] = this.starts(parent);
+    let k = 0; // the first frame starting after u0 (bisect_right)
+    for (let hi = starts.length; k < hi; ) {
+      const m = (k + hi) >> 1;
+      if (starts[m] <= u0) k = m + 1;
+      else hi = m;
+    }
+    const across: Flow[] = [];
+    for (; k < slots.length; k++) {
+      const j = this.flow(slots[k]);
+      if (j.u >= u1) break;
+      if (j.u + j.length < u1 && j.v < v1 && v0 < j.v + j.width && passes(curve, j)) across.push(j);
+    }
+    if (!across.length) return null;
+    const lanes =
+      parent >= 0
+        ? this.lanes(this.flow(parent))
+        : [
+            Math.min(...across.map((j) => j.v)) - LANE,
+            Math.max(...across.map((j) => j.v + j.width)) + LANE,
+          ];
+    const middle = (p[1] + q[1]) / 2;
+    const lane = Math.abs(lanes[0] - middle) <= Math.abs(lanes[1] - middle) ? lanes[0] : lanes[1];
+    const first = Math.min(...across.map((j) => j.u));
+    const last = Math.max(...across.map((j) => j.u + j.length));
+    if (parent >= 0) {
+      const f = this.flow(parent);
+      if (p[0] === f.u) p = [p[0], lane];
+      if (q[0] === f.u + f.length) q = [q[0], lane];
+    }
+    // on the lane soon after p, off it late before q: over anything else in the way too
+    const reach = 2 * V.edge.bend;
+    const on = p[0] + Math.min(first - p[0], reach);
+    const off = q[0] - Math.min(q[0] - last, reach);
+    return [along(p, [on, lane]), line([on, lane], [off, lane]), along([off, lane], q)].filter(
+      (way) => way[0] !== way[6] || way[1] !== way[7],
+    );
+  }
+
   wayIn(b: number, entered: number[], vFrom: number): [Point, Seg[]] {
     const box = this.flow(b);
     let target: Point = [box.u, box.v + box.width / 2];
@@ -136,10 +214,16 @@ class Router {
           line([mid, lane - LANE], [mid, box.v + box.width]),
         ];
       } else {
-        const [lo, hi] = this.lanes(f);
-        v = Math.min(Math.max(vFrom, lo), hi);
-        const start: Point = [f.u + PAD + (this.lr ? 0 : HEADER), v];
-        ways.unshift(line([f.u, v], start), along(start, target));
+        const way = this.round(frame, [f.u, vFrom], target);
+        if (way) {
+          v = way[0][1];
+          ways.unshift(...way);
+        } else {
+          const [lo, hi] = this.lanes(f);
+          v = Math.min(Math.max(vFrom, lo), hi);
+          const start: Point = [f.u + PAD + (this.lr ? 0 : HEADER), v];
+          ways.unshift(line([f.u, v], start), along(start, target));
+        }
       }
       target = [f.u, v];
       inner = frame;
@@ -170,9 +254,15 @@ class Router {
           line([mid + LANE, lane], [end, lane]),
         ];
       } else {
-        const [lo, hi] = this.lanes(f);
-        v = Math.min(Math.max(vTo, lo), hi);
-        ways.push(along(source, [end - PAD, v]), line([end - PAD, v], [end, v]));
+        const way = this.round(frame, source, [end, vTo]);
+        if (way) {
+          v = way[way.length - 1][7];
+          ways.push(...way);
+        } else {
+          const [lo, hi] = this.lanes(f);
+          v = Math.min(Math.max(vTo, lo), hi);
+          ways.push(along(source, [end - PAD, v]), line([end - PAD, v], [end, v]));
+        }
       }
       source = [end, v];
       inner = frame;
@@ -206,13 +296,13 @@ export function edgeRoute(
   const inBox = entered.length ? router.flow(entered[0]) : bBox;
   let first: Seg[];
   let last: Seg[];
-  let curve: Seg;
+  let curve: Seg[];
   if (inBox.u >= outBox.u + outBox.length) {
     const [start, out] = router.wayOut(a, left, bBox.v + bBox.width / 2);
     const [end, into] = router.wayIn(b, entered, aBox.v + aBox.width / 2);
     first = out;
     last = into;
-    curve = along(start, end);
+    curve = router.round(k ? heldA[k - 1] : -1, start, end) ?? [along(start, end)];
   } else {
     const down = inBox.v >= outBox.v;
     const u0 = aBox.u + aBox.length / 2;
@@ -222,9 +312,9 @@ export function edgeRoute(
     first = [line([u0, down ? aBox.v + aBox.width : aBox.v], [u0, v0])];
     last = [line([u1, v1], [u1, down ? bBox.v : bBox.v + bBox.width])];
     const d = Math.max(V.edge.bend, Math.abs(v1 - v0) / 2) * (down ? 1 : -1);
-    curve = [u0, v0, u0, v0 + d, u1, v1 - d, u1, v1];
+    curve = [[u0, v0, u0, v0 + d, u1, v1 - d, u1, v1]];
   }
-  const segs = [...first, curve, ...last].map((flat) =>
+  const segs = [...first, ...curve, ...last].map((flat) =>
     lr ? flat : [flat[1], flat[0], flat[3], flat[2], flat[5], flat[4], flat[7], flat[6]],
   );
   const titles = titlesMet(layout, frames, segs);
