@@ -365,7 +365,8 @@ def _fed_nodes(
     opt_consumers: Mapping[str, list[onnx.NodeProto]],
     mapped: Mapping[str, LayerMapping],
 ) -> list[str]:
-    """For an inserted node: the original nodes that its outputs feed (first mapped ones)."""
+    """For an inserted node: the original nodes that its outputs feed (of a fused node, its main
+    one: the node taking most of its time)."""
     frontier = [out for out in node.output if out]
     for _ in range(8):
         fed: list[str] = []
@@ -374,8 +375,8 @@ def _fed_nodes(
             fed.extend(c for c in graph.consumers.get(tensor, []) if c in graph.nodes)
             for consumer in opt_consumers.get(tensor, []):
                 mapping = mapped.get(consumer.name)
-                if mapping is not None and mapping.kind != "inserted":
-                    fed.extend(mapping.nodes[:1])
+                if mapping is not None and mapping.kind != "inserted" and mapping.nodes:
+                    fed.append(_main_node(mapping))
                 else:
                     following.extend(o for o in consumer.output if o)
         if fed:
@@ -384,6 +385,13 @@ def _fed_nodes(
             break
         frontier = following
     return []
+
+
+def _main_node(mapping: LayerMapping) -> str:
+    """The node that takes most of a mapped row's time (a Gemm's MatMul, not its Add)."""
+    if len(mapping.weights) != len(mapping.nodes):
+        return mapping.nodes[0]
+    return max(zip(mapping.nodes, mapping.weights, strict=True), key=lambda nw: nw[1])[0]
 
 
 def _read_from(tensors: Iterable[str], graph: _Original) -> list[str]:
