@@ -1,5 +1,6 @@
 """Shape inference on an onnx_ir model, merging whole types back; onnxruntime's symbolic
-inference where onnx's loses a model's dimension names (`relate_dims`).
+inference where onnx's loses a model's dimension names (`relate_dims`,
+nsdl_jupyter._symbolic_shapes says when).
 
 onnx_ir's ShapeInferencePass merges only the element type of each inferred value, and sets
 it as a *tensor* type even where onnx inferred a sequence or an optional, which breaks
@@ -10,12 +11,12 @@ copied whole. onnx looks at the model with its weights as typed graph inputs
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._symbolic_shapes import symbolic_dims
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter._weightless import model_proto
 
@@ -38,23 +39,19 @@ def infer_shapes(model: ir.Model) -> list[ir.Value] | None:
 
 def relate_dims(model: ir.Model, values: Sequence[ir.Value]) -> int:
     """Shapes for `values` with a dimension onnx inference could not relate to the graph
-    inputs' (`unk__0` from the Slice of BERT's position ids to `sequence`, or Llama's Range
-    of positions, in a TorchScript export with dynamic axes, and in all that follows them):
-    onnxruntime's symbolic inference follows such arithmetic. A shape it finds is taken when
-    it has the same rank and says only numbers and the graph inputs' dimension names.
-    Returns how many values it shaped."""
+    inputs' (`unk__0` after the Slice of BERT's position ids to `sequence`), from onnxruntime's
+    symbolic inference: taken when of the same rank and saying only numbers and the graph
+    inputs' dimension names. Returns how many values it shaped."""
     named = {dim for value in model.graph.inputs for dim in _dim_names(value.shape)} - {""}
     loose = [v for v in values if v.shape is not None and set(_dim_names(v.shape)) - named]
-    if not loose or not named:
-        # inputs of static shapes: what onnx could not follow is data (Swin's computed pads),
-        # which the symbolic inference cannot follow either (seconds for nothing)
+    if not loose or not named:  # static inputs: see nsdl_jupyter._symbolic_shapes
         return 0
-    found = _symbolic_shapes(model, {v.name or "" for v in loose})
+    found = symbolic_dims(model_proto(model), {v.name or "" for v in loose})
     shaped = 0
     for value in loose:
-        dims = found.get(value.name or "")
+        _, dims = found.get(value.name or "", (0, []))
         current = value.shape
-        if dims is None or current is None or len(dims) != len(current):
+        if current is None or len(dims) != len(current):
             continue
         if all(isinstance(dim, int) or dim in named for dim in dims):
             value.shape = ir.Shape(dims)
@@ -65,35 +62,6 @@ def relate_dims(model: ir.Model, values: Sequence[ir.Value]) -> int:
 def _dim_names(shape: ir.Shape | None) -> list[str]:
     """The symbolic dimensions of `shape`, "" for an unnamed one."""
     return [str(dim.value or "") for dim in shape or () if not isinstance(dim, int)]
-
-
-def _symbolic_shapes(model: ir.Model, names: set[str]) -> dict[str, list[int | str]]:
-    """onnxruntime's symbolic shape inference of `model`, for the tensors `names`; nothing
-    when it fails (it refuses some operators and domains)."""
-    from onnxruntime.tools.symbolic_shape_infer import (  # on use: onnxruntime and sympy
-        SymbolicShapeInference,
-    )
-
-    # it warns for each comparison of dims it cannot decide (Swin: hundreds)
-    logger = logging.getLogger(SymbolicShapeInference.__module__)
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        inferred = SymbolicShapeInference.infer_shapes(model_proto(model), auto_merge=True)
-    except Exception:  # its own asserts and errors of every kind: the shapes stay as they were
-        return {}
-    finally:
-        logger.setLevel(level)
-    if inferred is None:
-        return {}
-    found: dict[str, list[int | str]] = {}
-    for info in [*inferred.graph.value_info, *inferred.graph.output]:
-        if info.name in names and info.type.tensor_type.HasField("shape"):
-            found[info.name] = [
-                dim.dim_value if dim.HasField("dim_value") else dim.dim_param
-                for dim in info.type.tensor_type.shape.dim
-            ]
-    return found
 
 
 def shapes_settled(model: ir.Model) -> bool:
