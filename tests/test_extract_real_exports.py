@@ -100,6 +100,85 @@ def test_extraction_computes_constants_inside_and_cuts_only_activations(tmp_path
     assert result.shape == (3, 2, 4) and float(result[0, 0, 0]) == 4.0
 
 
+def _embeddings_like(tmp_path: Path) -> Path:
+    """BERT's and DistilBERT's embeddings as TorchScript writes them with dynamic axes: the
+    position ids are `position_ids[:, :sequence]`, a Slice to the input's length, which onnx
+    inference cannot size (`unk__0`), so the Add after it loses `batch` and `sequence`."""
+    rng = np.random.default_rng(0)
+    e = "/model/embeddings"
+
+    def node(op: str, inputs: list[str], name: str, **attrs: object) -> onnx.NodeProto:
+        return helper.make_node(op, inputs, [f"{name}_output_0"], name=name, **attrs)
+
+    def const(name: str, value: object) -> onnx.NodeProto:
+        value = numpy_helper.from_array(np.array(value, np.int64))
+        return helper.make_node("Constant", [], [f"{name}_output_0"], name=name, value=value)
+
+    nodes = [
+        node("Gather", ["word_embeddings.weight", "input_ids"], f"{e}/word_embeddings/Gather"),
+        node("Shape", ["input_ids"], f"{e}/Shape"),
+        const(f"{e}/Constant", 1),
+        node("Gather", [f"{e}/Shape_output_0", f"{e}/Constant_output_0"], f"{e}/Gather", axis=0),
+        const(f"{e}/Constant_1", [0]),
+        node("Unsqueeze", [f"{e}/Gather_output_0", f"{e}/Constant_1_output_0"], f"{e}/Unsqueeze"),
+        const(f"{e}/Constant_2", [0]),
+        const(f"{e}/Constant_3", [1]),
+        node(
+            "Slice",
+            [
+                "position_ids",
+                f"{e}/Constant_2_output_0",
+                f"{e}/Unsqueeze_output_0",
+                f"{e}/Constant_3_output_0",
+            ],
+            f"{e}/Slice",
+        ),
+        node(
+            "Gather", ["position_embeddings.weight", f"{e}/Slice_output_0"], f"{e}/position/Gather"
+        ),
+        node(
+            "Add",
+            [f"{e}/word_embeddings/Gather_output_0", f"{e}/position/Gather_output_0"],
+            f"{e}/Add",
+        ),
+        node("MatMul", [f"{e}/Add_output_0", "dense.weight"], "/model/dense/MatMul"),
+        helper.make_node("Relu", ["/model/dense/MatMul_output_0"], ["y"], name="/model/act/Relu"),
+    ]
+    weights = {"word_embeddings.weight": (32, 8), "position_embeddings.weight": (16, 8)}
+    weights["dense.weight"] = (8, 8)
+    initializers = [
+        numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+        for name, shape in weights.items()
+    ]
+    initializers.append(
+        numpy_helper.from_array(np.arange(16, dtype=np.int64)[None], "position_ids")
+    )
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializers,
+    )
+    path = tmp_path / "embeddings.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_cut_input_keeps_the_models_dimension_names(tmp_path: Path) -> None:
+    """Profile from the middle of a TorchScript BERT, DistilBERT or Llama: the new inputs were
+    sized `unk__7`, `unk__91`, ... (fields nobody can fill in, and sizes that had to agree with
+    `batch` and `sequence`: given as dim_sizes, the run failed). onnxruntime's symbolic
+    inference relates them to the model's own `batch` and `sequence`."""
+    doc = nj.open_model(_embeddings_like(tmp_path))
+    target, _ = extract_nodes(doc, ["/model/dense/MatMul"], downstream=True)
+    (value,) = onnx.load(target).graph.input
+    dims = [d.dim_value or d.dim_param for d in value.type.tensor_type.shape.dim]
+    assert dims == ["batch", "sequence", 8]
+    report = nj.profile_ort(target, iterations=1, warmup=0, dim_sizes={"batch": 2, "sequence": 5})
+    assert set(report.layers["input_shapes"]) == {"float[2,5,8]"}
+
+
 def _run(path: Path, value: np.ndarray) -> list[np.ndarray]:
     import onnxruntime as ort
 

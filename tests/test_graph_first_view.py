@@ -385,3 +385,54 @@ def test_reopened_with_its_companion_the_first_view_is_laid_out_alike() -> None:
     again = GraphScene(graph, positions=dict(first.positions), collapsed=first.collapsed_keys)
     assert again.expanded == first.expanded != {0}
     assert again.layout().rect_of() == first.layout().rect_of()
+
+
+def _detector_like() -> ir.Graph:
+    """A detection model as TorchScript writes it (torchvision's SSDlite): modules for the
+    transform, backbone, head and anchor generator, and between them 60 nodes of
+    post-processing (box decoding, score filtering) that belong to no module, so the top
+    level holds more boxes than one level may show."""
+    h = onnx.helper
+    nodes: list[onnx.NodeProto] = []
+    last = "images"
+
+    def chain(scope: str, ops: list[str]) -> None:
+        nonlocal last
+        for k, op in enumerate(ops):
+            name = f"{scope}/{op}_{k}"
+            nodes.append(h.make_node(op, [last], [f"{name}_output_0"], name=name))
+            last = f"{name}_output_0"
+
+    chain("/transform", ["Sigmoid", "Relu"])
+    for block in range(4):
+        chain(f"/backbone/features.{block}", ["Relu", "Sigmoid", "Tanh"])
+    chain("/head/classification_head", ["Relu", "Sigmoid"])
+    chain("/head/regression_head", ["Relu", "Sigmoid"])
+    chain("", ["Neg", "Abs", "Exp"] * 20)  # post-processing at the top level
+    chain("/anchor_generator", ["Relu", "Sigmoid"])
+    graph = h.make_graph(
+        nodes,
+        "g",
+        [h.make_tensor_value_info("images", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+        [h.make_tensor_value_info(last, onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+    )
+    return ir.from_proto(h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])).graph
+
+
+def test_a_level_too_long_for_one_screen_keeps_its_modules() -> None:
+    """SSDlite (TorchScript): its top level, cut evenly into ranges of siblings, hid the
+    transform, backbone and head inside ranges named by node names (`images … Concat`); not an
+    outline then, the first view opened 28 frames and 148 boxes. Only the run of
+    post-processing nodes is cut now, and the first view is the outline of the modules."""
+    scene = GraphScene(_detector_like())
+    h = scene.hierarchy
+    top = [h.groups[~c] for c in h.groups[0].children if is_group_ref(c)]
+    modules = [g.label for g in top if not g.synthetic]
+    assert modules == ["transform", "backbone", "head", "anchor_generator"]
+    ranges = [g for g in top if g.synthetic]
+    assert ranges and all(
+        not is_group_ref(c) and not scene.table.items[c].scope for g in ranges for c in g.children
+    )  # the post-processing nodes only
+    assert len(h.groups[0].children) <= 48
+    assert scene.is_module_outline()
+    assert len(drawn_labels(scene)) <= 30

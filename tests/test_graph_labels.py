@@ -68,7 +68,10 @@ def test_shape_inference_fills_the_edges_a_torchscript_export_leaves_untyped() -
     scene.infer()
     after = [scene.tensor_text(i) for i in range(len(scene.table.tensors))]
     assert sum(1 for d, s in after if not s) < 50
-    assert after.count(("float", f"?{X}?{X}768")) > 100
+    # onnx's inference loses batch and sequence after the position ids' Slice (`?x?x768`);
+    # onnxruntime's symbolic inference names them as the model's inputs do
+    assert after.count(("float", f"batch{X}sequence{X}768")) > 100
+    assert not [s for d, s in after if d == "float" and "?" in s]
     assert ("int64", f"batch{X}sequence") in after  # a graph input, as the model declares it
     # the document's values are untouched: inference ran on a weightless copy
     assert values == {id(v): (v.shape, v.dtype) for n in scene.graph for v in n.outputs}

@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import nsdl_jupyter as nj
 from nsdl_jupyter import figures
@@ -50,6 +53,71 @@ def test_a_dynamo_row_is_named_by_module_path_and_op(vit: ProfileReport) -> None
     assert (nodes == "/layers.0/attention/q_proj/MatMul +Add").any()  # MatMulAddFusion
     fused = vit.layers[vit.layers["mapped_as"] == "fused"].iloc[0]
     assert fused["node"] != fused["name"] and fused["node"].startswith("/")
+
+
+def _inserting_model(path: Path) -> Path:
+    """TorchScript-shaped pieces onnxruntime rewrites by inserting nodes of its own: a Linear on
+    a 3-D input (MatMul + Add become a Gemm between two Reshapes) and q, k, v taken apart by
+    Gathers (Llama's and Swin's attention: one Split, then a Squeeze per Gather)."""
+    rng = np.random.default_rng(0)
+
+    def index(i: int, name: str) -> onnx.NodeProto:
+        value = numpy_helper.from_array(np.array(i, np.int64))
+        return helper.make_node("Constant", [], [f"{name}_output_0"], name=name, value=value)
+
+    qkv = "/attn/Transpose_output_0"
+    nodes = [
+        helper.make_node("MatMul", ["x", "fc.weight"], ["/fc/MatMul_output_0"], name="/fc/MatMul"),
+        helper.make_node("Add", ["fc.bias", "/fc/MatMul_output_0"], ["h"], name="/fc/Add"),
+        helper.make_node("Reshape", ["h", "shape"], ["r"], name="/attn/Reshape"),
+        helper.make_node("Transpose", ["r"], [qkv], name="/attn/Transpose", perm=[2, 0, 1, 3]),
+        *(index(i, f"/attn/Constant_{i}") for i in range(3)),
+        *(
+            helper.make_node(
+                "Gather",
+                [qkv, f"/attn/Constant_{i}_output_0"],
+                [t],
+                name=f"/attn/Gather_{i}",
+                axis=0,
+            )
+            for i, t in enumerate("qkv")
+        ),
+        helper.make_node("Transpose", ["k"], ["kt"], name="/attn/Transpose_1", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="/attn/MatMul"),
+        helper.make_node("MatMul", ["s", "v"], ["y"], name="/attn/MatMul_1"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 16])],
+        [
+            numpy_helper.from_array(rng.standard_normal((16, 48)).astype(np.float32), "fc.weight"),
+            numpy_helper.from_array(rng.standard_normal(48).astype(np.float32), "fc.bias"),
+            numpy_helper.from_array(np.array([2, 8, 3, 16], np.int64), "shape"),
+        ],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_rows_onnxruntime_inserted_are_named_by_the_node_they_serve(tmp_path: Path) -> None:
+    """Swin and Llama exports: a third of the rows were onnxruntime's made-up names
+    (`gemm_input_reshape_token_24`, `Squeeze_token_18`, `Squeeze`), which say nothing of the
+    model; each now names the model node its time goes to, and its own op type."""
+    report = nj.profile_ort(
+        _inserting_model(tmp_path / "inserting.onnx"), iterations=1, warmup=0, intra_op_threads=1
+    )
+    layers = report.layers
+    inserted = layers[layers["mapped_as"] == "inserted"]
+    assert {"Reshape", "Squeeze"} <= set(inserted["op_type"])  # both rewrites happened
+    assert layers["node"].str.startswith("/").all(), list(layers["node"])
+    assert layers["node"].is_unique
+    by_name = layers.set_index("name")["node"]
+    # the Reshape before the Gemm serves the Gemm's main node, its MatMul (not its Add)
+    assert by_name["gemm_input_reshape"] == "/fc/MatMul (inserted Reshape)"
+    squeezes = inserted[inserted["op_type"] == "Squeeze"]["node"]
+    assert squeezes.str.contains(r"^/attn/\S+ \(inserted Squeeze\)", regex=True).all()
 
 
 def test_figures_and_table_show_model_nodes_with_the_runtime_name_beside(

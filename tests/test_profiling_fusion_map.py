@@ -198,6 +198,104 @@ def test_each_inlined_row_lands_on_the_node_it_was_inlined_from(tmp_path: Path) 
     assert report.mapped_share() == pytest.approx(1.0)
 
 
+def _module_functions_model(kind: str) -> onnx.ModelProto:
+    """A model as TorchScript's `export_modules_as_functions` writes it: each block a call of
+    a model-local function (domain `__main__`) taking its weights as inputs, three calls in a
+    row. "conv": Conv, Relu, residual Add (onnxruntime runs them as NCHWc Convs whose tensors
+    are its own reorders, named after the body's tensors); "linear": two Linears on a 3-D input
+    and a residual (each MatMul + Add a Gemm between Reshapes it makes)."""
+    h = onnx.helper
+    rng = np.random.default_rng(0)
+    weights: list[onnx.TensorProto] = []
+
+    def weight(name: str, *shape: int) -> str:
+        values = rng.standard_normal(shape).astype(np.float32) * 0.1
+        weights.append(onnx.numpy_helper.from_array(values, name))
+        return name
+
+    nodes: list[onnx.NodeProto] = []
+    if kind == "conv":
+        shape, params = [1, 3, 16, 16], ["input", "w", "b"]
+        body = [
+            h.make_node("Conv", params, ["onnx::Relu_28"], name="Conv_0", pads=[1, 1, 1, 1]),
+            h.make_node("Relu", ["onnx::Relu_28"], ["onnx::Add_20"], name="Relu_1"),
+            h.make_node("Add", ["onnx::Add_20", "input"], ["input.8"], name="Add_2"),
+        ]
+        nodes.append(
+            h.make_node("Conv", ["x", weight("stem.w", 8, 3, 3, 3)], ["s"], name="/stem/Conv")
+        )
+        nodes[-1].attribute.extend([h.make_attribute("pads", [1, 1, 1, 1])])
+        last = "s"
+    else:
+        shape, params = [2, 8, 32], ["input", "w1", "b1", "w2", "b2"]
+        body = [
+            h.make_node("MatMul", ["input", "w1"], ["onnx::Add_54"], name="MatMul_4"),
+            h.make_node("Add", ["b1", "onnx::Add_54"], ["onnx::Relu_55"], name="Add_5"),
+            h.make_node("Relu", ["onnx::Relu_55"], ["onnx::MatMul_63"], name="Relu_6"),
+            h.make_node("MatMul", ["onnx::MatMul_63", "w2"], ["onnx::Add_65"], name="MatMul_14"),
+            h.make_node("Add", ["b2", "onnx::Add_65"], ["onnx::Add_66"], name="Add_15"),
+            h.make_node("Add", ["input", "onnx::Add_66"], ["input.7"], name="Add_16"),
+        ]
+        last = "x"
+    for i in range(3):
+        if kind == "conv":
+            inputs = [last, weight(f"blocks.{i}.w", 8, 8, 3, 3), weight(f"blocks.{i}.b", 8)]
+        else:
+            inputs = [last, weight(f"w1_{i}", 32, 64), weight(f"b1_{i}", 64)]
+            inputs += [weight(f"w2_{i}", 64, 32), weight(f"b2_{i}", 32)]
+        out = f"/blocks/blocks.{i}/Block_output_0"
+        nodes.append(
+            h.make_node("Block", inputs, [out], domain="__main__", name=f"/blocks/blocks.{i}/Block")
+        )
+        last = out
+    if kind == "conv":
+        nodes.append(
+            h.make_node("GlobalAveragePool", [last], ["y"], name="/pool/GlobalAveragePool")
+        )
+    else:
+        nodes.append(h.make_node("Relu", [last], ["y"], name="/act/Relu"))
+    block = h.make_function(
+        "__main__", "Block", params, [body[-1].output[0]], body, [h.make_opsetid("", 17)]
+    )
+    graph = h.make_graph(
+        nodes,
+        "main_graph",
+        [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+        [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        weights,
+    )
+    opsets = [h.make_opsetid("", 17), h.make_opsetid("__main__", 1)]
+    return h.make_model(graph, opset_imports=opsets, functions=[block])
+
+
+@pytest.mark.parametrize("kind", ["conv", "linear"])
+def test_rows_of_inlined_module_calls_land_on_their_call(kind: str, tmp_path: Path) -> None:
+    """TorchScript's `export_modules_as_functions` (ResNet-18's BasicBlocks): onnxruntime's
+    rewrites inside an inlined body make tensors of their own, which cut each body apart and
+    hid which call a row belongs to (ResNet-18: 1.6 % of the time mapped, 19 rows named
+    `_inlfunc_BasicBlock_token_2_onnx::Conv_175_nchwc`; the blocks' Linears: 44 %). The
+    names onnxruntime gives a call's copies tell it."""
+    path = tmp_path / f"{kind}.onnx"
+    onnx.save(_module_functions_model(kind), path)
+    report = nj.profile_ort(path, iterations=2, warmup=1, trace_path=tmp_path / "trace.json")
+    layers = report.layers
+    assert report.mapped_share() == pytest.approx(1.0)
+    inlined = layers[layers["name"].str.startswith("_inlfunc_")]
+    assert len(inlined) >= 3 and set(inlined["mapped_as"]) == {"inlined"}
+    calls = [f"/blocks/blocks.{i}/Block" for i in range(3)]
+
+    def tag(name: str) -> str:  # "" for the first call's copies, "_token_<k>" for the others'
+        match = re.match(r"_inlfunc_Block(_token_\d+)?_", name)
+        assert match is not None, name
+        return match.group(1) or ""
+
+    order = sorted({tag(n) for n in inlined["name"]}, key=lambda t: int(t[7:]) if t else -1)
+    assert len(order) == 3  # every call has rows
+    for name, nodes in zip(inlined["name"], inlined["onnx_nodes"], strict=True):
+        assert [n for n in nodes if n in calls] == [calls[order.index(tag(name))]], name
+    assert set(report.node_times()) >= set(calls)
+
+
 def test_unnamed_nodes_pair_with_profiled_rows_by_rank() -> None:
     """Unnamed nodes take the profiler's `<op>_<index>` names in run order; an op type whose
     rows do not count as many as its unnamed nodes is left unmatched."""

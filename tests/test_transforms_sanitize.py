@@ -65,6 +65,28 @@ def test_folds_a_constant_chain_and_removes_dead_nodes(tmp_path: Path) -> None:
     np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
 
 
+def test_a_shape_of_a_folded_result_folds_with_it(tmp_path: Path) -> None:
+    """torchvision's Swin (TorchScript): PatchMerging's pad amounts are a Concat of constants
+    whose Shape the export reads too. Both fold in one pass; removing them one by one, the
+    Concat went first while the Shape still read it (onnx_ir's ValueError)."""
+    source = save_text(
+        tmp_path,
+        """<ir_version: 8, opset_import: ["": 17]>
+        g (float[3] x) => (float[6] y) <int64[2] pads> {
+            c0 = Constant<value: tensor = int64[1] {1}>()
+            c1 = Constant<value: tensor = int64[1] {2}>()
+            pads = Concat<axis: int = 0>(c0, c1)
+            n = Shape(pads)
+            y = Tile(x, n)
+        }""",
+    )
+    out = tmp_path / "out.onnx"
+    status = sanitize(source, out)
+    assert status.ok and _ops(out) == Counter({"Tile": 1})
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(_run(source, {"x": x})[0], _run(out, {"x": x})[0])
+
+
 def test_fold_size_threshold_keeps_large_results(tmp_path: Path) -> None:
     source = save_text(
         tmp_path,

@@ -170,7 +170,10 @@ def _order_by_first_compute(h: Hierarchy, table: GraphTable) -> None:
 
 def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None:
     """Levels with more than `max_children` boxes shown (constants and weight aliases, hidden by
-    default, do not count) are cut into ranges of siblings."""
+    default, do not count) are cut into ranges of siblings. A level holding modules keeps them
+    and cuts only its longest runs of loose nodes, where that is enough (a detection model's
+    post-processing between its `head` and `anchor_generator`): it stays an outline of its
+    modules."""
     pending = [g for g, group in enumerate(h.groups) if group.parent != -2]
     while pending:
         g = pending.pop()
@@ -179,30 +182,20 @@ def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None
         shown = [is_group_ref(c) or not table.items[c].flags & CONSTANT for c in children]
         if sum(shown) <= max_children:
             continue
-        n_chunks = -(-sum(shown) // max_children)
-        chunk = -(-sum(shown) // n_chunks)
-        cuts = [0]
-        count = 0
-        for position, counted in enumerate(shown):
-            if counted:
-                if count and count % chunk == 0:
-                    cuts.append(position)
-                count += 1
-        cuts.append(len(children))
+        parts = _loose_runs_cut(h, children, shown, max_children) or [
+            (start, end, True) for start, end in _even_cut(shown, max_children)
+        ]
         new_children: list[int] = []
-        for k, (start, end) in enumerate(itertools.pairwise(cuts)):
+        for k, (start, end, wrapped) in enumerate(parts):
             part = children[start:end]
+            if not wrapped:  # a module, or a loose node left as it is
+                new_children.extend(part)
+                continue
             r = len(h.groups)
             named = [ref for ref, counted in zip(part, shown[start:end], strict=True) if counted]
             label = f"{_ref_label(h, table, named[0])} … {_ref_label(h, table, named[-1])}"
             h.groups.append(
-                Group(
-                    key=f"{group.key}#{k}",
-                    label=label,
-                    parent=g,
-                    children=part,
-                    synthetic=True,
-                )
+                Group(key=f"{group.key}#{k}", label=label, parent=g, children=part, synthetic=True)
             )
             for ref in part:
                 if is_group_ref(ref):
@@ -212,6 +205,66 @@ def _split_oversized(h: Hierarchy, table: GraphTable, max_children: int) -> None
             new_children.append(~r)
         group.children = new_children
         pending.append(g)  # more chunks than max_children: split again one level up
+
+
+def _even_cut(shown: list[bool], max_children: int) -> list[tuple[int, int]]:
+    """Consecutive slices of about equal numbers of shown boxes, each a range."""
+    n_chunks = -(-sum(shown) // max_children)
+    chunk = -(-sum(shown) // n_chunks)
+    cuts = [0]
+    count = 0
+    for position, counted in enumerate(shown):
+        if counted:
+            if count and count % chunk == 0:
+                cuts.append(position)
+            count += 1
+    cuts.append(len(shown))
+    return list(itertools.pairwise(cuts))
+
+
+def _loose_runs_cut(
+    h: Hierarchy, children: list[int], shown: list[bool], max_children: int
+) -> list[tuple[int, int, bool]] | None:
+    """Slices of `children`, each with whether it becomes a range: the modules and the short
+    runs of loose nodes stay as they are, the longest runs become ranges (of at most
+    `max_children` shown boxes) until the level fits; None when it holds no module or cutting
+    its runs cannot make it fit."""
+    module = [is_group_ref(c) and not h.groups[~c].synthetic for c in children]
+    if not any(module):
+        return None
+    runs: list[tuple[int, int]] = []  # maximal runs of non-module children
+    start = None
+    for position, is_module in enumerate([*module, True]):
+        if not is_module and start is None:
+            start = position
+        elif is_module and start is not None:
+            runs.append((start, position))
+            start = None
+    total = sum(shown)
+    cut: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for run in sorted(runs, key=lambda r: -sum(shown[r[0] : r[1]])):
+        if total <= max_children:
+            break
+        counted = sum(shown[run[0] : run[1]])
+        if counted < 2:
+            break
+        slices = [
+            (run[0] + a, run[0] + b) for a, b in _even_cut(shown[run[0] : run[1]], max_children)
+        ]
+        cut[run] = slices
+        total += len(slices) - counted
+    if total > max_children:
+        return None
+    parts: list[tuple[int, int, bool]] = []
+    position = 0
+    for run in runs:
+        parts.append((position, run[0], False))
+        parts.extend((a, b, True) for a, b in cut.get(run, []))
+        if run not in cut:
+            parts.append((run[0], run[1], False))
+        position = run[1]
+    parts.append((position, len(children), False))
+    return [(a, b, wrapped) for a, b, wrapped in parts if b > a]
 
 
 def _ref_label(h: Hierarchy, table: GraphTable, ref: int) -> str:

@@ -11,6 +11,7 @@ from functools import lru_cache
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._symbolic_shapes import symbolic_dims
 from nsdl_jupyter._weightless import weightless_model, weightless_proto
 from nsdl_jupyter.graph._skeleton import GraphSkeleton
 
@@ -19,6 +20,9 @@ logger = logging.getLogger(__name__)
 _IR_VERSION = 10  # a graph alone says none; 10 reads every graph the views are given
 UNKNOWN_DIM = "unk__"  # onnx shape inference's name for a dim it cannot name
 TIMES = "\u00d7"  # the multiplication sign, as Netron writes shapes
+# onnxruntime's symbolic inference (about 0.1 ms a node) names the dims onnx's loses only up
+# to this size: a larger graph keeps `?` rather than wait seconds for its edge labels
+SYMBOLIC_NODES = 20_000
 
 
 def shape_text(shape: Iterable[object] | None) -> str:
@@ -88,7 +92,37 @@ def infer_tensor_types(
             ]
             shape = TIMES.join(dims) if dims else "scalar"
         found[info.name] = (_elem_text(tensor.elem_type), shape)
+    _name_lost_dims(proto, inferred, found)
     return found
+
+
+def _name_lost_dims(
+    proto: onnx.ModelProto, inferred: onnx.ModelProto, found: dict[str, tuple[str, str]]
+) -> None:
+    """The shapes onnx's inference left `?` where the graph inputs name their dims (a
+    TorchScript BERT: `?x?x768` after its position ids' Slice), in the inputs' names where
+    onnxruntime's symbolic inference relates them (`batchxsequencex768`)."""
+    named = {
+        dim.dim_param
+        for info in proto.graph.input
+        for dim in info.type.tensor_type.shape.dim
+        if dim.HasField("dim_param") and not dim.dim_param.startswith(UNKNOWN_DIM)
+    }
+    if not named or len(proto.graph.node) > SYMBOLIC_NODES:
+        return
+    lost = {
+        info.name
+        for info in inferred.graph.value_info
+        if any(
+            not dim.HasField("dim_value") and dim.dim_param not in named
+            for dim in info.type.tensor_type.shape.dim
+        )
+    }
+    if not lost:
+        return
+    for name, (_, dims) in symbolic_dims(proto, lost).items():
+        if all(isinstance(dim, int) or dim in named for dim in dims):
+            found[name] = (found[name][0], TIMES.join(str(dim) for dim in dims) or "scalar")
 
 
 class TensorTypes:

@@ -5,8 +5,11 @@ for a Conv, `node_MatMul_646/MatMulAddFusion`); each row's `onnx_nodes` already 
 the model's nodes it stands for. The label is the node that takes most of the row's time,
 written as module path + op (`/layer2/layer2.2/conv1/Conv`; a dynamo export's
 `node_MatMul_12` becomes `/encoder/layer.0/attention/self/query/MatMul`), with the op types
-of the other nodes fused into it (`+Relu`). Rows onnxruntime inserted (layout reorders,
-copies) keep its name: they are no node of the model.
+of the other nodes fused into it (`+Relu`). A row onnxruntime inserted (a layout reorder, the
+reshapes around a Gemm, the Squeezes of a Gather it split) is no node of the model: it is
+named by the node its time goes to and its own op type (`/fc/MatMul (inserted Reshape)`),
+not by onnxruntime's made-up name (`gemm_input_reshape_token_24`, `Squeeze_token_18`).
+Copies between devices keep their name (`(input copy)`): they are no work of any node.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from nsdl_jupyter.graph import scope_of
 
 _ALIASES = frozenset({"Identity", "Constant"})  # weight aliases a fusion takes along: not named
 _MAX_FUSED_OPS = 3  # op types listed after the main node's; more are counted
+_COPIES = "Memcpy"  # onnxruntime's MemcpyToHost/MemcpyFromHost, the GPU report's copy rows
 
 
 def node_label(node: ir.Node) -> str:
@@ -45,8 +49,11 @@ def node_labels(layers: pd.DataFrame, model: ir.Model) -> list[str]:
         layers["name"], layers["op_type"], layers["onnx_nodes"], weights, kinds, strict=True
     ):
         found = [nodes[n] for n in covered if n in nodes]
-        if kind == "inserted" or not found:
+        if not found or str(op_type).startswith(_COPIES):
             labels.append(str(name))
+            continue
+        if kind == "inserted":
+            labels.append(f"{node_label(found[0])} (inserted {op_type})")
             continue
         shares = _shares(share, len(covered), found, covered)
         labels.append(_row_label(found, shares, str(op_type)))

@@ -22,7 +22,7 @@ from nsdl_jupyter._errors import list_argument
 from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
-from nsdl_jupyter.transforms._shapes import infer_shapes
+from nsdl_jupyter.transforms._shapes import infer_shapes, relate_dims
 from nsdl_jupyter.transforms._status import TransformStatus
 from nsdl_jupyter.transforms._working_copy import (
     ModelSource,
@@ -206,6 +206,8 @@ def _extract_subgraph(
                 f"the type of tensor {name!r} is unknown (shape inference cannot reach it): "
                 "cut at a tensor whose type is known"
             )
+    # the new inputs' dims in the source's own names, so the part is sized as the whole is
+    relate_dims(source, [by_name[name] for name in inputs])
     extracted = ir.convenience.extract(graph, list(inputs), list(outputs))
     assert isinstance(extracted, ir.Graph)
     extracted.name = f"{graph.name or 'graph'}_extract"

@@ -569,8 +569,9 @@ class _Sanitizer:
                 outside = any(user not in members for user, _ in value.uses())
                 if outside or value.is_graph_output():
                     self._replace_with_initializer(graph, value, values[value])
-        for node in reversed(folded):
-            graph.remove(node, safe=True)
+        # together: `folded` is not in graph order (a Shape of a folded Concat's result can
+        # come before the Concat), so one node at a time could go while a member reads it
+        graph.remove(folded, safe=True)
         self._report("nodes_folded", len(folded), f"folded {len(folded)} node(s): {_by_op(folded)}")
         return len(folded)
 

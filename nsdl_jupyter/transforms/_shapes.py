@@ -1,4 +1,6 @@
-"""Shape inference on an onnx_ir model, merging whole types back.
+"""Shape inference on an onnx_ir model, merging whole types back; onnxruntime's symbolic
+inference where onnx's loses a model's dimension names (`relate_dims`,
+nsdl_jupyter._symbolic_shapes says when).
 
 onnx_ir's ShapeInferencePass merges only the element type of each inferred value, and sets
 it as a *tensor* type even where onnx inferred a sequence or an optional, which breaks
@@ -9,9 +11,12 @@ copied whole. onnx looks at the model with its weights as typed graph inputs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._symbolic_shapes import symbolic_dims
 from nsdl_jupyter._walk import graphs_in
 from nsdl_jupyter._weightless import model_proto
 
@@ -30,6 +35,33 @@ def infer_shapes(model: ir.Model) -> list[ir.Value] | None:
     except Exception:  # onnx raises its own error types; the model is left as it was
         return None
     return _merge(model, inferred)
+
+
+def relate_dims(model: ir.Model, values: Sequence[ir.Value]) -> int:
+    """Shapes for `values` with a dimension onnx inference could not relate to the graph
+    inputs' (`unk__0` after the Slice of BERT's position ids to `sequence`), from onnxruntime's
+    symbolic inference: taken when of the same rank and saying only numbers and the graph
+    inputs' dimension names. Returns how many values it shaped."""
+    named = {dim for value in model.graph.inputs for dim in _dim_names(value.shape)} - {""}
+    loose = [v for v in values if v.shape is not None and set(_dim_names(v.shape)) - named]
+    if not loose or not named:  # static inputs: see nsdl_jupyter._symbolic_shapes
+        return 0
+    found = symbolic_dims(model_proto(model), {v.name or "" for v in loose})
+    shaped = 0
+    for value in loose:
+        _, dims = found.get(value.name or "", (0, []))
+        current = value.shape
+        if current is None or len(dims) != len(current):
+            continue
+        if all(isinstance(dim, int) or dim in named for dim in dims):
+            value.shape = ir.Shape(dims)
+            shaped += 1
+    return shaped
+
+
+def _dim_names(shape: ir.Shape | None) -> list[str]:
+    """The symbolic dimensions of `shape`, "" for an unnamed one."""
+    return [str(dim.value or "") for dim in shape or () if not isinstance(dim, int)]
 
 
 def shapes_settled(model: ir.Model) -> bool:

@@ -33,6 +33,7 @@ import onnx_ir as ir
 import pandas as pd
 
 from nsdl_jupyter._gc import gc_paused
+from nsdl_jupyter._symbolic_shapes import symbolic_dims
 from nsdl_jupyter.profiling._errors import ProfileSettingsError
 from nsdl_jupyter.profiling.analysis._graph_facts import (
     GraphFacts,
@@ -799,4 +800,28 @@ def _inferred(
             dims = tuple(d.dim_value if d.dim_value or not d.dim_param else None
                          for d in tensor.shape.dim)  # fmt: skip
         found[info.name] = _Tensor(dtype, dims)
+    if any(not name.startswith("?") for name in symbols):  # inputs with named dims
+        _fill_from_symbolic(facts, proto, found)
     return found
+
+
+def _fill_from_symbolic(
+    facts: GraphFacts, proto: onnx.ModelProto, found: dict[str, _Tensor]
+) -> None:
+    """Static shapes from onnxruntime's symbolic inference for the node outputs onnx's left
+    open (a TorchScript BERT with batch 1: everything after its position ids' Slice)."""
+    open_outputs = {
+        out
+        for node in facts.nodes
+        for out in node.outputs
+        if out and not (out in found and found[out].known)
+    }
+    if not open_outputs:
+        return
+    for name, (elem_type, dims) in symbolic_dims(proto, open_outputs).items():
+        if all(isinstance(dim, int) for dim in dims):
+            known = found.get(name)
+            dtype = known.dtype if known is not None and known.dtype is not None else None
+            if dtype is None and elem_type:
+                dtype = ir.DataType(elem_type)
+            found[name] = _Tensor(dtype, tuple(int(dim) for dim in dims))

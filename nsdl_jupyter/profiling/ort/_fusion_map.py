@@ -26,9 +26,12 @@ expands a function op that no provider has a kernel for (HardSwish on CPU: HardS
 or a call of a model-local function into its body (Graph::InlineFunction): the body's
 nodes keep their own names, prefixed `_inlfunc_<op>...`, or none at all (HardSwish's body
 nodes are unnamed), and its inner tensors are named `_inlfunc_<op>_..._<name>`, while the
-tensors at its border keep the call's names. The nodes joined by such inner tensors are taken
-as one: between the original tensors at their border lies the function node, and each of
-them maps to it whole with `kind="inlined"` (a row's time lands on the node it is part of).
+tensors at its border keep the call's names. The nodes joined by such inner tensors, or
+copied from the same call of a model-local function (`_inlined_calls` reads which from their
+names), are taken as one: between the original tensors at their border lies the function
+node, and each of them maps to it whole with `kind="inlined"` (a row's time lands on the node
+it is part of). A body whose border onnxruntime renamed too (NCHWc reorders from one block to
+the next) maps to the call its names tell.
 
 The profiler names an unnamed node `<op type>_<node index>` (sequential_executor.cc), an
 index the saved model does not keep. `map_layers` keys such a node by its op type and its
@@ -49,8 +52,8 @@ from pathlib import Path
 
 import onnx
 
-_NCHWC_SUFFIX = "_nchwc"
-_INLINED_PREFIX = "_inlfunc_"  # onnxruntime's names in an inlined function body (graph.cc)
+from nsdl_jupyter.profiling.ort._inlined_calls import INLINED_PREFIX, NCHWC_SUFFIX, InlinedCalls
+
 _WALK_LIMIT = 256  # original nodes one optimized node may cover
 _MATMUL_LIKE = frozenset({"MatMul", "Gemm", "MatMulInteger", "FusedMatMul"})
 _CONV_LIKE = frozenset({"Conv", "ConvTranspose", "ConvInteger", "QLinearConv"})
@@ -82,7 +85,9 @@ def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[st
     `original` it stands for."""
     graph = _original(original)
     keyed = _keyed(optimized.graph.node)
-    bodies = _inlined_bodies(keyed, graph)
+    inlined = InlinedCalls(original)
+    bodies, tags = _inlined_bodies(keyed, graph, inlined)
+    call_of = inlined.calls_by_tag(tags.values())
     # an unnamed node outside a body is one of the original's, which has no name to map to
     opt_nodes = [n for n in keyed if n.name in bodies or not _is_unnamed(n.name)]
     opt_producer = {out: n.name for n in opt_nodes for out in n.output if out}
@@ -111,6 +116,9 @@ def map_layers(original: onnx.ModelProto, optimized: onnx.ModelProto) -> dict[st
             stops = _border_inputs(inputs, graph, opt_producer, by_name, border_out)
             outputs = set().union(*(border_out[name] for name in body))
             covered = _walk(graph, outputs, stops, claimed, own="")
+            call = call_of.get(tags.get(node.name, ""))
+            if not covered and call is not None and call not in claimed:
+                covered = [call]  # its border renamed (NCHWc reorders): the call its names tell
             claimed.update(covered)
             if covered:
                 found = LayerMapping(tuple(covered), _weights(graph, covered), "inlined")
@@ -183,12 +191,14 @@ def _keyed(nodes: Iterable[onnx.NodeProto]) -> list[onnx.NodeProto]:
 
 
 def _inlined_bodies(
-    opt_nodes: Sequence[onnx.NodeProto], graph: _Original
-) -> dict[str, frozenset[str]]:
+    opt_nodes: Sequence[onnx.NodeProto], graph: _Original, inlined: InlinedCalls
+) -> tuple[dict[str, frozenset[str]], dict[str, str]]:
     """Node -> the nodes of the inlined function body it belongs to: nodes named by
     onnxruntime's inliner or reading or writing a body's inner tensor, joined by those
-    tensors. A node standing for an original node by its name (a Conv fused with a body's
-    first node) keeps its own mapping."""
+    tensors and by the call their names tell (`_inlined_calls`: a rewrite inside a body, a
+    Gemm between reshapes, makes tensors of its own). A node standing for an original node by
+    its name (a Conv fused with a body's first node) keeps its own mapping. Also node -> the
+    tag of its call, where its names tell it."""
     parent: dict[str, str] = {}
 
     def root(name: str) -> str:
@@ -198,9 +208,11 @@ def _inlined_bodies(
         return name
 
     first_with: dict[str, str] = {}  # inner tensor -> the first body node that has it
+    first_of_call: dict[str, str] = {}  # call tag -> the first body node that has it
+    tags: dict[str, str] = {}
     for node in opt_nodes:
-        inner = [t for t in (*node.input, *node.output) if t.startswith(_INLINED_PREFIX)]
-        if not inner and not node.name.startswith(_INLINED_PREFIX):
+        inner = [t for t in (*node.input, *node.output) if t.startswith(INLINED_PREFIX)]
+        if not inner and not node.name.startswith(INLINED_PREFIX):
             continue
         if node.name in graph.nodes or _named_after(node.name, graph) is not None:
             continue
@@ -210,10 +222,17 @@ def _inlined_bodies(
         for tensor in inner:
             other = first_with.setdefault(tensor, node.name)
             parent[root(other)] = root(node.name)
+        tag = next(filter(None, map(inlined.tag, (node.name, *inner))), None)
+        if tag is not None:
+            tags[node.name] = tag
+            other = first_of_call.setdefault(tag, node.name)
+            parent[root(other)] = root(node.name)
     groups: dict[str, set[str]] = {}
     for name in parent:
         groups.setdefault(root(name), set()).add(name)
-    return {name: frozenset(groups[root(name)]) for name in parent}
+    bodies = {name: frozenset(groups[root(name)]) for name in parent}
+    body_tags = {name: tags[m] for name, body in bodies.items() for m in body if m in tags}
+    return bodies, body_tags
 
 
 def fused_node_mapping(original: Path, optimized: Path) -> dict[str, LayerMapping]:
@@ -270,7 +289,7 @@ def _through_pass_nodes(
             for consumer in opt_consumers.get(tensor, []):
                 if consumer.name in graph.nodes or _named_after(consumer.name, graph):
                     continue
-                if consumer.name.endswith(_NCHWC_SUFFIX):
+                if consumer.name.endswith(NCHWC_SUFFIX):
                     continue
                 outs = [o for o in consumer.output if o]
                 found.update(o for o in outs if o in graph.producer)
@@ -283,8 +302,8 @@ def _through_pass_nodes(
 
 def _nchwc_tensor(name: str, graph: _Original) -> str | None:
     """The original tensor an NCHWc node is named after (`<tensor>_nchwc`), if any."""
-    if name.endswith(_NCHWC_SUFFIX) and name[: -len(_NCHWC_SUFFIX)] in graph.producer:
-        return name[: -len(_NCHWC_SUFFIX)]
+    if name.endswith(NCHWC_SUFFIX) and name[: -len(NCHWC_SUFFIX)] in graph.producer:
+        return name[: -len(NCHWC_SUFFIX)]
     return None
 
 
@@ -365,7 +384,8 @@ def _fed_nodes(
     opt_consumers: Mapping[str, list[onnx.NodeProto]],
     mapped: Mapping[str, LayerMapping],
 ) -> list[str]:
-    """For an inserted node: the original nodes that its outputs feed (first mapped ones)."""
+    """For an inserted node: the original nodes that its outputs feed (of a fused node, its main
+    one: the node taking most of its time)."""
     frontier = [out for out in node.output if out]
     for _ in range(8):
         fed: list[str] = []
@@ -374,8 +394,8 @@ def _fed_nodes(
             fed.extend(c for c in graph.consumers.get(tensor, []) if c in graph.nodes)
             for consumer in opt_consumers.get(tensor, []):
                 mapping = mapped.get(consumer.name)
-                if mapping is not None and mapping.kind != "inserted":
-                    fed.extend(mapping.nodes[:1])
+                if mapping is not None and mapping.kind != "inserted" and mapping.nodes:
+                    fed.append(_main_node(mapping))
                 else:
                     following.extend(o for o in consumer.output if o)
         if fed:
@@ -384,6 +404,13 @@ def _fed_nodes(
             break
         frontier = following
     return []
+
+
+def _main_node(mapping: LayerMapping) -> str:
+    """The node that takes most of a mapped row's time (a Gemm's MatMul, not its Add)."""
+    if len(mapping.weights) != len(mapping.nodes):
+        return mapping.nodes[0]
+    return max(zip(mapping.nodes, mapping.weights, strict=True), key=lambda nw: nw[1])[0]
 
 
 def _read_from(tensors: Iterable[str], graph: _Original) -> list[str]:
