@@ -82,13 +82,16 @@ def test_boxes_say_op_and_name_weights_inside_and_edges_their_shape(notebook: An
     nb.two_frames()
     tensor = graph_api(nb, "(a, n) => a.tensor(n)", query_out)
     # onnx shape inference loses batch_size at the position-embedding Add (its Slice of
-    # position_ids has unknown dims), as it does on real HF exports: drawn "?"
-    assert tensor["dtype"] == "float" and tensor["shape"] == f"?{x}16{x}64", tensor
+    # position_ids has unknown dims), as on real HF exports; onnxruntime's symbolic inference
+    # relates it to the input's dim again (graph/_shapes.py)
+    assert tensor["dtype"] == "float" and tensor["shape"] == f"batch_size{x}16{x}64", tensor
     scale = graph_api(nb, "(a) => a.camera().scale")
     texts = graph_api(nb, "(a) => a.texts()")
     assert scale >= 0.7, f"fit on three boxes should zoom in enough to read, got {scale}"
     assert {"MatMul query", "MatMul key", "MatMul value", f"B⟨64{x}64⟩"} <= set(texts), texts
-    assert tensor["shape"] in texts  # the shape drawn on the edge leaving a MatMul
+    # the shape drawn on the edge leaving a MatMul, cut with an ellipsis where the room ends
+    shape = tensor["shape"]
+    assert any(t == shape or (t.endswith("…") and shape.startswith(t[:-1])) for t in texts)
     assert not [t for t in texts if t.startswith("MatMul ") and t.endswith("MatMul")]
     assert not [t for t in texts if "Identity" in t]  # weight aliases stay hidden
     nb.screenshot("bert_labels", VIEW)
