@@ -9,6 +9,7 @@ import onnx_ir as ir
 import pytest
 
 from nsdl_jupyter.graph import GraphScene
+from nsdl_jupyter.graph._drawing import fit_shape
 from nsdl_jupyter.graph._extract import CONSTANT, PSEUDO
 from nsdl_jupyter.graph._shapes import TIMES, display_shape, infer_tensor_types, shape_text
 from tests import real_exports
@@ -89,3 +90,22 @@ def test_shape_texts() -> None:
     assert shape_text(ir.Shape([])) == "scalar" and shape_text(None) == ""
     assert display_shape("[1,batch,None]") == f"1{X}batch{X}?"
     assert display_shape("[]") == "scalar" and display_shape("") == ""
+
+
+# (shape with * for the multiplication sign, characters of room, drawn): vocabulary.test.ts
+# checks fitShape on the same cases
+FIT_SHAPE_CASES = [
+    ("batch_size*16*64", 16, "batch_size*16*64"),
+    ("batch_size*16*64", 14, "batch_s…*16*64"),
+    ("batch*sequence*768", 14, "batch*seq…*768"),
+    ("batch*sequence*768", 11, "bat…*s…*768"),
+    ("?*16*64", 5, "?*16…"),
+    ("1024*1024*1024", 8, "1024*10…"),
+]
+
+
+@pytest.mark.parametrize(("shape", "room", "drawn"), FIT_SHAPE_CASES)
+def test_a_shape_too_long_for_its_room_cuts_its_dim_names_before_its_numbers(
+    shape: str, room: int, drawn: str
+) -> None:
+    assert fit_shape(shape.replace("*", TIMES), room * 6.5, 6.5) == drawn.replace("*", TIMES)

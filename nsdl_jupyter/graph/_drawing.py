@@ -20,6 +20,7 @@ from nsdl_jupyter.graph import _vocabulary
 from nsdl_jupyter.graph._extract import CONSTANT, GRAPH_INPUT, GRAPH_OUTPUT, PSEUDO, PSEUDO_OPS
 from nsdl_jupyter.graph._hierarchy import is_group_ref
 from nsdl_jupyter.graph._layout import KIND_GROUP, LayoutResult
+from nsdl_jupyter.graph._shapes import TIMES
 from nsdl_jupyter.ops import UnknownDomainError, UnknownOperatorError, get_schema
 
 VOCABULARY: dict[str, Any] = _vocabulary.VOCABULARY
@@ -102,6 +103,27 @@ def fit_text(text: str, width: float, char_width: float) -> str:
     if len(text) <= room:
         return text
     return text[: room - 1] + VOCABULARY["label"]["ellipsis"] if room > 1 else ""
+
+
+def fit_shape(shape: str, width: float, char_width: float) -> str:
+    """A tensor shape (`batch_sizex16x64`) in about `width` pixels: its named dims cut with an
+    ellipsis first, longest first (`batch_s…x16x64`), so the numbers stay; then the tail
+    (`fit_text`). vocabulary.ts fitShape does the same."""
+    room = math.floor(width / char_width)
+    excess = len(shape) - room
+    if excess <= 0:
+        return shape
+    dims = shape.split(TIMES)
+    ellipsis = VOCABULARY["label"]["ellipsis"]
+    for k in sorted(range(len(dims)), key=lambda k: -len(dims[k])):
+        kept = max(1, len(dims[k]) - 1 - excess)  # characters left before the ellipsis
+        if (dims[k].isascii() and dims[k].isdigit()) or kept >= len(dims[k]) - 1:
+            continue
+        excess -= len(dims[k]) - kept - 1
+        dims[k] = dims[k][:kept] + ellipsis
+        if excess <= 0:
+            break
+    return fit_text(TIMES.join(dims), width, char_width)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from nsdl_jupyter.graph._drawing import (
     count_text,
     edge_shape_at,
     edge_tip,
+    fit_shape,
     fit_text,
     js_round,
     representatives,
@@ -216,7 +217,7 @@ class _Picture:
             if edge.src not in labelled:
                 labelled.add(edge.src)
                 x, y, room = edge_shape_at(self.rects[edge.src], route_end(route)[0], lr)
-                shape = fit_text(shape, room, spec["charWidth"])
+                shape = fit_shape(shape, room, spec["charWidth"])
                 if shape:
                     shapes.append(_text(shape, (x, y), spec, spec["fill"]))
             path = f'<path d="{_path_data(route)}"><title>{tip}</title></path>'

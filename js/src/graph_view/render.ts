@@ -34,6 +34,7 @@ import {
   categoryFill,
   countText,
   edgeShapeAt,
+  fitShape,
   fitText,
   font,
   lineWidth,
@@ -508,7 +509,7 @@ function drawEdgeShapes(f: Frame): void {
       layout.h[src],
     ];
     const [x, y, room] = edgeShapeAt(box, endX, lr);
-    const shape = fitText(graph.tensorShape[graph.edgeTensor[e.edge[k]]], room, spec.charWidth);
+    const shape = fitShape(graph.tensorShape[graph.edgeTensor[e.edge[k]]], room, spec.charWidth);
     if (!shape || !intersects(f.view, x, y - spec.size / 2, room, spec.size)) continue;
     text(f, shape, x, y);
   }

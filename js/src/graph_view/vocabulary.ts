@@ -25,6 +25,24 @@ export function fitText(text: string, width: number, charWidth: number): string 
   return max > 1 ? `${text.slice(0, max - 1)}${V.label.ellipsis}` : "";
 }
 
+/** A tensor shape ("batch_size×16×64") in about `width` pixels: its named dims cut with an
+ *  ellipsis first, longest first ("batch_s…×16×64"), so the numbers stay; then the tail
+ *  (_drawing.py fit_shape). */
+export function fitShape(shape: string, width: number, charWidth: number): string {
+  let excess = shape.length - Math.floor(width / charWidth);
+  if (excess <= 0) return shape;
+  const dims = shape.split("\u00d7");
+  const order = dims.map((_, k) => k).sort((a, b) => dims[b].length - dims[a].length);
+  for (const k of order) {
+    const kept = Math.max(1, dims[k].length - 1 - excess); // characters left before the ellipsis
+    if (/^[0-9]+$/.test(dims[k]) || kept >= dims[k].length - 1) continue;
+    excess -= dims[k].length - kept - 1;
+    dims[k] = `${dims[k].slice(0, kept)}${V.label.ellipsis}`;
+    if (excess <= 0) break;
+  }
+  return fitText(dims.join("\u00d7"), width, charWidth);
+}
+
 export function countText(size: number): string {
   return `${size} node${size === 1 ? "" : "s"}`;
 }
