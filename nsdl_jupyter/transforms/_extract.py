@@ -21,6 +21,7 @@ import onnx_ir as ir
 from nsdl_jupyter._errors import list_argument
 from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
+from nsdl_jupyter.transforms._measured_dims import measure_dims
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes, relate_dims
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -145,13 +146,16 @@ def extract_subgraph(
     inputs: Sequence[str] = (),
     outputs: Sequence[str] = (),
     *,
+    dim_sizes: Mapping[str, int] | None = None,
     overwrite: bool = False,
 ) -> TransformStatus:
     """Write the part of the main graph that computes `outputs` from `inputs` as a model.
 
     `inputs` are tensor names where the cut is made (they become graph inputs); constant
     tensors (initializers) on the way are carried along. Every graph input an output depends
-    on must be listed.
+    on must be listed. With `dim_sizes` (a profile's sizes for the model's free input dims,
+    others 1), cut tensors whose dims no inference can tell get the dims one run of the
+    model at those sizes shows (static), so the part runs on random inputs.
     """
     if isinstance(inputs, str) or isinstance(outputs, str):
         raise TransformError("inputs and outputs take lists of tensor names, not a str")
@@ -159,12 +163,14 @@ def extract_subgraph(
     if not outputs:
         raise TransformError("give at least one output tensor name (outputs=[...])")
     target = check_output_path(output)
-    return transform_file(ExtractSubgraphPass(inputs, outputs), model, target, overwrite=overwrite)
+    extract = ExtractSubgraphPass(inputs, outputs, dim_sizes=dim_sizes)
+    return transform_file(extract, model, target, overwrite=overwrite)
 
 
 @register("extract_subgraph", "the nodes between named tensors of the main graph, as a model")
 class ExtractSubgraphPass(_ExtractPass):
-    """The part of the main graph that computes `outputs` from `inputs`."""
+    """The part of the main graph that computes `outputs` from `inputs` (open dims of the
+    cut measured at `dim_sizes` when given: see `extract_subgraph`)."""
 
     operation = "extract_subgraph"
 
@@ -173,6 +179,7 @@ class ExtractSubgraphPass(_ExtractPass):
         inputs: Sequence[str] = (),
         outputs: Sequence[str] = (),
         *,
+        dim_sizes: Mapping[str, int] | None = None,
         status: TransformStatus | None = None,
     ) -> None:
         super().__init__(status=status)
@@ -181,13 +188,18 @@ class ExtractSubgraphPass(_ExtractPass):
         if not outputs:
             raise TransformError("give at least one output tensor name (outputs=[...])")
         self.inputs, self.outputs = list(inputs), list(outputs)
+        self.dim_sizes = dict(dim_sizes) if dim_sizes is not None else None
 
     def apply(self, model: ir.Model) -> ir.Model:
-        return _extract_subgraph(model, self.inputs, self.outputs, self.status)
+        return _extract_subgraph(model, self.inputs, self.outputs, self.dim_sizes, self.status)
 
 
 def _extract_subgraph(
-    source: ir.Model, inputs: list[str], outputs: list[str], status: TransformStatus
+    source: ir.Model,
+    inputs: list[str],
+    outputs: list[str],
+    dim_sizes: Mapping[str, int] | None,
+    status: TransformStatus,
 ) -> ir.Model:
     graph = source.graph
     by_name = _values_by_name(graph)
@@ -207,7 +219,11 @@ def _extract_subgraph(
                 "cut at a tensor whose type is known"
             )
     # the new inputs' dims in the source's own names, so the part is sized as the whole is
-    relate_dims(source, [by_name[name] for name in inputs])
+    cut_values = [by_name[name] for name in inputs]
+    relate_dims(source, cut_values)
+    if dim_sizes is not None:
+        for value in measure_dims(source, cut_values, dim_sizes):
+            status.info(f"{value.name}: dims {value.shape} measured in a run of the model")
     extracted = ir.convenience.extract(graph, list(inputs), list(outputs))
     assert isinstance(extracted, ir.Graph)
     extracted.name = f"{graph.name or 'graph'}_extract"

@@ -42,8 +42,8 @@ def relate_dims(model: ir.Model, values: Sequence[ir.Value]) -> int:
     inputs' (`unk__0` after the Slice of BERT's position ids to `sequence`), from onnxruntime's
     symbolic inference: taken when of the same rank and saying only numbers and the graph
     inputs' dimension names. Returns how many values it shaped."""
-    named = {dim for value in model.graph.inputs for dim in _dim_names(value.shape)} - {""}
-    loose = [v for v in values if v.shape is not None and set(_dim_names(v.shape)) - named]
+    named = input_dim_names(model)
+    loose = [v for v in open_values(model, values) if v.shape is not None]
     if not loose or not named:  # static inputs: see nsdl_jupyter._symbolic_shapes
         return 0
     found = symbolic_dims(model_proto(model), {v.name or "" for v in loose})
@@ -57,6 +57,18 @@ def relate_dims(model: ir.Model, values: Sequence[ir.Value]) -> int:
             value.shape = ir.Shape(dims)
             shaped += 1
     return shaped
+
+
+def input_dim_names(model: ir.Model) -> set[str]:
+    """The names of the graph inputs' symbolic dims (what a profile's dim_sizes sizes)."""
+    return {dim for value in model.graph.inputs for dim in _dim_names(value.shape)} - {""}
+
+
+def open_values(model: ir.Model, values: Sequence[ir.Value]) -> list[ir.Value]:
+    """`values` with a dim that is neither a number nor a graph input's dim name, or of
+    unknown shape: nothing sizes them from the graph inputs' sizes."""
+    named = input_dim_names(model)
+    return [v for v in values if v.shape is None or set(_dim_names(v.shape)) - named]
 
 
 def _dim_names(shape: ir.Shape | None) -> list[str]:

@@ -151,7 +151,7 @@ class Validator:
             str(self.source), str(candidate), str(self._reference), self.provider, self.seed
         )
         try:
-            limit = _memory_limit(self.source, candidate)
+            limit = child_memory_limit(self.source, candidate)
             raw = run_isolated(compare_in_child, job, timeout=self.timeout, memory_limit=limit)
         except IsolatedRunError as error:
             result = self._died(error)
@@ -213,7 +213,7 @@ class Validator:
             status.info(f"validation: {error.describe()}")
 
 
-def _memory_limit(*models: Path) -> int:
+def child_memory_limit(*models: Path) -> int:
     """The child's address-space cap: the default, or room for sessions on big models."""
     total = 0
     for model in models:

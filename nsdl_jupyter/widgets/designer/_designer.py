@@ -377,17 +377,23 @@ class Designer(StaticPictureMixin, MainShellBox, widgets.VBox):  # type: ignore[
         """The canvas menu's "Profile from here": the model from `nodes` on, written beside
         this one, profiled with ONNX Runtime in the Profile dock below the canvas; its per-node
         times colour this canvas. None when the extraction is refused (the status says why)."""
+        from nsdl_jupyter.profiling import OrtProfileSettings
         from nsdl_jupyter.widgets.profile._activity_panel import (
             ActivityPanel,  # imports pandas: late
         )
 
+        # the part's cut dims that no inference tells are measured at the profile's sizes
+        settings = OrtProfileSettings()
         try:
-            path, count = extract_nodes(self.doc, nodes, downstream=True)
+            path, count = extract_nodes(
+                self.doc, nodes, downstream=True, dim_sizes=settings.dim_sizes
+            )
         except (DocumentError, TransformError, WidgetError) as error:
             self.status.show(str(error))
             return None
         panel = self._show_profile(
-            ActivityPanel(path, graph_view=self.graph), dock=f"Profile from {nodes[0]}"
+            ActivityPanel(path, graph_view=self.graph, settings=settings),
+            dock=f"Profile from {nodes[0]}",
         )
         self.status.show(f"profiling {count} nodes from {nodes[0]} ({path.name})", "note")
         panel.run()

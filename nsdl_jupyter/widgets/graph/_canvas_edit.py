@@ -290,10 +290,15 @@ def _state(value: ir.Value | None) -> str:
 
 
 def extract_nodes(
-    doc: ModelDocument, names: Sequence[str], *, downstream: bool
+    doc: ModelDocument,
+    names: Sequence[str],
+    *,
+    downstream: bool,
+    dim_sizes: Mapping[str, int] | None = None,
 ) -> tuple[Path, int]:
     """Write nodes `names` (with `downstream`, and everything they feed) as a model beside the
-    document's file, named after the first node; its path and the node count."""
+    document's file, named after the first node; its path and the node count. `dim_sizes`:
+    as in `extract_subgraph` (a profile's sizes, to measure dims no inference tells)."""
     from nsdl_jupyter.transforms import extract_subgraph  # on use: see add_at
 
     chosen = [doc.node(n) for n in names]
@@ -306,7 +311,8 @@ def extract_nodes(
     # torch names hold slashes ("/layer1/Conv"): the file stays in the model's folder
     part = re.sub(r"[^A-Za-z0-9_.-]+", "_", chosen[0].name or "").strip("_.") or "node"
     with reserved_name(folder, f"{stem}.{part[:_MAX_PART]}") as target:
-        extract_subgraph(doc, target, inputs, outputs, overwrite=True)  # our reservation
+        # overwrite: our reservation
+        extract_subgraph(doc, target, inputs, outputs, dim_sizes=dim_sizes, overwrite=True)
     return target, len(nodes)
 
 
