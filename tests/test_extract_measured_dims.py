@@ -5,7 +5,7 @@ one TransformError and leaves everything as it was."""
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -73,13 +73,12 @@ def _source(folder: Path, text: str = _RESIZED_AND_POOLED) -> Path:
 
 def _run_as_profiled(path: Path) -> list[Any]:
     """Run the model on the profiler's own random inputs (its runner's, free dims 1)."""
-    sys.path.insert(0, str(ORT_RUNNER.parent))
-    try:
-        from _ort_runner import _random_inputs  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(ORT_RUNNER.parent))
+    spec = importlib.util.spec_from_file_location("_profiled_ort_runner", ORT_RUNNER)
+    assert spec is not None and spec.loader is not None
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds, _ = _random_inputs(session, {}, 0)
+    feeds, _ = runner._random_inputs(session, {}, 0)
     return list(session.run(None, feeds))
 
 
@@ -132,6 +131,25 @@ def test_a_source_that_cannot_run_gives_one_error_and_loses_nothing(tmp_path: Pa
     # at sizes the model runs at, the same cut works
     extract_subgraph(doc, out, ["resized"], ["out"], dim_sizes={"H": 32, "W": 36})
     assert _input_dims(out)["resized"] == [1, 3, 16, 18]
+
+
+@pytest.mark.parametrize(
+    ("dim_sizes", "message"),
+    [
+        ({"H": 0}, "at least 1"),
+        ({"H": True}, "give an integer"),
+        ({"H": "32"}, "give an integer"),
+        ([("H", 32)], "takes a dict"),
+    ],
+)
+def test_bad_dim_sizes_are_refused_before_any_work(
+    tmp_path: Path, dim_sizes: Any, message: str
+) -> None:
+    source = _source(tmp_path, _RUNS_AT_32_BY_36)
+    out = tmp_path / "part.onnx"
+    with pytest.raises(TransformError, match=message):
+        extract_subgraph(source, out, ["resized"], ["out"], dim_sizes=dim_sizes)
+    assert not out.exists()
 
 
 def test_profile_from_after_a_data_dependent_resize(

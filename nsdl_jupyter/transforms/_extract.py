@@ -21,7 +21,7 @@ import onnx_ir as ir
 from nsdl_jupyter._errors import list_argument
 from nsdl_jupyter._walk import nodes_in, subgraphs
 from nsdl_jupyter.transforms._dtypes import DtypeInference, tensor_dtype
-from nsdl_jupyter.transforms._measured_dims import measure_dims
+from nsdl_jupyter.transforms._measured_dims import checked_dim_sizes, measure_dims
 from nsdl_jupyter.transforms._passes import TransformPass, register, transform_file
 from nsdl_jupyter.transforms._shapes import infer_shapes, relate_dims
 from nsdl_jupyter.transforms._status import TransformStatus
@@ -188,7 +188,7 @@ class ExtractSubgraphPass(_ExtractPass):
         if not outputs:
             raise TransformError("give at least one output tensor name (outputs=[...])")
         self.inputs, self.outputs = list(inputs), list(outputs)
-        self.dim_sizes = dict(dim_sizes) if dim_sizes is not None else None
+        self.dim_sizes = checked_dim_sizes(dim_sizes) if dim_sizes is not None else None
 
     def apply(self, model: ir.Model) -> ir.Model:
         return _extract_subgraph(model, self.inputs, self.outputs, self.dim_sizes, self.status)

@@ -26,6 +26,21 @@ from nsdl_jupyter.transforms._working_copy import TransformError
 _RUN_TIMEOUT_S = 600.0
 
 
+def checked_dim_sizes(dim_sizes: object) -> dict[str, int]:
+    """`dim_sizes` as a dict of dim names to sizes (integers >= 1, as a profile takes them);
+    TransformError otherwise, before any work."""
+    if not isinstance(dim_sizes, Mapping):
+        raise TransformError(
+            f"dim_sizes takes a dict of dim names to sizes ({{'batch': 1}}), not {dim_sizes!r}"
+        )
+    for dim, size in dim_sizes.items():
+        if not isinstance(dim, str) or isinstance(size, bool) or not isinstance(size, int):
+            raise TransformError(f"dim_sizes[{dim!r}]={size!r}: name a dim, give an integer")
+        if size < 1:
+            raise TransformError(f"dim_sizes[{dim!r}]={size}: a dimension size is at least 1")
+    return dict(dim_sizes)
+
+
 def measure_dims(
     model: ir.Model, values: Sequence[ir.Value], dim_sizes: Mapping[str, int], seed: int = 0
 ) -> list[ir.Value]:
