@@ -15,7 +15,7 @@ import onnxruntime as ort
 import pytest
 
 import nsdl_jupyter as nj
-from nsdl_jupyter.profiling.runners import ORT_RUNNER
+from nsdl_jupyter._runner_files import ORT_RUNNER
 from nsdl_jupyter.transforms import TransformError, extract_subgraph
 from nsdl_jupyter.widgets.designer._designer import Designer
 from tests._text_models import save_text

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._runner_files import ORT_RUNNER, TRT_RUNNER
 from nsdl_jupyter.profiling._errors import ProfileError, RunnerProtocolError
-from nsdl_jupyter.profiling.runners import ORT_RUNNER, TRT_RUNNER
 from nsdl_jupyter.targets import (
     MALFORMED,
     PROBE_FILE,

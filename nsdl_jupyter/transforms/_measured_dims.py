@@ -18,6 +18,7 @@ import onnx_ir as ir
 
 from nsdl_jupyter._isolated import ChildRaisedError, IsolatedRunError, run_isolated
 from nsdl_jupyter._measure_child import MeasureJob, measure_in_child
+from nsdl_jupyter._runner_files import ORT_RUNNER
 from nsdl_jupyter.transforms._evaluate import _first_line
 from nsdl_jupyter.transforms._shapes import input_dim_names, open_values
 from nsdl_jupyter.transforms._validate import child_memory_limit
@@ -55,8 +56,6 @@ def measure_dims(
     with tempfile.TemporaryDirectory(prefix="nsdl-measure-") as folder:
         path = Path(folder) / "source.onnx"
         _save_with_outputs(model, wanted, path)
-        from nsdl_jupyter.profiling.runners import ORT_RUNNER  # on use: the profiling package
-
         job = MeasureJob(str(path), names, str(ORT_RUNNER), dict(dim_sizes), seed)
         try:
             shapes = run_isolated(

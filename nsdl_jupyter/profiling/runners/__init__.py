@@ -3,13 +3,7 @@ SSH), deployed side by side as plain files and run as `python3 <runner> REQUEST.
 
 They import only the standard library, numpy and the runtime modules (onnxruntime, tensorrt,
 tensorrt_rtx, cupti, pynvml), never nsdl_jupyter: a test holds that line. The kernel loads
-their pure parts by path where it needs them.
+their pure parts by path where it needs them; `nsdl_jupyter._runner_files` names their paths.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
-
-HERE = Path(__file__).parent
-ORT_RUNNER = HERE / "_ort_runner.py"
-TRT_RUNNER = HERE / "_trt_runner.py"

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, get_args
 
+from nsdl_jupyter._runner_files import TRT_RUNNER
 from nsdl_jupyter._trt_shapes import check_min_opt_max, size_list
 from nsdl_jupyter.document import LayerPrecision, TensorRtProperties
 from nsdl_jupyter.profiling._errors import TrtSettingsError
 from nsdl_jupyter.profiling.ort._settings import replace_known
-from nsdl_jupyter.profiling.runners import TRT_RUNNER
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
