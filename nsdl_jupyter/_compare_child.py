@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from nsdl_jupyter._errors import first_line
+
 CPU = "CPUExecutionProvider"
 # Free dimensions: the first dimension of an input (batch) gets 1, the others (sequence,
 # image size) get this, so attention and reductions see more than one element.
@@ -70,7 +72,7 @@ def compare_in_child(job: CompareJob) -> dict[str, Any]:
             names = [output.name for output in session.get_outputs()]
             expected = [np.asarray(x) for x in session.run(None, feeds)]
         except Exception as error:  # onnxruntime raises its own types
-            return {"source_error": _first_line(error), "candidate_error": "", "outputs": []}
+            return {"source_error": first_line(error), "candidate_error": "", "outputs": []}
         del session
         _save_reference(reference, feeds, names, expected)
     try:
@@ -83,7 +85,7 @@ def compare_in_child(job: CompareJob) -> dict[str, Any]:
         }
         got = [np.asarray(x) for x in session.run(None, cast)]
     except Exception as error:  # onnxruntime raises its own types
-        return {"source_error": "", "candidate_error": _first_line(error), "outputs": []}
+        return {"source_error": "", "candidate_error": first_line(error), "outputs": []}
     return {
         "source_error": "",
         "candidate_error": "",
@@ -178,8 +180,3 @@ def _compare(name: str, expected: np.ndarray, got: np.ndarray) -> dict[str, Any]
     entry.update(max_abs=max_abs, magnitude=magnitude)
     entry["max_rel"] = max_abs / magnitude if magnitude > 0 else max_abs
     return entry
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:400] if text else type(error).__name__

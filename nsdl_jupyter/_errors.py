@@ -89,3 +89,12 @@ def list_argument(value: object, what: str) -> list[Any]:
             f"{what} must be a list (e.g. [{what[:-1]!r}]), not {type(value).__name__}"
         )
     return list(value)
+
+
+def first_line(error: BaseException | str, limit: int | None = 400) -> str:
+    """The first line of an error's text (at most `limit` characters), for a message of one
+    sentence; an error with no text gives its type's name."""
+    text = str(error).strip()
+    if not text:
+        return type(error).__name__ if isinstance(error, BaseException) else ""
+    return text.splitlines()[0][:limit]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import onnx
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import first_line
 from nsdl_jupyter._weightless import weightless_proto
 from nsdl_jupyter.document._check_messages import explain
 from nsdl_jupyter.ops import ONNX_DOMAINS, is_custom_operator
@@ -164,7 +165,7 @@ def check_proto(proto: onnx.ModelProto) -> list[Diagnostic]:
         # Types of new graph outputs are often unknown until inferred; the checker demands them.
         inferred = onnx.shape_inference.infer_shapes(proto)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
-        message = _first_line(str(error))
+        message = first_line(str(error), None)
         node = _node_named_in(message, nodes)
         found = _graph_node_diagnostics(proto, functions)
         if not any(d.node == node for d in found):
@@ -453,7 +454,7 @@ def _checker_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list[D
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as error:
-        model_message = _first_line(str(error))
+        model_message = first_line(str(error), None)
     else:
         return []
     found = _graph_node_diagnostics(proto, functions)
@@ -500,7 +501,7 @@ def _node_diagnostics(
                             "onnxruntime checks it when the model runs"
                         )
                         if foreign
-                        else _in_schema_words(node, context, _first_line(str(error))),
+                        else _in_schema_words(node, context, first_line(str(error), None)),
                     )
                 )
         visible.update(node.output)
@@ -550,7 +551,7 @@ def _inference_diagnostics(proto: onnx.ModelProto, functions: Functions) -> list
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as error:
-        message = _first_line(str(error))
+        message = first_line(str(error), None)
         node = next(
             (n for n in proto.graph.node if n.name == _node_named_in(message, proto.graph.node)),
             None,
@@ -594,7 +595,7 @@ def _function_diagnostics(proto: onnx.ModelProto, function: onnx.FunctionProto) 
     try:
         onnx.checker.check_function(function, context)
     except onnx.checker.ValidationError as error:
-        message = _first_line(str(error))
+        message = first_line(str(error), None)
         per_node = _node_diagnostics(nodes, set(function.input), context, functions)
         found += per_node or [Diagnostic("error", _node_named_in(message, nodes), message)]
     return found
@@ -610,7 +611,3 @@ def _node_named_in(message: str, nodes: Nodes) -> str | None:
                 if cleaned in names:
                     return cleaned
     return None
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from nsdl_jupyter._errors import NsdlError
+from nsdl_jupyter._errors import NsdlError, first_line
 from nsdl_jupyter._isolated import (
     DEFAULT_MEMORY_LIMIT,
     ChildRaisedError,
@@ -177,7 +177,7 @@ class Evaluator:
 def _isolation_reason(error: Exception) -> str:
     if isinstance(error, IsolatedRunError):
         return f"the evaluating process died: {error} (the kernel is fine; the node is kept)"
-    return f"evaluation failed in its child process: {_first_line(error)}"
+    return f"evaluation failed in its child process: {first_line(error, 300)}"
 
 
 # ------------------------------------------------------------ in the child
@@ -307,7 +307,7 @@ def _run(
         try:
             results = runner(proto)
         except Exception as error:  # both runtimes raise their own error types
-            errors.append(f"{runner.__name__[5:]}: {_first_line(error)}")
+            errors.append(f"{runner.__name__[5:]}: {first_line(error, 300)}")
             continue
         if all(isinstance(result, np.ndarray) for result in results):
             return {name: np.asarray(result) for name, result in zip(outputs, results, strict=True)}
@@ -332,8 +332,3 @@ def _run_reference(proto: onnx.ModelProto) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
     return list(ReferenceEvaluator(proto).run(None, {}))
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import onnx_ir as ir
 
+from nsdl_jupyter._errors import first_line
 from nsdl_jupyter._isolated import ChildRaisedError, IsolatedRunError, run_isolated
 from nsdl_jupyter._measure_child import MeasureJob, measure_in_child
 from nsdl_jupyter._runner_files import ORT_RUNNER
-from nsdl_jupyter.transforms._evaluate import _first_line
 from nsdl_jupyter.transforms._shapes import input_dim_names, open_values
 from nsdl_jupyter.transforms._validate import child_memory_limit
 from nsdl_jupyter.transforms._working_copy import TransformError
@@ -66,7 +66,7 @@ def measure_dims(
             raise TransformError(
                 f"no inference can tell the dims of {list(names)}, and onnxruntime could not "
                 f"run the source model to measure them (random inputs, {sizes}): "
-                f"{_first_line(error)}. Cut where the shapes are known, or give dim_sizes the "
+                f"{first_line(error)}. Cut where the shapes are known, or give dim_sizes the "
                 "model runs at"
             ) from None
     named = input_dim_names(model)
