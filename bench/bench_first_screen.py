@@ -40,7 +40,8 @@ from tests import real_exports  # noqa: E402
 MODELS = ("bert_base_torchscript", "bert_base_dynamo", "gpt2_dynamo", "resnet50_torchscript",
           "resnet50_dynamo", "convnext_tiny_torchscript", "convnext_tiny_dynamo",
           "vit_b_16_torchscript", "vit_b_16_dynamo", "efficientnet_b0_torchscript",
-          "efficientnet_b0_dynamo")  # fmt: skip
+          "efficientnet_b0_dynamo", "mobilenet_v3_large_torchscript", "mobilenet_v3_large_dynamo",
+          "vit_tiny_hf_torchscript", "vit_tiny_hf_dynamo")  # fmt: skip
 TALL_WIDGET = 820
 LEGIBLE = LEGIBLE_PX / LABEL_PX
 
