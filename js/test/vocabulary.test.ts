@@ -8,6 +8,7 @@ const CASES: [string, number, string][] = [
   ["batch×sequence×768", 14, "batch×seq…×768"],
   ["batch×sequence×768", 11, "bat…×s…×768"],
   ["?×16×64", 5, "?×16…"],
+  ["batch×sequence×768", 8, "batch×s…"],
   ["1024×1024×1024", 8, "1024×10…"],
 ];
 

@@ -107,8 +107,9 @@ def fit_text(text: str, width: float, char_width: float) -> str:
 
 def fit_shape(shape: str, width: float, char_width: float) -> str:
     """A tensor shape (`batch_sizex16x64`) in about `width` pixels: its named dims cut with an
-    ellipsis first, longest first (`batch_s…x16x64`), so the numbers stay; then the tail
-    (`fit_text`). vocabulary.ts fitShape does the same."""
+    ellipsis, longest first (`batch_s…x16x64`), so the numbers stay whole; where even that
+    does not fit, the shape cut at its end (`fit_text`). vocabulary.ts fitShape does the
+    same."""
     room = math.floor(width / char_width)
     excess = len(shape) - room
     if excess <= 0:
@@ -123,7 +124,8 @@ def fit_shape(shape: str, width: float, char_width: float) -> str:
         dims[k] = dims[k][:kept] + ellipsis
         if excess <= 0:
             break
-    return fit_text(TIMES.join(dims), width, char_width)
+    cut = TIMES.join(dims)
+    return cut if len(cut) <= room else fit_text(shape, width, char_width)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ export function fitText(text: string, width: number, charWidth: number): string 
 }
 
 /** A tensor shape ("batch_size×16×64") in about `width` pixels: its named dims cut with an
- *  ellipsis first, longest first ("batch_s…×16×64"), so the numbers stay; then the tail
- *  (_drawing.py fit_shape). */
+ *  ellipsis, longest first ("batch_s…×16×64"), so the numbers stay whole; where even that
+ *  does not fit, the shape cut at its end (_drawing.py fit_shape). */
 export function fitShape(shape: string, width: number, charWidth: number): string {
   let excess = shape.length - Math.floor(width / charWidth);
   if (excess <= 0) return shape;
@@ -40,7 +40,8 @@ export function fitShape(shape: string, width: number, charWidth: number): strin
     dims[k] = `${dims[k].slice(0, kept)}${V.label.ellipsis}`;
     if (excess <= 0) break;
   }
-  return fitText(dims.join("\u00d7"), width, charWidth);
+  const cut = dims.join("\u00d7");
+  return cut.length <= Math.floor(width / charWidth) ? cut : fitText(shape, width, charWidth);
 }
 
 export function countText(size: number): string {
