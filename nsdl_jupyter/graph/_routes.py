@@ -166,11 +166,11 @@ class _Router:
         curve = _along(p, q)
         u0, u1 = min(p[0], q[0]), max(p[0], q[0])
         v0, v1 = min(curve[1::2]), max(curve[1::2])
-        starts, slots = self.starts(parent)
-        across = [j for j in map(self.flow, slots[bisect.bisect_right(starts, u0) :]) if j.u < u1]
+        starts, slots = self.starts(parent)  # those starting strictly between u0 and u1:
+        between = slots[bisect.bisect_right(starts, u0) : bisect.bisect_left(starts, u1)]
         across = [
             j
-            for j in across
+            for j in map(self.flow, between)
             if j.u + j.length < u1 and j.v < v1 and v0 < j.v + j.width and _passes(curve, j)
         ]
         if not across:
